@@ -1,0 +1,14 @@
+// Package testinfra gives tests the real infrastructure they talk to: a
+// Redis and a Kafka-protocol broker, each private to the test.
+//
+// Redis, in order of preference: STEPWISE_TEST_REDIS when set (a URL; the
+// test gets its own logical database there is not guaranteed, so such runs
+// should not run packages in parallel); a private redis-server from PATH on a
+// random port; miniredis when no redis-server is installed, said once in the
+// output. With CI=true a missing redis-server fails the test instead.
+//
+//	url := testinfra.Redis(t)          // redis://127.0.0.1:PORT/0
+//	rdb := testinfra.RedisClient(t)    // a go-redis client on a private server
+//
+// Kafka: see Kafka.
+package testinfra

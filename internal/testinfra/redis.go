@@ -1,0 +1,151 @@
+package testinfra
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// EnvRedis names an existing Redis the tests use instead of starting one.
+const EnvRedis = "STEPWISE_TEST_REDIS"
+
+var fallbackNotice sync.Once
+
+// Redis returns the URL of a Redis private to t (see the package doc for
+// where it comes from). It is stopped when t ends.
+func Redis(t testing.TB) string {
+	t.Helper()
+	if url := os.Getenv(EnvRedis); url != "" {
+		return url
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server is not on PATH and CI=true: install it (apt-get install -y redis-server)")
+		}
+		fallbackNotice.Do(func() {
+			fmt.Fprintln(os.Stderr, "testinfra: no redis-server on PATH, using miniredis (install redis-server for the real thing)")
+		})
+		return Miniredis(t)
+	}
+	return RedisServer(t)
+}
+
+// RedisClient returns a go-redis client on Redis(t), closed when t ends.
+func RedisClient(t testing.TB) *redis.Client {
+	t.Helper()
+	return clientFor(t, Redis(t))
+}
+
+// RedisServer starts a private redis-server on a random port, keeping nothing
+// on disk, and returns its URL. It fails t when redis-server is missing.
+func RedisServer(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server is not on PATH: %v", err)
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("find a free port: %v", err)
+		}
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--loglevel", "warning")
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start redis-server: %v", err)
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if waitReady(addr, 5*time.Second) {
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			})
+			return "redis://" + addr + "/0"
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait() // the port was probably taken between freePort and bind: try another
+	}
+	t.Fatalf("redis-server did not become ready")
+	return ""
+}
+
+// Miniredis starts an in-process miniredis and returns its URL.
+func Miniredis(t testing.TB) string {
+	t.Helper()
+	m := miniredis.RunT(t)
+	return "redis://" + m.Addr() + "/0"
+}
+
+// MiniredisClient returns a go-redis client on a private miniredis.
+func MiniredisClient(t testing.TB) *redis.Client {
+	t.Helper()
+	return clientFor(t, Miniredis(t))
+}
+
+// RedisServerClient returns a go-redis client on a private redis-server.
+func RedisServerClient(t testing.TB) *redis.Client {
+	t.Helper()
+	return clientFor(t, RedisServer(t))
+}
+
+func clientFor(t testing.TB, url string) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatalf("parse redis url %q: %v", url, err)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitReady polls with a raw PING until the server answers or d passes.
+func waitReady(addr string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		ok := ping(ctx, addr)
+		cancel()
+		if ok {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+func ping(ctx context.Context, addr string) bool {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	buf := make([]byte, 7)
+	n, _ := conn.Read(buf)
+	return n >= 5 && string(buf[:5]) == "+PONG"
+}

@@ -1,0 +1,37 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventType names an entry of a run's event log.
+type EventType string
+
+// The event types a run's log holds. Each is appended in the same atomic
+// operation as the transition it reports.
+const (
+	EventRunCreated       EventType = "run.created"
+	EventRunStarted       EventType = "run.started"
+	EventStepStarted      EventType = "step.started"
+	EventAssistantMessage EventType = "message.assistant"
+	EventToolCallCreated  EventType = "tool_call.created"
+	EventToolCallStarted  EventType = "tool_call.started"
+	EventToolCallFinished EventType = "tool_call.finished"
+	EventStepEnded        EventType = "step.ended"
+	EventStepRetried      EventType = "step.retried"
+	EventToolCallRetried  EventType = "tool_call.retried"
+	EventRunFinished      EventType = "run.finished"
+)
+
+// Event is one entry of a run's event log. ID is the log position the store
+// assigned (a Redis stream id); it orders events and resumes SSE streams.
+type Event struct {
+	ID     string          `json:"id,omitempty"`
+	Type   EventType       `json:"type"`
+	RunID  string          `json:"run_id"`
+	Step   int             `json:"step"`
+	CallID string          `json:"call_id,omitempty"`
+	At     time.Time       `json:"at"`
+	Data   json.RawMessage `json:"data,omitempty"`
+}

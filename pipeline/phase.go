@@ -1,0 +1,34 @@
+package pipeline
+
+// Phase is one of the nine points of a run where plugins hook in.
+type Phase string
+
+// The nine phases, in the order a step passes through them.
+const (
+	PhaseRunStart          Phase = "run_start"           // stepworker, first step only
+	PhaseStepStart         Phase = "step_start"          // stepworker
+	PhaseBeforeInference   Phase = "before_inference"    // stepworker
+	PhaseAfterInference    Phase = "after_inference"     // stepworker
+	PhaseToolGate          Phase = "tool_gate"           // stepworker, per call, serially
+	PhaseBeforeToolExecute Phase = "before_tool_execute" // toolworker, only for calls that execute
+	PhaseAfterToolExecute  Phase = "after_tool_execute"  // toolworker
+	PhaseStepEnd           Phase = "step_end"            // stepworker
+	PhaseRunEnd            Phase = "run_end"             // stepworker, once per run
+)
+
+// Phases lists the nine phases in order.
+func Phases() []Phase {
+	return []Phase{
+		PhaseRunStart, PhaseStepStart, PhaseBeforeInference, PhaseAfterInference,
+		PhaseToolGate, PhaseBeforeToolExecute, PhaseAfterToolExecute, PhaseStepEnd, PhaseRunEnd,
+	}
+}
+
+// Process names the program that runs hooks of the phase: "toolworker" for
+// the two tool-execution phases, "stepworker" for the rest.
+func (p Phase) Process() string {
+	if p == PhaseBeforeToolExecute || p == PhaseAfterToolExecute {
+		return "toolworker"
+	}
+	return "stepworker"
+}

@@ -1,0 +1,55 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Run is a run's record as the store keeps it: the truth every handler checks
+// before it writes.
+type Run struct {
+	ID          string          `json:"run_id"`
+	Agent       string          `json:"agent"`
+	Status      RunStatus       `json:"status"`
+	Step        int             `json:"step"`
+	StepState   StepState       `json:"step_state,omitempty"`
+	Termination *Termination    `json:"termination,omitempty"`
+	Usage       Usage           `json:"usage"`
+	Model       json.RawMessage `json:"model,omitempty"`    // the run's own script model, if it brought one
+	Metadata    json.RawMessage `json:"metadata,omitempty"` // caller's metadata, returned as given
+	RequestHash string          `json:"-"`                  // hash of the create request, for idempotent replays
+	Attempts    int             `json:"attempts,omitempty"` // claims of the current step
+	LeaseOwner  string          `json:"-"`
+	LeaseUntil  time.Time       `json:"-"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+}
+
+// ToolCall is one tool call's record. Index is its position in the assistant
+// turn that proposed it; results are appended to the conversation in that
+// order.
+type ToolCall struct {
+	ID         string          `json:"call_id"`
+	RunID      string          `json:"run_id"`
+	Step       int             `json:"step"`
+	Index      int             `json:"index"`
+	Tool       string          `json:"tool"`
+	Queue      string          `json:"queue"`
+	Status     ToolCallStatus  `json:"status"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	Attempts   int             `json:"attempts,omitempty"`
+	LeaseOwner string          `json:"-"`
+	LeaseUntil time.Time       `json:"-"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+}
+
+// CallStatuses returns the statuses of calls, in order, for DeriveRunStatus.
+func CallStatuses(calls []ToolCall) []ToolCallStatus {
+	out := make([]ToolCallStatus, len(calls))
+	for i, c := range calls {
+		out[i] = c.Status
+	}
+	return out
+}

@@ -1,0 +1,71 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// Lease is a claim on work: who holds it and until when.
+type Lease struct {
+	Owner string
+	Until time.Time
+}
+
+// StepCommit is what a step worker commits after inference.
+type StepCommit struct {
+	Assistant pipeline.Message    // the assistant turn, tool calls included
+	Calls     []pipeline.ToolCall // one record per proposed call, status new, Index = position
+	Usage     pipeline.Usage      // tokens of this inference, added to the run's
+}
+
+// StepEnd is what the StepEnd handler commits once every call of the step is
+// terminal.
+type StepEnd struct {
+	ToolMessages []pipeline.Message    // tool-result messages, in call order
+	Finish       *pipeline.Termination // nil: go on to step+1; else end the run
+}
+
+// CallOutcome is what a tool worker commits for a call it executed.
+type CallOutcome struct {
+	Status pipeline.ToolCallStatus // succeeded, failed or suspended
+	Result json.RawMessage         // the tool's result (succeeded)
+	Error  string                  // the tool error (failed)
+}
+
+// ListFilter selects runs for ListRuns. Zero fields match everything.
+type ListFilter struct {
+	Status pipeline.RunStatus
+	Agent  string
+	Limit  int    // default 50, at most 500
+	Cursor string // from the previous page; "" for the first
+}
+
+// The operations below are implemented in the files beside this one. Each
+// state change is one Lua script over the run's keys (hash tag {run_id}) that
+// checks the expected state and appends the events it reports to the run's
+// stream in the same script.
+var _ interface {
+	CreateRun(ctx context.Context, run pipeline.Run, input []pipeline.Message, now time.Time) (pipeline.Run, bool, error)
+	GetRun(ctx context.Context, runID string) (pipeline.Run, error)
+	Messages(ctx context.Context, runID string) ([]pipeline.Message, error)
+	StepCalls(ctx context.Context, runID string, step int) ([]pipeline.ToolCall, error)
+	RunCalls(ctx context.Context, runID string) ([]pipeline.ToolCall, error)
+	GetCall(ctx context.Context, runID, callID string) (pipeline.ToolCall, error)
+	CallIDsTaken(ctx context.Context, runID string, callIDs []string) ([]bool, error)
+	ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, string, error)
+	Events(ctx context.Context, runID, afterID string, count int64) ([]pipeline.Event, error)
+	WaitEvents(ctx context.Context, runID, afterID string, block time.Duration) ([]pipeline.Event, error)
+	ClaimStep(ctx context.Context, runID string, step int, lease Lease, now time.Time) (pipeline.Run, error)
+	CommitStep(ctx context.Context, runID string, step int, owner string, c StepCommit, now time.Time) (pipeline.Run, []pipeline.ToolCall, error)
+	EndStep(ctx context.Context, runID string, step int, end StepEnd, now time.Time) (pipeline.Run, error)
+	FinishRun(ctx context.Context, runID string, t pipeline.Termination, now time.Time) (pipeline.Run, error)
+	ClaimCall(ctx context.Context, runID, callID string, lease Lease, now time.Time) (pipeline.ToolCall, error)
+	RenewCallLease(ctx context.Context, runID, callID string, lease Lease) error
+	FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (pipeline.ToolCall, error)
+	ScheduleSweep(ctx context.Context, runID string, at time.Time) error
+	DueRuns(ctx context.Context, now time.Time, limit int64, recheck time.Time) ([]string, error)
+	Ping(ctx context.Context) error
+} = (*Store)(nil)

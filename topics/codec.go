@@ -1,0 +1,72 @@
+package topics
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+// ErrMalformed marks a payload that can never be handled: not JSON, the wrong
+// shape, or failing validation. Handlers send such messages to the dead-letter
+// topic instead of retrying them.
+var ErrMalformed = errors.New("malformed message")
+
+// MetadataRunID is the message metadata key that holds the run id; the Kafka
+// marshaler uses it as the partition key.
+const MetadataRunID = "run_id"
+
+// Message is what every message kind implements.
+type Message interface {
+	Validate() error
+	key() string
+}
+
+// Encode returns the JSON of m with its schema version set.
+func Encode[M Message](m M) ([]byte, error) {
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("encode %T: %w", m, err)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", m, err)
+	}
+	// Every kind embeds Header, so "v" is present; set it to this build's.
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, fmt.Errorf("encode %T: %w", m, err)
+	}
+	obj["v"] = json.RawMessage(fmt.Sprint(SchemaVersion))
+	return json.Marshal(obj)
+}
+
+// Decode parses and validates a payload. Every failure wraps ErrMalformed and
+// says what is wrong. A missing "v" reads as version 1.
+func Decode[M Message](payload []byte) (M, error) {
+	var m M
+	trimmed := bytes.TrimSpace(payload)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return m, fmt.Errorf("%w: %T: payload is not a JSON object", ErrMalformed, m)
+	}
+	if err := json.Unmarshal(trimmed, &m); err != nil {
+		return m, fmt.Errorf("%w: %T: %v", ErrMalformed, m, err)
+	}
+	if err := m.Validate(); err != nil {
+		return m, fmt.Errorf("%w: %T: %v", ErrMalformed, m, err)
+	}
+	return m, nil
+}
+
+// NewMessage encodes m into a Watermill message keyed by its run.
+func NewMessage[M Message](m M) (*message.Message, error) {
+	b, err := Encode(m)
+	if err != nil {
+		return nil, err
+	}
+	msg := message.NewMessage(watermill.NewUUID(), b)
+	msg.Metadata.Set(MetadataRunID, m.key())
+	return msg, nil
+}

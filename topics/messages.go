@@ -1,0 +1,139 @@
+package topics
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// SchemaVersion is the version this build writes in every message's "v".
+// Messages without "v" are read as version 1; newer versions are refused.
+const SchemaVersion = 1
+
+// Header carries what every message has: its schema version and its run.
+type Header struct {
+	V     int    `json:"v"`
+	RunID string `json:"run_id"`
+}
+
+func (h Header) check() error {
+	var errs []error
+	if h.V > SchemaVersion {
+		errs = append(errs, fmt.Errorf("schema version %d is newer than %d", h.V, SchemaVersion))
+	}
+	if h.V < 0 {
+		errs = append(errs, fmt.Errorf("schema version %d is negative", h.V))
+	}
+	if h.RunID == "" {
+		errs = append(errs, errors.New("run_id is missing"))
+	}
+	return errors.Join(errs...)
+}
+
+func (h Header) key() string { return h.RunID }
+
+// StepRequested asks a step worker to run step Step of run RunID. Topic: run-steps.
+type StepRequested struct {
+	Header
+	Step int `json:"step"`
+}
+
+// Validate reports every problem of the message at once.
+func (m StepRequested) Validate() error {
+	return errors.Join(m.check(), nonNegative("step", m.Step))
+}
+
+// ToolCallRequested asks a tool worker of the call's queue to execute it.
+// The arguments are informative: the worker executes what the store holds.
+// Topic: tool-calls.<queue>.
+type ToolCallRequested struct {
+	Header
+	Step      int             `json:"step"`
+	CallID    string          `json:"call_id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Validate reports every problem of the message at once.
+func (m ToolCallRequested) Validate() error {
+	return errors.Join(m.check(), nonNegative("step", m.Step), required("call_id", m.CallID), required("tool", m.Tool))
+}
+
+// ToolCallFinished reports that a call reached a status the StepEnd handler
+// must look at (terminal or suspended). Topic: tool-results.
+type ToolCallFinished struct {
+	Header
+	Step   int                     `json:"step"`
+	CallID string                  `json:"call_id"`
+	Status pipeline.ToolCallStatus `json:"status"`
+}
+
+// Validate reports every problem of the message at once.
+func (m ToolCallFinished) Validate() error {
+	errs := []error{m.check(), nonNegative("step", m.Step), required("call_id", m.CallID)}
+	if _, err := pipeline.ParseToolCallStatus(string(m.Status)); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Decision actions.
+const (
+	ActionResume = "resume"
+	ActionCancel = "cancel"
+)
+
+// Decision resumes or cancels a suspended call. Anyone may publish it to the
+// decisions topic, keyed by run_id. Topic: decisions.
+type Decision struct {
+	Header
+	DecisionID string          `json:"decision_id"`
+	CallID     string          `json:"call_id"`
+	Action     string          `json:"action"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+	ArgsHash   string          `json:"args_hash,omitempty"`
+	DecidedBy  string          `json:"decided_by,omitempty"`
+	Reason     string          `json:"reason,omitempty"`
+}
+
+// Validate reports every problem of the message at once.
+func (m Decision) Validate() error {
+	errs := []error{m.check(), required("decision_id", m.DecisionID), required("call_id", m.CallID)}
+	if m.Action != ActionResume && m.Action != ActionCancel {
+		errs = append(errs, fmt.Errorf("action %q is neither %q nor %q", m.Action, ActionResume, ActionCancel))
+	}
+	return errors.Join(errs...)
+}
+
+// RunResult is a finished run's outcome, published once the run is done.
+// Delivery is at least once: consumers keep the first result per run_id.
+// Topic: run-results.
+type RunResult struct {
+	Header
+	Agent       string               `json:"agent"`
+	Status      pipeline.RunStatus   `json:"status"`
+	Step        int                  `json:"step"`
+	Termination pipeline.Termination `json:"termination"`
+	Usage       pipeline.Usage       `json:"usage"`
+}
+
+// Validate reports every problem of the message at once.
+func (m RunResult) Validate() error {
+	return errors.Join(m.check(), required("termination.reason", string(m.Termination.Reason)))
+}
+
+func required(field, v string) error {
+	if v == "" {
+		return fmt.Errorf("%s is missing", field)
+	}
+	return nil
+}
+
+func nonNegative(field string, v int) error {
+	if v < 0 {
+		return fmt.Errorf("%s is %d, want ≥ 0", field, v)
+	}
+	return nil
+}

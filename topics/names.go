@@ -1,0 +1,64 @@
+package topics
+
+import "strings"
+
+// DefaultPrefix is the topic prefix when the configuration names none.
+const DefaultPrefix = "stepwise."
+
+// DefaultQueue is the tool queue of a tool that names none.
+const DefaultQueue = "default"
+
+// Base names of the topics, before the prefix.
+const (
+	RunSteps        = "run-steps"
+	ToolCallsPrefix = "tool-calls."
+	ToolResults     = "tool-results"
+	Decisions       = "decisions"
+	RunResults      = "run-results"
+	DeadLetter      = "dead-letter"
+)
+
+// Names builds full topic names under one prefix. The zero value uses no
+// prefix; NewNames("") uses DefaultPrefix.
+type Names struct{ prefix string }
+
+// NewNames returns names under prefix, or under DefaultPrefix when it is empty.
+func NewNames(prefix string) Names {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return Names{prefix: prefix}
+}
+
+// RunSteps is where StepRequested goes.
+func (n Names) RunSteps() string { return n.prefix + RunSteps }
+
+// ToolCalls is the queue topic of tool calls for queue q (DefaultQueue if empty).
+func (n Names) ToolCalls(q string) string {
+	if q == "" {
+		q = DefaultQueue
+	}
+	return n.prefix + ToolCallsPrefix + q
+}
+
+// ToolResults is where ToolCallFinished goes.
+func (n Names) ToolResults() string { return n.prefix + ToolResults }
+
+// Decisions is where decisions from anywhere arrive.
+func (n Names) Decisions() string { return n.prefix + Decisions }
+
+// RunResults carries each finished run's outcome, for batch consumers.
+func (n Names) RunResults() string { return n.prefix + RunResults }
+
+// DeadLetter receives messages no handler could accept, with the reason.
+func (n Names) DeadLetter() string { return n.prefix + DeadLetter }
+
+// Queue returns the queue of a tool-calls topic, and false for other topics.
+func (n Names) Queue(topic string) (string, bool) {
+	return strings.CutPrefix(topic, n.prefix+ToolCallsPrefix)
+}
+
+// Static lists the topics every deployment has, without the tool queues.
+func (n Names) Static() []string {
+	return []string{n.RunSteps(), n.ToolResults(), n.Decisions(), n.RunResults(), n.DeadLetter()}
+}
