@@ -70,3 +70,20 @@ func NewMessage[M Message](m M) (*message.Message, error) {
 	msg.Metadata.Set(MetadataRunID, m.key())
 	return msg, nil
 }
+
+// Publisher is the one method of a Watermill publisher that Publish needs.
+type Publisher interface {
+	Publish(topic string, messages ...*message.Message) error
+}
+
+// Publish encodes m and publishes it to topic, keyed by its run.
+func Publish[M Message](pub Publisher, topic string, m M) error {
+	msg, err := NewMessage(m)
+	if err != nil {
+		return err
+	}
+	if err := pub.Publish(topic, msg); err != nil {
+		return fmt.Errorf("publish %T to %s: %w", m, topic, err)
+	}
+	return nil
+}

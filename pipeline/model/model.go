@@ -1,0 +1,38 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// Model answers one inference request. Implementations must be safe for
+// concurrent use and return promptly when ctx is cancelled.
+type Model interface {
+	Infer(ctx context.Context, req Request) (Response, error)
+}
+
+// ToolSpec is a tool as the model is told about it.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Request is one inference: the run and step it is for, the system prompt,
+// the conversation so far and the tools on offer.
+type Request struct {
+	RunID    string
+	Step     int
+	System   string
+	Messages []pipeline.Message
+	Tools    []ToolSpec
+}
+
+// Response is the model's answer: text and any tool calls it proposes.
+type Response struct {
+	Text      string
+	ToolCalls []pipeline.ToolCallRequest
+	Usage     pipeline.Usage
+}

@@ -1,0 +1,128 @@
+package script
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/model"
+)
+
+// Provider is the provider name of scripted models.
+const Provider = "script"
+
+// FinalText is the answer of a step past the last turn when loop_last is off.
+const FinalText = "The script has no more turns."
+
+// Turn is one scripted answer.
+type Turn struct {
+	Text      string          `json:"text"`
+	ToolCalls []ScriptedCall  `json:"tool_calls,omitempty"`
+	Usage     *pipeline.Usage `json:"usage,omitempty"`
+	DelayMS   int             `json:"delay_ms,omitempty"`
+}
+
+// ScriptedCall is a tool call a turn proposes. An empty ID lets the step
+// worker name the call.
+type ScriptedCall struct {
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Model is a parsed script. It is immutable and safe for concurrent use.
+type Model struct {
+	Provider string `json:"provider"`
+	Turns    []Turn `json:"turns"`
+	LoopLast bool   `json:"loop_last,omitempty"`
+}
+
+var _ model.Model = (*Model)(nil)
+
+// Parse reads and validates a script model, reporting every problem at once.
+func Parse(raw json.RawMessage) (*Model, error) {
+	var m Model
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("script model: %w", err)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Validate reports every problem of the script at once.
+func (m *Model) Validate() error {
+	var errs []error
+	if m.Provider != Provider {
+		errs = append(errs, fmt.Errorf("script model: provider is %q, want %q", m.Provider, Provider))
+	}
+	for i, t := range m.Turns {
+		if t.DelayMS < 0 {
+			errs = append(errs, fmt.Errorf("script model: turns[%d].delay_ms is negative", i))
+		}
+		for j, c := range t.ToolCalls {
+			if c.Name == "" {
+				errs = append(errs, fmt.Errorf("script model: turns[%d].tool_calls[%d].name is missing", i, j))
+			}
+			if len(c.Arguments) > 0 && !isObject(c.Arguments) {
+				errs = append(errs, fmt.Errorf("script model: turns[%d].tool_calls[%d].arguments is not a JSON object", i, j))
+			}
+		}
+	}
+	if m.LoopLast && len(m.Turns) == 0 {
+		errs = append(errs, errors.New("script model: loop_last needs at least one turn"))
+	}
+	return errors.Join(errs...)
+}
+
+// Infer answers step req.Step with its turn, after the turn's delay.
+func (m *Model) Infer(ctx context.Context, req model.Request) (model.Response, error) {
+	turn, ok := m.turn(req.Step)
+	if !ok {
+		return model.Response{Text: FinalText}, nil
+	}
+	if turn.DelayMS > 0 {
+		t := time.NewTimer(time.Duration(turn.DelayMS) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return model.Response{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+	resp := model.Response{Text: turn.Text}
+	if turn.Usage != nil {
+		resp.Usage = *turn.Usage
+	}
+	for _, c := range turn.ToolCalls {
+		args := c.Arguments
+		if len(args) == 0 {
+			args = json.RawMessage(`{}`)
+		}
+		resp.ToolCalls = append(resp.ToolCalls, pipeline.ToolCallRequest{ID: c.ID, Name: c.Name, Arguments: args})
+	}
+	return resp, nil
+}
+
+func (m *Model) turn(step int) (Turn, bool) {
+	switch {
+	case step < len(m.Turns):
+		return m.Turns[step], true
+	case m.LoopLast && len(m.Turns) > 0:
+		return m.Turns[len(m.Turns)-1], true
+	default:
+		return Turn{}, false
+	}
+}
+
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}

@@ -1,0 +1,129 @@
+package topics_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+func golden(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Golden payloads are bytes older builds wrote (or outside producers send):
+// they must keep decoding to the same values.
+func TestDecode_golden_payloads_keep_decoding(t *testing.T) {
+	t.Run("step requested", func(t *testing.T) {
+		m, err := topics.Decode[topics.StepRequested](golden(t, "step_requested.v1.json"))
+		want := topics.StepRequested{Header: topics.Header{V: 1, RunID: "r-1"}, Step: 2}
+		if err != nil || !reflect.DeepEqual(m, want) {
+			t.Fatalf("got %+v, %v", m, err)
+		}
+	})
+	t.Run("tool call requested", func(t *testing.T) {
+		m, err := topics.Decode[topics.ToolCallRequested](golden(t, "tool_call_requested.v1.json"))
+		if err != nil || m.CallID != "c-1" || m.Tool != "echo" || string(m.Arguments) != `{"text":"hi"}` {
+			t.Fatalf("got %+v, %v", m, err)
+		}
+	})
+	t.Run("tool call finished", func(t *testing.T) {
+		m, err := topics.Decode[topics.ToolCallFinished](golden(t, "tool_call_finished.v1.json"))
+		if err != nil || m.Status != pipeline.CallSucceeded || m.CallID != "c-1" {
+			t.Fatalf("got %+v, %v", m, err)
+		}
+	})
+	t.Run("decision without a version, as outside producers send it", func(t *testing.T) {
+		m, err := topics.Decode[topics.Decision](golden(t, "decision.v1.json"))
+		if err != nil || m.Action != topics.ActionResume || m.DecidedBy != "alice" || string(m.Payload) != `{"approved":true}` {
+			t.Fatalf("got %+v, %v", m, err)
+		}
+	})
+	t.Run("run result", func(t *testing.T) {
+		m, err := topics.Decode[topics.RunResult](golden(t, "run_result.v1.json"))
+		if err != nil || m.Termination.Code != "max_rounds" || m.Usage.InputTokens != 10 {
+			t.Fatalf("got %+v, %v", m, err)
+		}
+	})
+}
+
+func TestEncode_round_trips_and_writes_the_schema_version(t *testing.T) {
+	in := topics.ToolCallRequested{Header: topics.Header{RunID: "r-9"}, Step: 1, CallID: "c", Tool: "sleep", Arguments: json.RawMessage(`{"ms":1}`)}
+	b, err := topics.Encode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"v":1`) {
+		t.Fatalf("encoded %s has no schema version", b)
+	}
+	out, err := topics.Decode[topics.ToolCallRequested](b)
+	in.V = topics.SchemaVersion
+	if err != nil || !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip: %+v, %v; want %+v", out, err, in)
+	}
+}
+
+func TestDecode_refuses_bad_payloads_with_the_reason(t *testing.T) {
+	cases := []struct{ name, payload, want string }{
+		{"not JSON", `hello`, "not a JSON object"},
+		{"empty", ``, "not a JSON object"},
+		{"an array", `[1]`, "not a JSON object"},
+		{"wrong type", `{"run_id":"r","step":"two"}`, "cannot unmarshal"},
+		{"no run id", `{"step":1}`, "run_id is missing"},
+		{"negative step", `{"run_id":"r","step":-1}`, "step is -1"},
+		{"newer schema", `{"v":2,"run_id":"r","step":0}`, "schema version 2 is newer than 1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := topics.Decode[topics.StepRequested]([]byte(c.payload))
+			if !errors.Is(err, topics.ErrMalformed) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error = %v, want ErrMalformed saying %q", err, c.want)
+			}
+			if !topics.IsPermanent(err) {
+				t.Fatalf("a malformed message must be permanent")
+			}
+		})
+	}
+}
+
+func TestDecode_a_decision_reports_every_problem_at_once(t *testing.T) {
+	_, err := topics.Decode[topics.Decision]([]byte(`{"run_id":"r","action":"approve"}`))
+	for _, want := range []string{"decision_id is missing", "call_id is missing", `action "approve"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not say %q", err, want)
+		}
+	}
+}
+
+func TestNames_under_a_prefix(t *testing.T) {
+	n := topics.NewNames("acme.")
+	if n.RunSteps() != "acme.run-steps" || n.ToolCalls("") != "acme.tool-calls.default" || n.ToolCalls("payments") != "acme.tool-calls.payments" {
+		t.Fatalf("names: %s %s %s", n.RunSteps(), n.ToolCalls(""), n.ToolCalls("payments"))
+	}
+	if q, ok := n.Queue("acme.tool-calls.payments"); !ok || q != "payments" {
+		t.Fatalf("Queue = %q, %v", q, ok)
+	}
+	if topics.NewNames("").DeadLetter() != "stepwise.dead-letter" {
+		t.Fatalf("default prefix not applied")
+	}
+}
+
+func TestNewMessage_keys_by_run(t *testing.T) {
+	msg, err := topics.NewMessage(topics.StepRequested{Header: topics.Header{RunID: "r-7"}, Step: 0})
+	if err != nil || msg.Metadata.Get(topics.MetadataRunID) != "r-7" {
+		t.Fatalf("metadata = %v, %v", msg.Metadata, err)
+	}
+	if !topics.IsPermanent(topics.Permanent(errors.New("x"))) || topics.IsPermanent(errors.New("x")) || topics.Permanent(nil) != nil {
+		t.Fatal("Permanent classification is off")
+	}
+}
