@@ -1,0 +1,85 @@
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// StepWorker holds the settings of step workers (yaml key "stepworker").
+type StepWorker struct {
+	// Concurrency is how many steps (inference calls) one worker runs at
+	// once; default 64. It is not bounded by the partition count.
+	Concurrency int `json:"concurrency,omitempty"`
+	// Lease is how long a claim on a step lasts unless renewed; default 30s.
+	// A step whose lease expired is re-driven by the sweeper.
+	Lease Duration `json:"lease,omitzero"`
+	// MaxAttempts is how many times one step or one tool call may be claimed
+	// before the run ends with reason error; default 3.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// SweepInterval is how often the sweeper looks for expired leases,
+	// approval timeouts and stale dispatches; default 2s.
+	SweepInterval Duration `json:"sweep_interval,omitzero"`
+	// DispatchTimeout is how long a published but unclaimed step or tool call
+	// may wait before it is published again; default 5m.
+	DispatchTimeout Duration `json:"dispatch_timeout,omitzero"`
+}
+
+// ToolWorker holds the settings of tool workers (yaml key "toolworker").
+type ToolWorker struct {
+	// Concurrency is how many tool calls one worker runs at once; default 64.
+	Concurrency int `json:"concurrency,omitempty"`
+	// Lease is how long a claim on a call lasts unless renewed; default 30s.
+	Lease Duration `json:"lease,omitzero"`
+	// DefaultTimeout bounds a call of a tool that sets no timeout; default 60s.
+	DefaultTimeout Duration `json:"default_timeout,omitzero"`
+	// Queues are the queues a tool worker consumes when --queues is not
+	// given; empty means every queue of the configuration (Config.Queues).
+	Queues []string `json:"queues,omitempty"`
+}
+
+func (w *StepWorker) setDefaults() {
+	if w.Concurrency == 0 {
+		w.Concurrency = 64
+	}
+	if w.Lease.Duration == 0 {
+		w.Lease = D(30 * time.Second)
+	}
+	if w.MaxAttempts == 0 {
+		w.MaxAttempts = 3
+	}
+	if w.SweepInterval.Duration == 0 {
+		w.SweepInterval = D(2 * time.Second)
+	}
+	if w.DispatchTimeout.Duration == 0 {
+		w.DispatchTimeout = D(5 * time.Minute)
+	}
+}
+
+func (w StepWorker) check(ps *problems, path string) {
+	nonNegative(ps, field(path, "concurrency"), int64(w.Concurrency))
+	nonNegativeDuration(ps, field(path, "lease"), w.Lease)
+	nonNegative(ps, field(path, "max_attempts"), int64(w.MaxAttempts))
+	nonNegativeDuration(ps, field(path, "sweep_interval"), w.SweepInterval)
+	nonNegativeDuration(ps, field(path, "dispatch_timeout"), w.DispatchTimeout)
+}
+
+func (w *ToolWorker) setDefaults() {
+	if w.Concurrency == 0 {
+		w.Concurrency = 64
+	}
+	if w.Lease.Duration == 0 {
+		w.Lease = D(30 * time.Second)
+	}
+	if w.DefaultTimeout.Duration == 0 {
+		w.DefaultTimeout = D(60 * time.Second)
+	}
+}
+
+func (w ToolWorker) check(ps *problems, path, prefix string) {
+	nonNegative(ps, field(path, "concurrency"), int64(w.Concurrency))
+	nonNegativeDuration(ps, field(path, "lease"), w.Lease)
+	nonNegativeDuration(ps, field(path, "default_timeout"), w.DefaultTimeout)
+	for i, q := range w.Queues {
+		checkQueue(ps, fmt.Sprintf("%s[%d]", field(path, "queues"), i), q, prefix)
+	}
+}
