@@ -1,0 +1,48 @@
+// Command stepwise is the command line of stepwise:
+//
+//	stepwise dev   [--config FILE] [--http ADDR] [--kafka ADDR] [--redis URL]   everything in one process
+//	stepwise infra [--kafka ADDR] [--redis URL]                                 only the embedded broker and Redis
+//	stepwise demo  [--runs N]                                                   a sample batch on an embedded stack
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: stepwise <command> [flags]
+
+commands:
+  dev     run the gateway, both workers, an embedded Kafka-protocol broker and
+          an embedded Redis (unless --redis) in one process
+  infra   run only the embedded broker and Redis, for multi-process setups
+  demo    run a sample batch of agent runs on an embedded stack and summarize it
+
+Run 'stepwise <command> -h' for the flags of a command.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	commands := map[string]func(context.Context, []string) error{
+		"dev":   dev,
+		"infra": infra,
+		"demo":  demoCmd,
+	}
+	cmd, ok := commands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "stepwise: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cmd(ctx, os.Args[2:]); err != nil {
+		fmt.Fprintf(os.Stderr, "stepwise %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,63 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"github.com/stepwise-run/stepwise/pipeline/config"
+	"log/slog"
+	"os"
+	"strings"
+)
+
+// Environment variables that name the infrastructure when flags do not.
+const (
+	EnvKafkaBrokers = "STEPWISE_KAFKA_BROKERS"
+	EnvRedisURL     = "STEPWISE_REDIS_URL"
+)
+
+// Options are the settings every program takes: the configuration file and
+// the addresses of Kafka and Redis.
+type Options struct {
+	ConfigPath string         // "" = the built-in default configuration
+	Config     *config.Config // when set, used instead of ConfigPath (tests, embedding)
+	Kafka      string         // comma-separated brokers; "" = $STEPWISE_KAFKA_BROKERS
+	Redis      string         // redis:// URL; "" = $STEPWISE_REDIS_URL
+	Logger     *slog.Logger   // default slog.Default()
+}
+
+// Register adds --config, --kafka and --redis to fs.
+func (o *Options) Register(fs *flag.FlagSet) {
+	fs.StringVar(&o.ConfigPath, "config", "", "configuration `file` (YAML); empty: the built-in default")
+	fs.StringVar(&o.Kafka, "kafka", "", "Kafka `brokers`, comma-separated (default $"+EnvKafkaBrokers+")")
+	fs.StringVar(&o.Redis, "redis", "", "Redis `URL` (default $"+EnvRedisURL+")")
+}
+
+// brokers returns the Kafka brokers from the flag or the environment.
+func (o Options) brokers() ([]string, error) {
+	raw := o.Kafka
+	if raw == "" {
+		raw = os.Getenv(EnvKafkaBrokers)
+	}
+	var out []string
+	for _, b := range strings.Split(raw, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no Kafka brokers: pass --kafka host:port or set " + EnvKafkaBrokers)
+	}
+	return out, nil
+}
+
+// redisURL returns the Redis URL from the flag or the environment.
+func (o Options) redisURL() (string, error) {
+	url := o.Redis
+	if url == "" {
+		url = os.Getenv(EnvRedisURL)
+	}
+	if url == "" {
+		return "", errors.New("no Redis: pass --redis redis://host:port/0 or set " + EnvRedisURL)
+	}
+	return url, nil
+}

@@ -1,0 +1,135 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/stepwise-run/stepwise/internal/kafka"
+	"github.com/stepwise-run/stepwise/pipeline/gateway"
+	"github.com/stepwise-run/stepwise/pipeline/model/script"
+	"github.com/stepwise-run/stepwise/pipeline/stepworker"
+	"github.com/stepwise-run/stepwise/pipeline/toolworker"
+)
+
+// Consumer groups: one per worker kind, under the topic prefix.
+func (s *Stack) group(kind string) string { return s.Config.Kafka.TopicPrefix + kind }
+
+// router builds a router for one program, consuming as group.
+func (s *Stack) router(group string) (*message.Router, message.Subscriber, error) {
+	sub, err := kafka.NewSubscriber(s.Brokers, group, s.wmLogger)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := kafka.NewRouter(kafka.RouterConfig{
+		Logger: s.Logger, DeadLetterPublisher: s.Publisher, DeadLetterTopic: s.Names.DeadLetter(),
+	})
+	if err != nil {
+		_ = sub.Close()
+		return nil, nil, err
+	}
+	return r, sub, nil
+}
+
+// RunStepWorker runs the Step and StepEnd handlers and the sweeper until ctx
+// ends, then waits for inference in flight.
+func (s *Stack) RunStepWorker(ctx context.Context) error {
+	id := WorkerID("stepworker")
+	w, err := stepworker.New(ctx, stepworker.Config{
+		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config,
+		WorkerID: id, Logger: s.Logger.With("component", "stepworker"),
+	})
+	if err != nil {
+		return err
+	}
+	r, sub, err := s.router(s.group("stepworker"))
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	r.AddNoPublisherHandler("step", s.Names.RunSteps(), sub, w.HandleStep)
+	r.AddNoPublisherHandler("step_end", s.Names.ToolResults(), sub, w.HandleToolResult)
+	go w.RunSweeper(ctx)
+	err = r.Run(ctx)
+	w.Wait()
+	return err
+}
+
+// RunToolWorker runs the tool handler for queues (every configured queue
+// when empty) until ctx ends, then waits for executions in flight.
+func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
+	if len(queues) == 0 {
+		queues = s.Config.Queues()
+	}
+	if len(queues) == 0 {
+		return errors.New("toolworker: no queues to consume (the configuration has no tools)")
+	}
+	id := WorkerID("toolworker")
+	w, err := toolworker.New(ctx, toolworker.Config{
+		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config,
+		WorkerID: id, Logger: s.Logger.With("component", "toolworker"),
+	})
+	if err != nil {
+		return err
+	}
+	extra := queueTopics(s.Names, queues)
+	if err := kafka.EnsureTopics(ctx, s.Brokers, extra, s.Config.Kafka.Partitions); err != nil {
+		return fmt.Errorf("create queue topics: %w", err)
+	}
+	r, sub, err := s.router(s.group("toolworker"))
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	for _, q := range queues {
+		r.AddNoPublisherHandler("tool_"+q, s.Names.ToolCalls(q), sub, w.HandleToolCall)
+	}
+	err = r.Run(ctx)
+	w.Wait()
+	return err
+}
+
+// Gateway builds the HTTP API of this stack.
+func (s *Stack) Gateway() (*gateway.Server, error) {
+	return gateway.New(gateway.Config{
+		Store: s.Store, Publisher: s.Publisher, Names: s.Names,
+		Agents: func(name string) bool { _, ok := s.Config.Agent(name); return ok },
+		ValidateModel: func(raw json.RawMessage) error {
+			_, err := script.Parse(raw)
+			return err
+		},
+		Ready:      func(ctx context.Context) error { return kafka.Check(ctx, s.Brokers) },
+		SweepAfter: s.Config.StepWorker.Lease.Duration,
+		Logger:     s.Logger.With("component", "gateway"),
+	})
+}
+
+// RunGateway serves the HTTP API on l until ctx ends, then shuts down
+// gracefully (in-flight requests get ShutdownTimeout).
+func (s *Stack) RunGateway(ctx context.Context, l net.Listener) error {
+	gw, err := s.Gateway()
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	return srv.Shutdown(shutdown)
+}
+
+// ShutdownTimeout is how long the gateway waits for requests in flight
+// (SSE streams included) when it stops.
+const ShutdownTimeout = 5 * time.Second

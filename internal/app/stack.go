@@ -1,0 +1,118 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/internal/kafka"
+	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// ConnectTimeout bounds how long Connect waits for Kafka and Redis.
+const ConnectTimeout = 10 * time.Second
+
+// Stack is a connected program: its configuration, its clients, and the
+// publisher every component shares. Publisher may be replaced before a Run
+// method is called (tests wrap it to duplicate or reorder messages).
+type Stack struct {
+	Config    *config.Config
+	Names     topics.Names
+	Brokers   []string
+	Redis     redis.UniversalClient
+	Store     *store.Store
+	Publisher message.Publisher
+	Logger    *slog.Logger
+
+	wmLogger watermill.LoggerAdapter
+}
+
+// Connect loads the configuration, connects to Redis and Kafka, and creates
+// the topics (the static ones and one per tool queue). A missing or
+// unreachable address is an error that says which and how to give it.
+func Connect(ctx context.Context, o Options) (*Stack, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	cfg := o.Config
+	if cfg == nil {
+		var err error
+		if cfg, err = loadConfig(o.ConfigPath); err != nil {
+			return nil, err
+		}
+	}
+	brokers, errK := o.brokers()
+	url, errR := o.redisURL()
+	if err := errors.Join(errK, errR); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	defer cancel()
+
+	rdb, err := connectRedis(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	names := cfg.Kafka.Names()
+	if err := kafka.Check(ctx, brokers); err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	all := append(names.Static(), queueTopics(names, cfg.Queues())...)
+	if err := kafka.EnsureTopics(ctx, brokers, all, cfg.Kafka.Partitions); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("create topics: %w", err)
+	}
+	wm := watermill.NewSlogLogger(log)
+	pub, err := kafka.NewPublisher(brokers, wm)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	return &Stack{
+		Config: cfg, Names: names, Brokers: brokers, Redis: rdb, Store: store.New(rdb),
+		Publisher: pub, Logger: log, wmLogger: wm,
+	}, nil
+}
+
+// Close closes the publisher and the Redis client.
+func (s *Stack) Close() error {
+	return errors.Join(s.Publisher.Close(), s.Redis.Close())
+}
+
+func loadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		return config.Default(), nil
+	}
+	return config.Load(path)
+}
+
+func connectRedis(ctx context.Context, url string) (*redis.Client, error) {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("redis URL %q: %w", url, err)
+	}
+	rdb := redis.NewClient(opts)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis at %s is unreachable: %w", opts.Addr, err)
+	}
+	return rdb, nil
+}
+
+func queueTopics(names topics.Names, queues []string) []string {
+	out := make([]string, len(queues))
+	for i, q := range queues {
+		out[i] = names.ToolCalls(q)
+	}
+	return out
+}

@@ -1,0 +1,64 @@
+package stepworker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// dispatchable returns the calls that may be published now: in parallel
+// mode every new call; in sequential mode the first call that is not
+// terminal, if it is new (while it runs, the ones after it wait).
+func (w *Worker) dispatchable(run pipeline.Run, calls []pipeline.ToolCall) []pipeline.ToolCall {
+	agent, _ := w.cfg.Agent(run.Agent)
+	var out []pipeline.ToolCall
+	for _, c := range calls {
+		if agent.Sequential() {
+			if c.Status.Terminal() {
+				continue
+			}
+			if c.Status == pipeline.CallNew {
+				out = append(out, c)
+			}
+			return out
+		}
+		if c.Status == pipeline.CallNew {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// dispatch publishes ToolCallRequested for the dispatchable calls. Publishing
+// a call twice is harmless: the second claim finds it taken.
+func (w *Worker) dispatch(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
+	return w.publishCalls(w.dispatchable(run, calls))
+}
+
+func (w *Worker) publishCalls(calls []pipeline.ToolCall) error {
+	var errs []error
+	for _, c := range calls {
+		errs = append(errs, topics.Publish(w.pub, w.names.ToolCalls(c.Queue), topics.ToolCallRequested{
+			Header: topics.Header{RunID: c.RunID}, Step: c.Step, CallID: c.ID, Tool: c.Tool, Arguments: c.Arguments,
+		}))
+	}
+	return errors.Join(errs...)
+}
+
+// redispatch re-publishes the undispatched calls of a committed step.
+func (w *Worker) redispatch(ctx context.Context, run pipeline.Run) error {
+	calls, err := w.store.StepCalls(ctx, run.ID, run.Step)
+	if err != nil {
+		return err
+	}
+	return w.dispatch(ctx, run, calls)
+}
+
+func queueOf(q string) string {
+	if q == "" {
+		return topics.DefaultQueue
+	}
+	return q
+}

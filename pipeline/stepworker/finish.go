@@ -1,0 +1,47 @@
+package stepworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// budgetSpent reports whether a step or call claimed attempts times has used
+// up the retry budget.
+func (w *Worker) budgetSpent(attempts int) bool {
+	return attempts > w.settings.MaxAttempts
+}
+
+// giveUp ends the run with reason error and the detail.
+func (w *Worker) giveUp(ctx context.Context, run pipeline.Run, detail string) error {
+	return w.finish(ctx, run, pipeline.Termination{Reason: pipeline.ReasonError, Detail: detail})
+}
+
+// finish is the one way a run ends outside StepEnd. A run already done is
+// left as it is.
+func (w *Worker) finish(ctx context.Context, run pipeline.Run, t pipeline.Termination) error {
+	done, err := w.store.FinishRun(ctx, run.ID, t, w.now())
+	if errors.Is(err, store.ErrStale) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", run.ID, err)
+	}
+	return w.publishResult(done)
+}
+
+// publishResult publishes a done run's outcome to run-results.
+func (w *Worker) publishResult(run pipeline.Run) error {
+	var t pipeline.Termination
+	if run.Termination != nil {
+		t = *run.Termination
+	}
+	return topics.Publish(w.pub, w.names.RunResults(), topics.RunResult{
+		Header: topics.Header{RunID: run.ID}, Agent: run.Agent, Status: run.Status,
+		Step: run.Step, Termination: t, Usage: run.Usage,
+	})
+}

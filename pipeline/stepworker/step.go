@@ -1,0 +1,151 @@
+package stepworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/model"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// HandleStep handles StepRequested: it claims the step with a lease (RunStart
+// on the first step happens in the claim), hands inference to the pool and
+// acknowledges. A request for a step that is no longer current, or whose
+// lease someone holds, is a no-op; one for a step already committed
+// re-publishes its undispatched calls (the previous holder may have died
+// between commit and publish).
+func (w *Worker) HandleStep(msg *message.Message) error {
+	req, err := topics.Decode[topics.StepRequested](msg.Payload)
+	if err != nil {
+		return err
+	}
+	ctx := msg.Context()
+	now := w.now()
+	log := w.log.With("run_id", req.RunID, "step", req.Step)
+	run, err := w.store.ClaimStep(ctx, req.RunID, req.Step, w.lease(now), now)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return topics.Permanent(fmt.Errorf("step %d of run %s: %w", req.Step, req.RunID, err))
+	case errors.Is(err, store.ErrStale):
+		if run.Status == pipeline.RunRunning && run.Step == req.Step && run.StepState == pipeline.StepTools {
+			return w.redispatch(ctx, run)
+		}
+		log.Debug("step request is stale", "reason", err)
+		return nil
+	case errors.Is(err, store.ErrLeaseHeld):
+		log.Debug("step is held by another worker", "reason", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("claim step %d of run %s: %w", req.Step, req.RunID, err)
+	}
+	if w.budgetSpent(run.Attempts) {
+		return w.giveUp(ctx, run, fmt.Sprintf("step %d was claimed %d times without finishing", run.Step, run.Attempts-1))
+	}
+	return w.pool.Go(w.ctx, func() { w.runStep(run, log) })
+}
+
+// runStep runs inference for a claimed step and commits its outcome. It runs
+// on the pool, under the worker's context: when that ends, nothing is
+// committed and the lease runs out for the sweeper to re-drive.
+func (w *Worker) runStep(run pipeline.Run, log *slog.Logger) {
+	ctx := w.ctx
+	agent, _ := w.cfg.Agent(run.Agent)
+	mdl, err := w.models.forRun(run)
+	if err != nil {
+		w.logErr(log, "end run", w.giveUp(ctx, run, err.Error()))
+		return
+	}
+	msgs, err := w.store.Messages(ctx, run.ID)
+	if err != nil {
+		log.Error("load messages; the sweeper will retry the step", "error", err)
+		return
+	}
+	resp, err := mdl.Infer(ctx, model.Request{
+		RunID: run.ID, Step: run.Step, System: agent.System, Messages: msgs, Tools: w.toolSpecs(agent.Tools),
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		w.logErr(log, "end run", w.giveUp(ctx, run, fmt.Sprintf("inference failed: %v", err)))
+		return
+	}
+	calls, err := w.nameCalls(ctx, run, resp.ToolCalls)
+	if err != nil {
+		log.Error("name tool calls; the sweeper will retry the step", "error", err)
+		return
+	}
+	assistant := pipeline.Message{Role: pipeline.RoleAssistant, Content: resp.Text}
+	for _, c := range calls {
+		assistant.ToolCalls = append(assistant.ToolCalls, pipeline.ToolCallRequest{ID: c.ID, Name: c.Tool, Arguments: c.Arguments})
+	}
+	run, calls, err = w.store.CommitStep(ctx, run.ID, run.Step, w.id,
+		store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage}, w.now())
+	if errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrLeaseLost) {
+		log.Info("step outcome dropped: the step moved on without this worker", "reason", err)
+		return
+	}
+	if err != nil {
+		log.Error("commit step; the sweeper will retry it", "error", err)
+		return
+	}
+	w.logErr(log, "dispatch", w.dispatch(ctx, run, calls))
+	if len(calls) == 0 {
+		w.logErr(log, "end step", w.endStep(ctx, run, calls))
+	}
+}
+
+func (w *Worker) toolSpecs(names []string) []model.ToolSpec {
+	specs := make([]model.ToolSpec, 0, len(names))
+	for _, n := range names {
+		t, _ := w.cfg.Tool(n)
+		specs = append(specs, model.ToolSpec{Name: n, Description: t.Description, Parameters: t.Parameters})
+	}
+	return specs
+}
+
+// nameCalls turns the model's proposals into call records. A call keeps the
+// model's id when the run has no call of that id yet; otherwise (or with no
+// id) it gets one derived from the step and its position, so ids are unique
+// within the run and the same on every attempt of the step.
+func (w *Worker) nameCalls(ctx context.Context, run pipeline.Run, reqs []pipeline.ToolCallRequest) ([]pipeline.ToolCall, error) {
+	ids := make([]string, len(reqs))
+	seen := map[string]bool{}
+	for i, r := range reqs {
+		id := r.ID
+		if id == "" || seen[id] {
+			id = fmt.Sprintf("call_%d_%d", run.Step, i)
+		}
+		seen[id] = true
+		ids[i] = id
+	}
+	taken, err := w.store.CallIDsTaken(ctx, run.ID, ids)
+	if err != nil {
+		return nil, err
+	}
+	calls := make([]pipeline.ToolCall, len(reqs))
+	for i, r := range reqs {
+		id := ids[i]
+		if taken[i] {
+			id = fmt.Sprintf("%s_s%d", id, run.Step)
+		}
+		t, _ := w.cfg.Tool(r.Name)
+		calls[i] = pipeline.ToolCall{
+			ID: id, RunID: run.ID, Step: run.Step, Index: i, Tool: r.Name,
+			Queue: queueOf(t.Queue), Status: pipeline.CallNew, Arguments: r.Arguments,
+		}
+	}
+	return calls, nil
+}
+
+func (w *Worker) logErr(log *slog.Logger, what string, err error) {
+	if err != nil {
+		log.Error(what, "error", err)
+	}
+}

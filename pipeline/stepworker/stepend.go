@@ -1,0 +1,114 @@
+package stepworker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// HandleToolResult handles ToolCallFinished: the fan-in of a step. It reads
+// the step's calls from the store (the message only says which step to look
+// at, so duplicates and reordering change nothing) and advances the step.
+func (w *Worker) HandleToolResult(msg *message.Message) error {
+	res, err := topics.Decode[topics.ToolCallFinished](msg.Payload)
+	if err != nil {
+		return err
+	}
+	ctx := msg.Context()
+	run, err := w.store.GetRun(ctx, res.RunID)
+	if errors.Is(err, store.ErrNotFound) {
+		return topics.Permanent(fmt.Errorf("result of call %s: %w", res.CallID, err))
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case run.Status.Final():
+		return nil
+	case run.Step == res.Step+1 && run.StepState == pipeline.StepPending:
+		// The step ended; its StepEnd may have died before requesting the
+		// next one. Requesting it again is harmless.
+		return w.requestStep(run)
+	case run.Step != res.Step || run.StepState != pipeline.StepTools:
+		return nil
+	}
+	calls, err := w.store.StepCalls(ctx, run.ID, run.Step)
+	if err != nil {
+		return err
+	}
+	return w.advance(ctx, run, calls)
+}
+
+// advance moves a committed step on according to derive_run_status: while
+// calls run, sequential mode dispatches the next one; once every call is
+// terminal the step ends.
+func (w *Worker) advance(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
+	switch pipeline.DeriveRunStatus(pipeline.CallStatuses(calls)) {
+	case pipeline.RunRunning:
+		if agent, _ := w.cfg.Agent(run.Agent); agent.Sequential() {
+			return w.dispatch(ctx, run, calls)
+		}
+		return nil
+	case pipeline.RunDone:
+		return w.endStep(ctx, run, calls)
+	default:
+		return nil
+	}
+}
+
+// endStep is the StepEnd phase: append the tool results in call order, then
+// end the run (no calls: natural end) or request the next step. A step that
+// another handler already ended is a no-op.
+func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
+	end := store.StepEnd{ToolMessages: toolMessages(calls)}
+	if len(calls) == 0 {
+		end.Finish = &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}
+	}
+	run, err := w.store.EndStep(ctx, run.ID, run.Step, end, w.now())
+	if errors.Is(err, store.ErrStale) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("end step %d of run %s: %w", run.Step, run.ID, err)
+	}
+	if run.Status.Final() {
+		return w.publishResult(run)
+	}
+	return w.requestStep(run)
+}
+
+func (w *Worker) requestStep(run pipeline.Run) error {
+	return topics.Publish(w.pub, w.names.RunSteps(), topics.StepRequested{Header: topics.Header{RunID: run.ID}, Step: run.Step})
+}
+
+// toolMessages turns the calls of a step, in call order, into the messages
+// that tell the model their outcomes.
+func toolMessages(calls []pipeline.ToolCall) []pipeline.Message {
+	out := make([]pipeline.Message, len(calls))
+	for i, c := range calls {
+		out[i] = pipeline.Message{Role: pipeline.RoleTool, ToolCallID: c.ID, Content: toolContent(c)}
+	}
+	return out
+}
+
+func toolContent(c pipeline.ToolCall) string {
+	switch c.Status {
+	case pipeline.CallSucceeded:
+		var s string
+		if json.Unmarshal(c.Result, &s) == nil {
+			return s
+		}
+		return string(c.Result)
+	case pipeline.CallCancelled:
+		return "cancelled: " + c.Error
+	default:
+		return "error: " + c.Error
+	}
+}

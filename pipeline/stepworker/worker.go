@@ -1,0 +1,107 @@
+package stepworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/stepwise-run/stepwise/internal/workpool"
+	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// Config is what a step worker needs. Store, Publisher, Config and WorkerID
+// are required; the tuning numbers come from Config.StepWorker.
+type Config struct {
+	Store     *store.Store
+	Publisher topics.Publisher
+	Names     topics.Names
+	Config    *config.Config
+	WorkerID  string           // unique per process; owns the leases it takes
+	Now       func() time.Time // default time.Now
+	Logger    *slog.Logger     // default slog.Default()
+}
+
+func (c *Config) setDefaults() {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Names == (topics.Names{}) {
+		c.Names = topics.NewNames("")
+	}
+}
+
+// Validate reports every missing dependency at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("stepworker: Store is required"))
+	}
+	if c.Publisher == nil {
+		errs = append(errs, errors.New("stepworker: Publisher is required"))
+	}
+	if c.Config == nil {
+		errs = append(errs, errors.New("stepworker: Config is required"))
+	}
+	if c.WorkerID == "" {
+		errs = append(errs, errors.New("stepworker: WorkerID is required"))
+	}
+	return errors.Join(errs...)
+}
+
+// Worker holds the Step and StepEnd handlers and the sweeper. Its handlers
+// are safe for concurrent use by a Watermill router.
+type Worker struct {
+	ctx      context.Context // bounds the work on the pool
+	store    *store.Store
+	pub      topics.Publisher
+	names    topics.Names
+	cfg      *config.Config
+	settings config.StepWorker
+	id       string
+	now      func() time.Time
+	log      *slog.Logger
+	pool     *workpool.Pool
+	models   *models
+}
+
+// New returns a worker whose background work (inference on the pool) lives
+// as long as ctx. Cancelling ctx abandons inference in flight without
+// committing; the leases expire and the sweeper re-drives the steps.
+func New(ctx context.Context, cfg Config) (*Worker, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	models, err := newModels(cfg.Config)
+	if err != nil {
+		return nil, fmt.Errorf("stepworker: %w", err)
+	}
+	s := cfg.Config.StepWorker
+	return &Worker{
+		ctx:      ctx,
+		store:    cfg.Store,
+		pub:      cfg.Publisher,
+		names:    cfg.Names,
+		cfg:      cfg.Config,
+		settings: s,
+		id:       cfg.WorkerID,
+		now:      cfg.Now,
+		log:      cfg.Logger.With("worker_id", cfg.WorkerID),
+		pool:     workpool.New(s.Concurrency),
+		models:   models,
+	}, nil
+}
+
+// Wait blocks until the inference in flight has returned.
+func (w *Worker) Wait() { w.pool.Wait() }
+
+func (w *Worker) lease(now time.Time) store.Lease {
+	return store.Lease{Owner: w.id, Until: now.Add(w.settings.Lease.Duration)}
+}

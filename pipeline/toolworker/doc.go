@@ -1,0 +1,15 @@
+// Package toolworker executes tool calls. It consumes the tool-calls topics
+// of its queues, claims each call in the store with a lease, acknowledges,
+// and runs the tool on a bounded pool with the tool's timeout while renewing
+// the lease; then it commits the outcome (succeeded or failed) with a check
+// that the lease is still its own and reports it on tool-results.
+//
+// A worker that dies mid-tool commits nothing: its lease runs out and the
+// step worker's sweeper publishes the call again for another worker.
+//
+//	w, err := toolworker.New(ctx, toolworker.Config{Store: st, Publisher: pub, Names: names, Config: cfg, WorkerID: id})
+//	for _, q := range cfg.Queues() {
+//		router.AddNoPublisherHandler("tool-"+q, names.ToolCalls(q), sub, w.HandleToolCall)
+//	}
+//	defer w.Wait()
+package toolworker

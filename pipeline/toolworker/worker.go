@@ -1,0 +1,121 @@
+package toolworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/stepwise-run/stepwise/internal/workpool"
+	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/tools"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// Config is what a tool worker needs. Store, Publisher, Config and WorkerID
+// are required; the tuning numbers come from Config.ToolWorker and the retry
+// budget from Config.StepWorker.MaxAttempts.
+type Config struct {
+	Store     *store.Store
+	Publisher topics.Publisher
+	Names     topics.Names
+	Config    *config.Config
+	WorkerID  string
+	Now       func() time.Time // default time.Now
+	Logger    *slog.Logger     // default slog.Default()
+}
+
+func (c *Config) setDefaults() {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Names == (topics.Names{}) {
+		c.Names = topics.NewNames("")
+	}
+}
+
+// Validate reports every missing dependency at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("toolworker: Store is required"))
+	}
+	if c.Publisher == nil {
+		errs = append(errs, errors.New("toolworker: Publisher is required"))
+	}
+	if c.Config == nil {
+		errs = append(errs, errors.New("toolworker: Config is required"))
+	}
+	if c.WorkerID == "" {
+		errs = append(errs, errors.New("toolworker: WorkerID is required"))
+	}
+	return errors.Join(errs...)
+}
+
+// Worker executes tool calls. HandleToolCall is safe for concurrent use.
+type Worker struct {
+	ctx      context.Context
+	store    *store.Store
+	pub      topics.Publisher
+	names    topics.Names
+	cfg      *config.Config
+	settings config.ToolWorker
+	maxTries int
+	id       string
+	now      func() time.Time
+	log      *slog.Logger
+	pool     *workpool.Pool
+	tools    map[string]tools.Tool
+}
+
+// New returns a worker whose executions live as long as ctx. Cancelling ctx
+// abandons executions in flight without committing them.
+func New(ctx context.Context, cfg Config) (*Worker, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	executors, err := executors(cfg.Config)
+	if err != nil {
+		return nil, fmt.Errorf("toolworker: %w", err)
+	}
+	return &Worker{
+		ctx:      ctx,
+		store:    cfg.Store,
+		pub:      cfg.Publisher,
+		names:    cfg.Names,
+		cfg:      cfg.Config,
+		settings: cfg.Config.ToolWorker,
+		maxTries: cfg.Config.StepWorker.MaxAttempts,
+		id:       cfg.WorkerID,
+		now:      cfg.Now,
+		log:      cfg.Logger.With("worker_id", cfg.WorkerID),
+		pool:     workpool.New(cfg.Config.ToolWorker.Concurrency),
+		tools:    executors,
+	}, nil
+}
+
+// Wait blocks until the executions in flight have returned.
+func (w *Worker) Wait() { w.pool.Wait() }
+
+// executors builds the executor of every configured tool. Built-in tools are
+// all this build has; other executors fail their calls with the reason.
+func executors(cfg *config.Config) (map[string]tools.Tool, error) {
+	out := map[string]tools.Tool{}
+	for name, t := range cfg.Tools {
+		if t.Executor.Builtin == "" {
+			continue
+		}
+		tool, ok := tools.Builtin(t.Executor.Builtin)
+		if !ok {
+			return nil, fmt.Errorf("tool %s: no builtin %q", name, t.Executor.Builtin)
+		}
+		out[name] = tool
+	}
+	return out, nil
+}
