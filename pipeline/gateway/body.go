@@ -1,0 +1,185 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// Media types of request bodies.
+const (
+	mediaJSON   = "application/json"
+	mediaNDJSON = "application/x-ndjson"
+	mediaJSONL  = "application/jsonl"
+	mediaJSONL2 = "application/x-jsonlines"
+)
+
+// mediaType returns the request's media type, "" when it sent none, or a 415
+// when it is not one of accepted. Types that clients send by default without
+// being asked (curl -d sends a form type, fetch a text/plain one) count as
+// none: the body is read as JSON and must be JSON.
+func mediaType(r *http.Request, accepted ...string) (string, *apiError) {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return "", nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "", apiErr(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+			fmt.Sprintf("Content-Type %q does not parse: %v", ct, err))
+	}
+	if mt == "application/x-www-form-urlencoded" || mt == "text/plain" {
+		return "", nil
+	}
+	for _, a := range accepted {
+		if mt == a {
+			return mt, nil
+		}
+	}
+	if strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json") {
+		return mediaJSON, nil
+	}
+	return "", apiErr(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+		fmt.Sprintf("Content-Type %q is not accepted here, send %s", mt, strings.Join(accepted, " or ")))
+}
+
+// readBody reads the whole body, at most max bytes; a larger one is a 413.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, apiErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+				fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit))
+		}
+		return nil, invalid("read request body: %v", err)
+	}
+	return body, nil
+}
+
+// jsonProblem says where and what is wrong with data, a JSON document that
+// failed to decode with err. With data nil (a value nested in a larger
+// document, whose offsets would mislead) it says only what.
+func jsonProblem(err error, data []byte) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("malformed JSON%s: %s", position(data, syn.Offset), strings.TrimPrefix(syn.Error(), "json: "))
+	case errors.As(err, &typ):
+		where := "the value"
+		if typ.Field != "" {
+			where = fmt.Sprintf("field %q", typ.Field)
+		}
+		return fmt.Sprintf("%s%s is a JSON %s, want %s", position(data, typ.Offset), where, typ.Value, goTypeName(typ.Type.String()))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "malformed JSON: the document ends early"
+	default:
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+}
+
+// position names the byte encoding/json blamed, " at offset N", with line
+// and column when data has several lines; its errors carry the count of
+// bytes read up to and including it. Nil data gives "".
+func position(data []byte, read int64) string {
+	if data == nil {
+		return ""
+	}
+	off := int(max(read-1, 0))
+	off = min(off, len(data))
+	if bytes.IndexByte(data, '\n') < 0 {
+		return fmt.Sprintf(" at offset %d", off)
+	}
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := off - bytes.LastIndexByte(data[:off], '\n')
+	return fmt.Sprintf(" at offset %d (line %d, column %d)", off, line, col)
+}
+
+// goTypeName turns a Go type into what a JSON user would call it.
+func goTypeName(t string) string {
+	switch {
+	case t == "string" || strings.HasSuffix(t, ".Role"):
+		return "a string"
+	case strings.HasPrefix(t, "[]"):
+		return "an array"
+	case strings.HasPrefix(t, "map[") || strings.Contains(t, "."):
+		return "an object"
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "float"):
+		return "a number"
+	case t == "bool":
+		return "a boolean"
+	}
+	return t
+}
+
+// decodeStrict decodes exactly one JSON value from data into v, refusing
+// unknown object fields and trailing data. The error says what, and where
+// unless nested (data is part of a larger document).
+func decodeStrict(data []byte, v any, nested bool) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return errors.New("empty document, want a JSON value")
+		}
+		where := data
+		if nested {
+			where = nil
+		}
+		return errors.New(jsonProblem(err, where))
+	}
+	if off, trailing := trailingData(data, dec.InputOffset()); trailing {
+		return fmt.Errorf("unexpected data after the JSON value%s", position(data, off+1))
+	}
+	return nil
+}
+
+// trailingData reports whether data holds more than white space from end
+// on, and the offset where it starts.
+func trailingData(data []byte, end int64) (int64, bool) {
+	rest := bytes.TrimLeft(data[end:], " \t\r\n")
+	return int64(len(data) - len(rest)), len(rest) > 0
+}
+
+// jsonKind names the kind of the JSON value that starts raw.
+func jsonKind(raw json.RawMessage) string {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+// isNull reports whether raw is absent or JSON null.
+func isNull(raw json.RawMessage) bool {
+	b := bytes.TrimSpace(raw)
+	return len(b) == 0 || bytes.Equal(b, []byte("null"))
+}
+
+// firstByte is the first non-space byte of b, or 0.
+func firstByte(b []byte) byte {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}

@@ -1,0 +1,125 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// createTimeout bounds the writes and the publish of one run's creation. They
+// run detached from the request's context: a client that goes away between
+// the write and the publish must not leave a run nobody asked a worker for.
+const createTimeout = 30 * time.Second
+
+// CreateRunResponse is the answer of POST /v1/runs: 201 for a new run, 200
+// for an idempotent replay (Status is then the run's current status).
+type CreateRunResponse struct {
+	RunID  string             `json:"run_id"`
+	Status pipeline.RunStatus `json:"status"`
+}
+
+// createRun serves POST /v1/runs.
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
+	if _, ae := mediaType(r, mediaJSON); ae != nil {
+		writeError(w, ae)
+		return
+	}
+	body, ae := readBody(w, r, s.cfg.MaxBodyBytes)
+	if ae != nil {
+		writeError(w, ae)
+		return
+	}
+	nr, problems := s.parseCreate(body, false)
+	if len(problems) > 0 {
+		writeError(w, invalidAll("invalid run", problems))
+		return
+	}
+	if nr.run.ID == "" {
+		nr.run.ID = uuid.NewString()
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), createTimeout)
+	defer cancel()
+	run, created, err := s.start(ctx, nr)
+	if err != nil {
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			ae = s.classify(r, "create run "+nr.run.ID, err)
+		}
+		if ae.status >= 500 {
+			// The run may be stored: name it, so the retry can replay it.
+			named := *ae
+			named.body.RunID = nr.run.ID
+			ae = &named
+		}
+		writeError(w, ae)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, CreateRunResponse{RunID: run.ID, Status: run.Status})
+}
+
+// start writes the run (or finds the same request's run), schedules its
+// first sweep and publishes StepRequested for step 0 when the run still
+// waits for it. created is false for an idempotent replay. Errors are
+// *apiError values ready to answer with, or store errors to classify.
+func (s *Server) start(ctx context.Context, nr newRun) (pipeline.Run, bool, error) {
+	now := s.cfg.Now()
+	run := nr.run
+	run.Status = pipeline.RunCreated
+	run.Step = 0
+	run.StepState = pipeline.StepPending
+	run.CreatedAt = now
+	run.UpdatedAt = now
+	got, created, err := s.cfg.Store.CreateRun(ctx, run, nr.input, now)
+	if errors.Is(err, store.ErrConflict) {
+		return pipeline.Run{}, false, apiErr(http.StatusConflict, CodeConflict,
+			fmt.Sprintf("run_id %q exists with a different request; choose another run_id or send the same request", run.ID))
+	}
+	if err != nil {
+		return pipeline.Run{}, false, err
+	}
+	// A replay of a run nobody has picked up yet kicks it again: the first
+	// attempt may have failed before or at the publish. A duplicate
+	// StepRequested is a no-op for the step worker.
+	if !created && (got.Status != pipeline.RunCreated || got.Step != 0) {
+		return got, false, nil
+	}
+	if err := s.cfg.Store.ScheduleSweep(ctx, run.ID, now.Add(s.cfg.SweepAfter)); err != nil {
+		s.log.WarnContext(ctx, "schedule sweep failed", "run_id", run.ID, "err", err)
+		return got, created, retryLater(run.ID, "its sweep could not be scheduled")
+	}
+	if err := s.publishStep(run.ID); err != nil {
+		s.log.WarnContext(ctx, "publish StepRequested failed", "run_id", run.ID, "err", err)
+		return got, created, retryLater(run.ID, "its first step could not be queued")
+	}
+	return got, created, nil
+}
+
+// retryLater is the 503 for a run that is stored but not yet started; the
+// same request again (same run_id) finishes the job.
+func retryLater(runID, what string) *apiError {
+	ae := apiErr(http.StatusServiceUnavailable, CodeUnavailable,
+		fmt.Sprintf("run %s is stored but %s; retry the same request with this run_id", runID, what))
+	ae.body.RunID = runID
+	return ae
+}
+
+// publishStep publishes StepRequested{run, step 0} to the run-steps topic.
+func (s *Server) publishStep(runID string) error {
+	msg, err := topics.NewMessage(topics.StepRequested{Header: topics.Header{RunID: runID}, Step: 0})
+	if err != nil {
+		return err
+	}
+	return s.cfg.Publisher.Publish(s.cfg.Names.RunSteps(), msg)
+}

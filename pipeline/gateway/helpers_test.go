@@ -1,0 +1,267 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+
+	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/pipeline/gateway"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// harness is one gateway over a private Redis and an in-process pubsub.
+type harness struct {
+	t     *testing.T
+	url   string
+	store *store.Store
+	pub   *switchPublisher
+	names topics.Names
+	steps *stepRecorder
+}
+
+// newHarness starts a gateway; edit adjusts its config before New.
+func newHarness(t *testing.T, edit ...func(*gateway.Config)) *harness {
+	t.Helper()
+	st := store.New(testinfra.RedisClient(t))
+	names := topics.NewNames("test.")
+	ps := gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 1024}, nil)
+	t.Cleanup(func() { _ = ps.Close() })
+	steps := recordSteps(t, ps, names.RunSteps())
+	pub := &switchPublisher{Publisher: ps}
+
+	cfg := gateway.Config{
+		Store:     st,
+		Publisher: pub,
+		Names:     names,
+		Agents:    func(name string) bool { return name == "assistant" || name == "helper" },
+		ValidateModel: func(raw json.RawMessage) error {
+			var m struct {
+				Provider string `json:"provider"`
+			}
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return err
+			}
+			if m.Provider != "script" {
+				return errors.New(`provider must be "script"`)
+			}
+			return nil
+		},
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	srv, err := gateway.New(cfg)
+	if err != nil {
+		t.Fatalf("gateway.New: %v", err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return &harness{t: t, url: hs.URL, store: st, pub: pub, names: names, steps: steps}
+}
+
+// testWriter sends log lines to t.Log, so they show only for failing tests.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// switchPublisher publishes through Publisher, or fails while failing is set.
+type switchPublisher struct {
+	message.Publisher
+	failing atomic.Bool
+}
+
+func (p *switchPublisher) Publish(topic string, msgs ...*message.Message) error {
+	if p.failing.Load() {
+		return errors.New("broker unreachable")
+	}
+	return p.Publisher.Publish(topic, msgs...)
+}
+
+// stepRecorder keeps every StepRequested published to run-steps.
+type stepRecorder struct {
+	mu   sync.Mutex
+	msgs []topics.StepRequested
+}
+
+func recordSteps(t *testing.T, ps *gochannel.GoChannel, topic string) *stepRecorder {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ch, err := ps.Subscribe(ctx, topic)
+	if err != nil {
+		t.Fatalf("subscribe %s: %v", topic, err)
+	}
+	r := &stepRecorder{}
+	go func() {
+		for msg := range ch {
+			req, err := topics.Decode[topics.StepRequested](msg.Payload)
+			if err != nil {
+				t.Errorf("published a malformed StepRequested: %v", err)
+			}
+			if got := msg.Metadata.Get(topics.MetadataRunID); got != req.RunID {
+				t.Errorf("message key %q, want the run id %q", got, req.RunID)
+			}
+			r.mu.Lock()
+			r.msgs = append(r.msgs, req)
+			r.mu.Unlock()
+			msg.Ack()
+		}
+	}()
+	return r
+}
+
+// count returns how many StepRequested{step 0} were published for runID,
+// and how many for other steps (the gateway must publish none).
+func (r *stepRecorder) count(runID string) (step0, other int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.msgs {
+		switch {
+		case m.RunID != runID:
+		case m.Step == 0:
+			step0++
+		default:
+			other++
+		}
+	}
+	return step0, other
+}
+
+// waitCount waits until runID has want StepRequested messages, and fails if
+// it gets more.
+func (r *stepRecorder) waitCount(t *testing.T, runID string, want int) {
+	t.Helper()
+	eventually(t, func() bool { n, _ := r.count(runID); return n >= want },
+		"StepRequested for %s published %d times", runID, want)
+	if got, other := r.count(runID); got != want || other != 0 {
+		t.Fatalf("StepRequested for %s published %d times for step 0 and %d for others, want %d and 0", runID, got, other, want)
+	}
+}
+
+// eventually polls cond until it holds or 5 s pass.
+func eventually(t *testing.T, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: "+format, args...)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// response is an HTTP answer, read whole.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (h *harness) do(method, path, contentType string, body []byte, header ...string) response {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.url+path, bytes.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		h.t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return response{status: res.StatusCode, header: res.Header, body: b}
+}
+
+func (h *harness) post(path string, body any) response {
+	h.t.Helper()
+	b, ok := body.([]byte)
+	if !ok {
+		if s, isStr := body.(string); isStr {
+			b = []byte(s)
+		} else {
+			var err error
+			if b, err = json.Marshal(body); err != nil {
+				h.t.Fatal(err)
+			}
+		}
+	}
+	return h.do(http.MethodPost, path, "application/json", b)
+}
+
+func (h *harness) get(path string) response {
+	h.t.Helper()
+	return h.do(http.MethodGet, path, "", nil)
+}
+
+// createRun posts body to /v1/runs and wants 201.
+func (h *harness) createRun(body any) gateway.CreateRunResponse {
+	h.t.Helper()
+	res := h.post("/v1/runs", body)
+	var out gateway.CreateRunResponse
+	res.want(h.t, http.StatusCreated, &out)
+	return out
+}
+
+// want checks the status and decodes the body into v (if not nil).
+func (r response) want(t *testing.T, status int, v any) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d; body: %s", r.status, status, r.body)
+	}
+	if v != nil {
+		if err := json.Unmarshal(r.body, v); err != nil {
+			t.Fatalf("decode %s: %v", r.body, err)
+		}
+	}
+}
+
+// wantError checks an error answer: status, code, JSON content type, and that
+// the message and details mention every one of mentions.
+func (r response) wantError(t *testing.T, status int, code string, mentions ...string) gateway.ErrorBody {
+	t.Helper()
+	var body gateway.ErrorBody
+	r.want(t, status, &body)
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("Content-Type %q, want application/json", ct)
+	}
+	if body.Error.Code != code {
+		t.Errorf("error code %q, want %q; body: %s", body.Error.Code, code, r.body)
+	}
+	if body.Error.Message == "" {
+		t.Errorf("error message is empty")
+	}
+	for _, m := range mentions {
+		if !strings.Contains(body.Error.Message, m) {
+			t.Errorf("error message does not mention %q: %s", m, body.Error.Message)
+		}
+	}
+	return body
+}

@@ -1,0 +1,153 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+)
+
+// MaxListLimit is the largest page GET /v1/runs serves.
+const MaxListLimit = 500
+
+// RunSummary is a run as GET /v1/runs lists it.
+type RunSummary struct {
+	RunID       string                `json:"run_id"`
+	Agent       string                `json:"agent"`
+	Status      pipeline.RunStatus    `json:"status"`
+	Step        int                   `json:"step"`
+	Termination *pipeline.Termination `json:"termination,omitempty"`
+	Usage       pipeline.Usage        `json:"usage"`
+	Metadata    json.RawMessage       `json:"metadata,omitempty"`
+	CreatedAt   time.Time             `json:"created_at"`
+	UpdatedAt   time.Time             `json:"updated_at"`
+}
+
+// RunView is the answer of GET /v1/runs/{id}: the summary and every tool
+// call of the run, in step and call order.
+type RunView struct {
+	RunSummary
+	ToolCalls []ToolCallView `json:"tool_calls"`
+}
+
+// ToolCallView is one tool call of RunView.
+type ToolCallView struct {
+	CallID    string                  `json:"call_id"`
+	Step      int                     `json:"step"`
+	Tool      string                  `json:"tool"`
+	Status    pipeline.ToolCallStatus `json:"status"`
+	Arguments json.RawMessage         `json:"arguments"`
+	Result    json.RawMessage         `json:"result,omitempty"`
+	Error     string                  `json:"error,omitempty"`
+}
+
+// RunList is the answer of GET /v1/runs. NextCursor is "" on the last page.
+type RunList struct {
+	Runs       []RunSummary `json:"runs"`
+	NextCursor string       `json:"next_cursor"`
+}
+
+// MessageList is the answer of GET /v1/runs/{id}/messages: the run's
+// conversation, input first.
+type MessageList struct {
+	Messages []pipeline.Message `json:"messages"`
+}
+
+func summaryOf(r pipeline.Run) RunSummary {
+	return RunSummary{
+		RunID: r.ID, Agent: r.Agent, Status: r.Status, Step: r.Step,
+		Termination: r.Termination, Usage: r.Usage, Metadata: r.Metadata,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}
+
+func callViewOf(c pipeline.ToolCall) ToolCallView {
+	args := c.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("null")
+	}
+	return ToolCallView{
+		CallID: c.ID, Step: c.Step, Tool: c.Tool, Status: c.Status,
+		Arguments: args, Result: c.Result, Error: c.Error,
+	}
+}
+
+// getRun serves GET /v1/runs/{id}.
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	what := fmt.Sprintf("run %s", id)
+	run, err := s.cfg.Store.GetRun(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, what, err)
+		return
+	}
+	calls, err := s.cfg.Store.RunCalls(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, what, err)
+		return
+	}
+	view := RunView{RunSummary: summaryOf(run), ToolCalls: make([]ToolCallView, 0, len(calls))}
+	for _, c := range calls {
+		view.ToolCalls = append(view.ToolCalls, callViewOf(c))
+	}
+	writeJSON(w, http.StatusOK, view)
+}
+
+// getMessages serves GET /v1/runs/{id}/messages.
+func (s *Server) getMessages(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	what := fmt.Sprintf("run %s", id)
+	// Messages of an unknown run may read as an empty list; the run decides.
+	if _, err := s.cfg.Store.GetRun(r.Context(), id); err != nil {
+		s.fail(w, r, what, err)
+		return
+	}
+	msgs, err := s.cfg.Store.Messages(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, what, err)
+		return
+	}
+	if msgs == nil {
+		msgs = []pipeline.Message{}
+	}
+	writeJSON(w, http.StatusOK, MessageList{Messages: msgs})
+}
+
+// listRuns serves GET /v1/runs?status=&agent=&limit=&cursor=.
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.ListFilter{Agent: q.Get("agent"), Cursor: q.Get("cursor")}
+	var problems []string
+	if v := q.Get("status"); v != "" {
+		st, err := pipeline.ParseRunStatus(v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("status %q is not one of created, running, waiting, done", v))
+		}
+		f.Status = st
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxListLimit {
+			problems = append(problems, fmt.Sprintf("limit %q is not a whole number from 1 to %d", v, MaxListLimit))
+		}
+		f.Limit = n
+	}
+	if len(problems) > 0 {
+		writeError(w, invalidAll("invalid query", problems))
+		return
+	}
+	runs, next, err := s.cfg.Store.ListRuns(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, "list runs", err)
+		return
+	}
+	out := RunList{Runs: make([]RunSummary, 0, len(runs)), NextCursor: next}
+	for _, run := range runs {
+		out.Runs = append(out.Runs, summaryOf(run))
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,221 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// Defaults of Config.
+const (
+	DefaultSweepAfter       = 5 * time.Minute
+	DefaultMaxBodyBytes     = 10 << 20 // 10 MiB
+	DefaultMaxBatchItems    = 10000
+	DefaultBatchConcurrency = 32
+	DefaultEventWait        = 1500 * time.Millisecond
+	DefaultHeartbeat        = 15 * time.Second
+	DefaultReadyTimeout     = 2 * time.Second
+)
+
+// Config is what a Server needs. Store and Publisher are required; every
+// other field has a default (see setDefaults).
+type Config struct {
+	// Store holds every run's truth. Required.
+	Store *store.Store
+	// Publisher sends StepRequested to Names.RunSteps(). Required. It is
+	// called from many request goroutines at once and must be safe for that
+	// (watermill publishers are).
+	Publisher message.Publisher
+	// Names builds topic names. The zero value uses no prefix; pass
+	// topics.NewNames("") for the default "stepwise." prefix.
+	Names topics.Names
+	// Agents reports whether an agent of that name exists in the
+	// configuration. Required: a gateway that accepts any agent would create
+	// runs no worker can drive.
+	Agents func(name string) bool
+	// ValidateModel checks a run's own script model (the "model" field of
+	// POST /v1/runs). Nil accepts any JSON object.
+	ValidateModel func(raw json.RawMessage) error
+	// Ready is an extra readiness check for GET /readyz (Kafka, say), run
+	// after the store's Ping. Nil checks nothing more.
+	Ready func(ctx context.Context) error
+	// SweepAfter is when the sweeper first looks at a new run, counted from
+	// its creation. Default DefaultSweepAfter (5m).
+	SweepAfter time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives one debug line per request and the detail of internal
+	// errors. Default slog.Default().
+	Logger *slog.Logger
+	// MaxBodyBytes caps a request body, a batch's included. Default
+	// DefaultMaxBodyBytes (10 MiB); a larger body is refused with 413.
+	MaxBodyBytes int64
+	// MaxBatchItems caps the items of POST /v1/runs/batch. Default
+	// DefaultMaxBatchItems (10000); more are refused with 413.
+	MaxBatchItems int
+	// BatchConcurrency bounds the goroutines that create and publish the
+	// runs of one batch. Default DefaultBatchConcurrency (32).
+	BatchConcurrency int
+	// EventWait is how long one read of the event stream blocks in Redis
+	// while an SSE client follows a run. Default DefaultEventWait (1.5s).
+	EventWait time.Duration
+	// Heartbeat is how often an idle SSE stream gets a comment line, so
+	// proxies keep it open. Default DefaultHeartbeat (15s).
+	Heartbeat time.Duration
+	// ReadyTimeout bounds the checks of GET /readyz. Default
+	// DefaultReadyTimeout (2s).
+	ReadyTimeout time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.SweepAfter == 0 {
+		c.SweepAfter = DefaultSweepAfter
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxBatchItems == 0 {
+		c.MaxBatchItems = DefaultMaxBatchItems
+	}
+	if c.BatchConcurrency == 0 {
+		c.BatchConcurrency = DefaultBatchConcurrency
+	}
+	if c.EventWait == 0 {
+		c.EventWait = DefaultEventWait
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.ReadyTimeout == 0 {
+		c.ReadyTimeout = DefaultReadyTimeout
+	}
+}
+
+// Validate reports every problem of the configuration at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("gateway: Store is missing"))
+	}
+	if c.Publisher == nil {
+		errs = append(errs, errors.New("gateway: Publisher is missing"))
+	}
+	if c.Agents == nil {
+		errs = append(errs, errors.New("gateway: Agents is missing"))
+	}
+	positive := []struct {
+		name string
+		v    int64
+	}{
+		{"SweepAfter", int64(c.SweepAfter)},
+		{"MaxBodyBytes", c.MaxBodyBytes},
+		{"MaxBatchItems", int64(c.MaxBatchItems)},
+		{"BatchConcurrency", int64(c.BatchConcurrency)},
+		{"EventWait", int64(c.EventWait)},
+		{"Heartbeat", int64(c.Heartbeat)},
+		{"ReadyTimeout", int64(c.ReadyTimeout)},
+	}
+	for _, p := range positive {
+		if p.v < 0 {
+			errs = append(errs, fmt.Errorf("gateway: %s is %d, want > 0", p.name, p.v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Server is the HTTP API of stepwise over one store and one publisher. It
+// holds no per-run state: any number of gateways may serve the same Redis.
+// Its methods are safe for concurrent use.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	mux *http.ServeMux
+}
+
+// New checks cfg, fills its defaults and returns a Server.
+func New(cfg Config) (*Server, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	s.mux = http.NewServeMux()
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("POST /v1/runs", s.createRun)
+	s.mux.HandleFunc("POST /v1/runs/batch", s.createBatch)
+	s.mux.HandleFunc("GET /v1/runs", s.listRuns)
+	s.mux.HandleFunc("GET /v1/runs/{id}", s.getRun)
+	s.mux.HandleFunc("GET /v1/runs/{id}/messages", s.getMessages)
+	s.mux.HandleFunc("GET /v1/runs/{id}/events", s.streamEvents)
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+}
+
+// Handler returns the API as one http.Handler: every route, JSON errors for
+// unknown paths (404) and wrong methods (405), panics answered with 500, and
+// one debug log line per request. Cancelling a request's context (the
+// client going away) stops its work, an SSE stream included.
+func (s *Server) Handler() http.Handler {
+	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.route)))
+}
+
+// route serves through the mux, rewriting the mux's own plain-text 404 and
+// 405 answers into the JSON error shape.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	s.mux.ServeHTTP(&muxErrorWriter{ResponseWriter: w, r: r}, r)
+}
+
+// muxErrorWriter replaces the body of the mux's 404 and 405 answers (and
+// keeps its headers, Allow among them).
+type muxErrorWriter struct {
+	http.ResponseWriter
+	r        *http.Request
+	replaced bool
+}
+
+func (m *muxErrorWriter) WriteHeader(status int) {
+	switch status {
+	case http.StatusNotFound:
+		m.replaced = true
+		writeError(m.ResponseWriter, apiErr(http.StatusNotFound, CodeNotFound,
+			fmt.Sprintf("no route for %s %s", m.r.Method, m.r.URL.Path)))
+	case http.StatusMethodNotAllowed:
+		m.replaced = true
+		writeError(m.ResponseWriter, apiErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", m.r.Method, m.r.URL.Path, m.Header().Get("Allow"))))
+	default:
+		m.ResponseWriter.WriteHeader(status)
+	}
+}
+
+func (m *muxErrorWriter) Write(b []byte) (int, error) {
+	if m.replaced {
+		return len(b), nil
+	}
+	return m.ResponseWriter.Write(b)
+}
+
+func (m *muxErrorWriter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
