@@ -61,3 +61,15 @@ func (o Options) redisURL() (string, error) {
 	}
 	return url, nil
 }
+
+// config returns Config, or the file ConfigPath names, or the default.
+func (o Options) config() (*config.Config, error) {
+	switch {
+	case o.Config != nil:
+		return o.Config, nil
+	case o.ConfigPath == "":
+		return config.Default(), nil
+	default:
+		return config.Load(o.ConfigPath)
+	}
+}

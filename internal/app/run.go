@@ -23,7 +23,7 @@ func (s *Stack) group(kind string) string { return s.Config.Kafka.TopicPrefix + 
 
 // router builds a router for one program, consuming as group.
 func (s *Stack) router(group string) (*message.Router, message.Subscriber, error) {
-	sub, err := kafka.NewSubscriber(s.Brokers, group, s.wmLogger)
+	sub, err := s.Subscriber(group)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -79,7 +79,7 @@ func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
 		return err
 	}
 	extra := queueTopics(s.Names, queues)
-	if err := kafka.EnsureTopics(ctx, s.Brokers, extra, s.Config.Kafka.Partitions); err != nil {
+	if err := s.transport.ensureTopics(ctx, extra); err != nil {
 		return fmt.Errorf("create queue topics: %w", err)
 	}
 	r, sub, err := s.router(s.group("toolworker"))
@@ -104,7 +104,7 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 			_, err := script.Parse(raw)
 			return err
 		},
-		Ready:      func(ctx context.Context) error { return kafka.Check(ctx, s.Brokers) },
+		Ready:      s.transport.ready,
 		SweepAfter: s.Config.StepWorker.Lease.Duration,
 		Logger:     s.Logger.With("component", "gateway"),
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 	"log/slog"
 	"time"
 
@@ -32,7 +33,8 @@ type Stack struct {
 	Publisher message.Publisher
 	Logger    *slog.Logger
 
-	wmLogger watermill.LoggerAdapter
+	wmLogger  watermill.LoggerAdapter
+	transport transport
 }
 
 // Connect loads the configuration, connects to Redis and Kafka, and creates
@@ -43,12 +45,9 @@ func Connect(ctx context.Context, o Options) (*Stack, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	cfg := o.Config
-	if cfg == nil {
-		var err error
-		if cfg, err = loadConfig(o.ConfigPath); err != nil {
-			return nil, err
-		}
+	cfg, err := o.config()
+	if err != nil {
+		return nil, err
 	}
 	brokers, errK := o.brokers()
 	url, errR := o.redisURL()
@@ -81,19 +80,52 @@ func Connect(ctx context.Context, o Options) (*Stack, error) {
 	return &Stack{
 		Config: cfg, Names: names, Brokers: brokers, Redis: rdb, Store: store.New(rdb),
 		Publisher: pub, Logger: log, wmLogger: wm,
+		transport: kafkaTransport{brokers: brokers, partitions: cfg.Kafka.Partitions, logger: wm},
 	}, nil
+}
+
+// InProcess returns a stack whose messages travel through an in-process Go
+// channel instead of Kafka: the same handlers, store and Redis, no broker.
+// It is for measuring what the broker costs (benchmarks); it has no consumer
+// groups, so run one worker of each kind on it.
+func InProcess(ctx context.Context, o Options) (*Stack, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	cfg, err := o.config()
+	if err != nil {
+		return nil, err
+	}
+	url, err := o.redisURL()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	defer cancel()
+	rdb, err := connectRedis(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	wm := watermill.NewSlogLogger(log)
+	// Persistent: a message published before its subscriber joined still
+	// arrives (Kafka keeps it too); the channel keeps what passed through it.
+	ch := gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 1024, Persistent: true}, wm)
+	return &Stack{
+		Config: cfg, Names: cfg.Kafka.Names(), Redis: rdb, Store: store.New(rdb),
+		Publisher: ch, Logger: log, wmLogger: wm, transport: channelTransport{ch: ch},
+	}, nil
+}
+
+// Subscriber returns a subscriber that consumes as group (with Kafka, a
+// consumer group: members share the partitions).
+func (s *Stack) Subscriber(group string) (message.Subscriber, error) {
+	return s.transport.subscriber(group)
 }
 
 // Close closes the publisher and the Redis client.
 func (s *Stack) Close() error {
 	return errors.Join(s.Publisher.Close(), s.Redis.Close())
-}
-
-func loadConfig(path string) (*config.Config, error) {
-	if path == "" {
-		return config.Default(), nil
-	}
-	return config.Load(path)
 }
 
 func connectRedis(ctx context.Context, url string) (*redis.Client, error) {

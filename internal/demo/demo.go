@@ -12,11 +12,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/google/uuid"
 
 	"github.com/stepwise-run/stepwise/internal/app"
-	"github.com/stepwise-run/stepwise/internal/kafka"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -134,7 +132,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 // followResults consumes run-results in a group of its own, as a batch
 // consumer would, and sends each run id that finished.
 func followResults(ctx context.Context, stack *app.Stack) (<-chan string, error) {
-	sub, err := kafka.NewSubscriber(stack.Brokers, "stepwise-demo-"+uuid.NewString(), watermill.NopLogger{})
+	sub, err := stack.Subscriber("stepwise-demo-" + uuid.NewString())
 	if err != nil {
 		return nil, err
 	}
