@@ -27,6 +27,9 @@ func Redis(t testing.TB) string {
 	if url := os.Getenv(EnvRedis); url != "" {
 		return url
 	}
+	if useContainers() {
+		return RedisContainer(t)
+	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("redis-server is not on PATH and CI=true: install it (apt-get install -y redis-server)")

@@ -1,0 +1,116 @@
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// DefaultPartitions is the partition count of topics the embedded broker
+// creates by itself (seeded, auto-created, or created with -1 partitions).
+const DefaultPartitions = 12
+
+// KafkaOption changes a broker started by [StartKafka].
+type KafkaOption func(*kafkaOptions)
+
+type kafkaOptions struct {
+	dataDir    string
+	autoCreate bool
+	partitions int
+	seed       map[string]int32
+}
+
+// WithDataDir keeps the broker's topics, messages and committed offsets in
+// dir (created if needed) and reloads them on the next start with the same
+// dir. Restart on the same fixed address: clients remember it. Without it
+// everything lives in memory and is gone at Close.
+func WithDataDir(dir string) KafkaOption {
+	return func(o *kafkaOptions) { o.dataDir = dir }
+}
+
+// WithAutoCreateTopics lets producers and consumers create a topic by
+// naming it, with the default partition count ([WithPartitions]). Off by
+// default: stepwise creates its topics explicitly, and a typo in a topic
+// name should fail rather than create a topic.
+func WithAutoCreateTopics() KafkaOption {
+	return func(o *kafkaOptions) { o.autoCreate = true }
+}
+
+// WithPartitions sets the partition count of auto-created and seeded topics,
+// default [DefaultPartitions].
+func WithPartitions(n int) KafkaOption {
+	return func(o *kafkaOptions) { o.partitions = n }
+}
+
+// WithTopics creates the named topics at start with the default partition
+// count, unless they were reloaded from the data dir.
+func WithTopics(names ...string) KafkaOption {
+	return func(o *kafkaOptions) {
+		for _, n := range names {
+			o.seed[n] = -1
+		}
+	}
+}
+
+// Kafka is a running in-process Kafka-protocol broker. Its methods are safe
+// for concurrent use.
+type Kafka struct {
+	cluster *kfake.Cluster
+	addrs   []string
+}
+
+// StartKafka starts a single kfake broker listening on addr ("host:port").
+// Port 0 picks a free port; a wildcard host listens on every interface and
+// advertises 127.0.0.1. It fails when the address is taken or the data dir
+// cannot be read. Close it when done.
+func StartKafka(addr string, opts ...KafkaOption) (*Kafka, error) {
+	o := kafkaOptions{partitions: DefaultPartitions, seed: map[string]int32{}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.partitions < 1 {
+		return nil, fmt.Errorf("start kafka: %d partitions, want ≥ 1", o.partitions)
+	}
+	ln, err := listen(addr)
+	if err != nil {
+		return nil, fmt.Errorf("start kafka: %w", err)
+	}
+	used := false
+	kopts := []kfake.Opt{
+		kfake.NumBrokers(1),
+		kfake.DefaultNumPartitions(o.partitions),
+		// kfake asks for 127.0.0.1:<port>; hand it the listener opened on
+		// addr instead.
+		kfake.ListenFn(func(string, string) (net.Listener, error) {
+			if used {
+				return nil, errors.New("embedded kafka runs a single broker")
+			}
+			used = true
+			return advertise(ln), nil
+		}),
+	}
+	if o.dataDir != "" {
+		kopts = append(kopts, kfake.DataDir(o.dataDir))
+	}
+	if o.autoCreate {
+		kopts = append(kopts, kfake.AllowAutoTopicCreation())
+	}
+	for name, p := range o.seed {
+		kopts = append(kopts, kfake.SeedTopics(p, name))
+	}
+	cluster, err := kfake.NewCluster(kopts...)
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("start kafka on %s: %w", addr, err)
+	}
+	return &Kafka{cluster: cluster, addrs: cluster.ListenAddrs()}, nil
+}
+
+// Addrs returns the broker addresses clients dial ("127.0.0.1:PORT").
+func (k *Kafka) Addrs() []string { return append([]string(nil), k.addrs...) }
+
+// Close stops the broker, drops its connections and, with a data dir,
+// writes its state to disk. Calling it again does nothing.
+func (k *Kafka) Close() { k.cluster.Close() }

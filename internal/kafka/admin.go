@@ -1,0 +1,126 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// topicReadyTimeout bounds the wait for created topics to show up in the
+// cluster metadata when the context has no deadline.
+const topicReadyTimeout = 10 * time.Second
+
+// EnsureTopics creates those of names that do not exist on brokers, each
+// with the given number of partitions (≥ 1) and a replication factor of
+// three, or the number of brokers when the cluster has fewer. Existing
+// topics are left as they are, whatever their partition count, so calling it
+// again, or from several programs at once, is harmless.
+//
+// It returns once every created topic has a leader for each partition, so
+// publishing and subscribing may start at once. Problems with single topics
+// are joined into one error. An unreachable cluster fails within
+// [DefaultConnectTimeout] (or ctx's earlier deadline) with an error wrapping
+// [ErrUnreachable]; a cancelled ctx returns at once.
+func EnsureTopics(ctx context.Context, brokers []string, names []string, partitions int32) error {
+	if partitions < 1 {
+		return fmt.Errorf("ensure topics: %d partitions, want ≥ 1", partitions)
+	}
+	names = slices.Compact(slices.Sorted(slices.Values(names)))
+	if len(names) == 0 {
+		return nil
+	}
+	client, err := connect(ctx, brokers)
+	if err != nil {
+		return fmt.Errorf("ensure topics: %w", err)
+	}
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		_ = client.Close()
+		return fmt.Errorf("ensure topics: cluster admin on %v: %w", brokers, err)
+	}
+	err = withContext(ctx, func() error {
+		defer admin.Close() // closes client too
+		return ensureTopics(ctx, admin, len(client.Brokers()), names, partitions)
+	})
+	if err != nil {
+		return fmt.Errorf("ensure topics on %v: %w", brokers, err)
+	}
+	return nil
+}
+
+func ensureTopics(ctx context.Context, admin sarama.ClusterAdmin, nbrokers int, names []string, partitions int32) error {
+	existing, err := admin.ListTopics()
+	if err != nil {
+		return fmt.Errorf("list topics: %w", err)
+	}
+	detail := &sarama.TopicDetail{
+		NumPartitions:     partitions,
+		ReplicationFactor: int16(max(1, min(3, nbrokers))),
+	}
+	var created []string
+	var errs []error
+	for _, name := range names {
+		if _, ok := existing[name]; ok {
+			continue
+		}
+		err := admin.CreateTopic(name, detail, false)
+		switch {
+		case err == nil:
+			created = append(created, name)
+		case errors.Is(err, sarama.ErrTopicAlreadyExists):
+			// created by someone else in between: fine
+		default:
+			errs = append(errs, fmt.Errorf("create topic %s: %w", name, err))
+		}
+	}
+	if len(created) > 0 {
+		errs = append(errs, waitForTopics(ctx, admin, created))
+	}
+	return errors.Join(errs...)
+}
+
+// waitForTopics polls the metadata until every topic of names has a leader
+// for each of its partitions.
+func waitForTopics(ctx context.Context, admin sarama.ClusterAdmin, names []string) error {
+	ctx, cancel := context.WithTimeout(ctx, topicReadyTimeout)
+	defer cancel()
+	for {
+		pending, err := unreadyTopics(admin, names)
+		if err == nil && len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return fmt.Errorf("wait for new topics: %w", err)
+			}
+			return fmt.Errorf("new topics %v have no leader yet: %w", pending, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func unreadyTopics(admin sarama.ClusterAdmin, names []string) ([]string, error) {
+	meta, err := admin.DescribeTopics(names)
+	if err != nil {
+		return nil, err
+	}
+	var pending []string
+	for _, t := range meta {
+		ready := errors.Is(t.Err, sarama.ErrNoError) && len(t.Partitions) > 0
+		for _, p := range t.Partitions {
+			ready = ready && errors.Is(p.Err, sarama.ErrNoError) && p.Leader >= 0
+		}
+		if !ready {
+			pending = append(pending, t.Name)
+		}
+	}
+	if len(meta) < len(names) {
+		return names, nil
+	}
+	return pending, nil
+}
