@@ -28,6 +28,10 @@ type Request struct {
 	System   string
 	Messages []pipeline.Message
 	Tools    []ToolSpec
+	// OnText, when set, receives the answer's text as it streams in, in
+	// order, from the goroutine that called Infer. The Response still holds
+	// the whole text.
+	OnText func(delta string)
 }
 
 // Response is the model's answer: text and any tool calls it proposes.
