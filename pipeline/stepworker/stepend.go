@@ -13,19 +13,26 @@ import (
 	"github.com/stepwise-run/stepwise/topics"
 )
 
-// HandleToolResult handles ToolCallFinished: the fan-in of a step. It reads
-// the step's calls from the store (the message only says which step to look
-// at, so duplicates and reordering change nothing) and advances the step.
+// HandleToolResult handles ToolCallFinished: the fan-in of a step. It hands
+// the work to the pool and acknowledges, so a partition never waits on one
+// run's fan-in. The work reads the step's calls from the store (the message
+// only says which step to look at, so duplicates and reordering change
+// nothing); if it fails, the sweeper finds the step with every call terminal
+// and ends it.
 func (w *Worker) HandleToolResult(msg *message.Message) error {
 	res, err := topics.Decode[topics.ToolCallFinished](msg.Payload)
 	if err != nil {
 		return err
 	}
-	ctx := msg.Context()
+	return w.pool.Go(w.ctx, func() {
+		if err := w.fanIn(w.ctx, res); err != nil {
+			w.log.Error("fan in a tool result; the sweeper will retry", "run_id", res.RunID, "call_id", res.CallID, "error", err)
+		}
+	})
+}
+
+func (w *Worker) fanIn(ctx context.Context, res topics.ToolCallFinished) error {
 	run, err := w.store.GetRun(ctx, res.RunID)
-	if errors.Is(err, store.ErrNotFound) {
-		return topics.Permanent(fmt.Errorf("result of call %s: %w", res.CallID, err))
-	}
 	if err != nil {
 		return err
 	}
