@@ -2,14 +2,23 @@
 // append-only conversation, one record per tool call, and an event log (a
 // Redis stream) appended in the same atomic operation as each transition.
 //
-// All keys of a run share the hash tag {run_id}, so every per-run Lua script
-// works on Redis Cluster. Every state change checks the state it expects
+// All keys of a run share the hash tag {run_id} (layout in keys.go), so every
+// per-run Lua script works on Redis Cluster; the two global indexes (runs by
+// creation time, runs due for the sweeper) are written by commands of their
+// own. Every state change is one script that checks the state it expects
 // (status, step, step state, lease owner) before writing; when the
-// expectation no longer holds it returns an error wrapping ErrStale and
-// changes nothing, which is how duplicate and reordered messages become
-// no-ops.
+// expectation no longer holds it changes nothing, appends no event and
+// returns an error wrapping ErrStale (or ErrLeaseHeld, ErrLeaseLost,
+// ErrConflict, ErrNotFound), which is how duplicate and reordered messages
+// become no-ops. Callers pass the clock: each operation takes `now`.
 //
-//	st := store.New(redisClient)
-//	run, created, err := st.CreateRun(ctx, run, input, time.Now())
-//	run, err = st.ClaimStep(ctx, run.ID, 0, store.Lease{Owner: "w1", Until: deadline}, time.Now())
+// The scripts only check and write fields; JSON is built in Go. They run the
+// same on Redis 7 and on miniredis, and the contract tests run on both.
+//
+//	st := store.New(redisClient)                    // keys under "sw:"
+//	run, created, err := st.CreateRun(ctx, run, input, now)
+//	run, err = st.ClaimStep(ctx, run.ID, 0, store.Lease{Owner: "w1", Until: now.Add(time.Minute)}, now)
+//	if errors.Is(err, store.ErrLeaseHeld) { /* someone else is on it: ack and move on */ }
+//	run, calls, err := st.CommitStep(ctx, run.ID, 0, "w1", commit, now)
+//	evs, err := st.WaitEvents(ctx, run.ID, lastEventID, 10*time.Second)
 package store

@@ -1,0 +1,204 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// GetCall returns one call's record, or an error wrapping ErrNotFound.
+func (s *Store) GetCall(ctx context.Context, runID, callID string) (pipeline.ToolCall, error) {
+	h, err := s.rdb.HGetAll(ctx, s.callKey(runID, callID)).Result()
+	if err != nil {
+		return pipeline.ToolCall{}, fmt.Errorf("get call %s of run %s: %w", callID, runID, err)
+	}
+	return decodeCall(runID, callID, h)
+}
+
+// CallIDsTaken reports, per id, whether the run already has a call record
+// with that id, in one round trip. Step workers use it to give the model's
+// proposed calls ids that CommitStep will not refuse.
+func (s *Store) CallIDsTaken(ctx context.Context, runID string, callIDs []string) ([]bool, error) {
+	cmds := make([]*redis.IntCmd, len(callIDs))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range callIDs {
+			cmds[i] = p.Exists(ctx, s.callKey(runID, id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("call ids taken in run %s: %w", runID, err)
+	}
+	out := make([]bool, len(cmds))
+	for i, c := range cmds {
+		out[i] = c.Val() == 1
+	}
+	return out, nil
+}
+
+// getCalls reads calls by id in one round trip, in the order given.
+func (s *Store) getCalls(ctx context.Context, runID string, ids []string) ([]pipeline.ToolCall, error) {
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, s.callKey(runID, id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("calls of run %s: %w", runID, err)
+	}
+	out := make([]pipeline.ToolCall, 0, len(ids))
+	for i, c := range cmds {
+		call, err := decodeCall(runID, ids[i], c.Val())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, call)
+	}
+	return out, nil
+}
+
+// ClaimCall takes the lease on a call for lease.Owner until lease.Until and
+// counts the attempt: new or resuming calls, and running calls whose lease
+// expired at now, become running; the event is tool_call.started (data
+// {"attempt":n}), or tool_call.retried when n > 1.
+//
+// Refusals: ErrNotFound (no run or no call); ErrStale when the run is done or
+// the call is suspended or terminal; ErrLeaseHeld when the call runs under a
+// lease that has not expired. With ErrStale and ErrLeaseHeld the current
+// call comes back too.
+func (s *Store) ClaimCall(ctx context.Context, runID, callID string, lease Lease, now time.Time) (pipeline.ToolCall, error) {
+	if err := checkLease(lease, now); err != nil {
+		return pipeline.ToolCall{}, err
+	}
+	step, err := s.callStep(ctx, runID, callID)
+	if err != nil {
+		return pipeline.ToolCall{}, err
+	}
+	attempt, err := newAttemptEvents(runID, step, callID, pipeline.EventToolCallStarted, pipeline.EventToolCallRetried, now)
+	if err != nil {
+		return pipeline.ToolCall{}, err
+	}
+	args := append([]any{lease.Owner, toMillis(lease.Until), toMillis(now), s.claimableCalls}, attempt.args()...)
+	what := fmt.Sprintf("claim call %s of run %s", callID, runID)
+	v, err := s.eval(ctx, s.scripts.claimCall, what,
+		[]string{s.runKey(runID), s.eventsKey(runID), s.callKey(runID, callID)}, args...)
+	if err != nil {
+		return s.currentCall(ctx, runID, callID, err)
+	}
+	return s.decodeCallReply(runID, callID, v)
+}
+
+// RenewCallLease moves the lease of a running call the caller holds to
+// lease.Until. ErrLeaseLost when the call is no longer running or another
+// owner holds it; ErrNotFound when there is no such call.
+func (s *Store) RenewCallLease(ctx context.Context, runID, callID string, lease Lease) error {
+	what := fmt.Sprintf("renew lease of call %s of run %s for %s", callID, runID, lease.Owner)
+	_, err := s.eval(ctx, s.scripts.renewCallLease, what, []string{s.callKey(runID, callID)},
+		lease.Owner, toMillis(lease.Until))
+	return err
+}
+
+// FinishCall records what owner's execution of a call came to: o.Status
+// (succeeded, failed or suspended; anything else is ErrInvalid), the result
+// and the error; the lease is cleared and tool_call.finished appended (data
+// {"status","result"?,"error"?}).
+//
+// Refusals: ErrNotFound; ErrStale when the call is not running; ErrLeaseLost
+// when another owner holds it (an expired lease nobody took over still
+// counts as the caller's). It returns the call as stored.
+func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (pipeline.ToolCall, error) {
+	if err := checkOutcome(o); err != nil {
+		return pipeline.ToolCall{}, err
+	}
+	step, err := s.callStep(ctx, runID, callID)
+	if err != nil {
+		return pipeline.ToolCall{}, err
+	}
+	ev, err := newEvent(runID, step, callID, pipeline.EventToolCallFinished, now, finishedData{
+		Status: o.Status, Result: o.Result, Error: o.Error,
+	})
+	if err != nil {
+		return pipeline.ToolCall{}, err
+	}
+	what := fmt.Sprintf("finish call %s of run %s by %s", callID, runID, owner)
+	v, err := s.eval(ctx, s.scripts.finishCall, what, []string{s.callKey(runID, callID), s.eventsKey(runID)},
+		owner, toMillis(now), string(o.Status), string(o.Result), o.Error, ev)
+	if err != nil {
+		return pipeline.ToolCall{}, err
+	}
+	return s.decodeCallReply(runID, callID, v)
+}
+
+// finishedData is the data of tool_call.finished.
+type finishedData struct {
+	Status pipeline.ToolCallStatus `json:"status"`
+	Result json.RawMessage         `json:"result,omitempty"`
+	Error  string                  `json:"error,omitempty"`
+}
+
+// checkOutcome lets a tool worker set only what the domain allows a running
+// call to become, cancel excepted (cancelling is a decision, not an outcome).
+func checkOutcome(o CallOutcome) error {
+	switch o.Status {
+	case pipeline.CallSucceeded, pipeline.CallFailed, pipeline.CallSuspended:
+	default:
+		return fmt.Errorf("%w: a tool worker may not finish a call as %q", ErrInvalid, o.Status)
+	}
+	if !pipeline.CallRunning.CanTransition(o.Status) {
+		return fmt.Errorf("%w: running → %s is not a call transition", ErrInvalid, o.Status)
+	}
+	return checkJSON("result", o.Result)
+}
+
+// callStep reads the step of a call for its events. A call's step never
+// changes once written, so reading it before the script is safe.
+func (s *Store) callStep(ctx context.Context, runID, callID string) (int, error) {
+	v, err := s.rdb.HGet(ctx, s.callKey(runID, callID), "step").Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("%w: call %s of run %s", ErrNotFound, callID, runID)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("call %s of run %s: %w", callID, runID, err)
+	}
+	step, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("call %s of run %s: step %q: %w", callID, runID, v, err)
+	}
+	return step, nil
+}
+
+// currentCall returns the call as it is now together with err, for
+// refusals whose callers inspect the call (ErrStale, ErrLeaseHeld).
+func (s *Store) currentCall(ctx context.Context, runID, callID string, err error) (pipeline.ToolCall, error) {
+	if !isRefusal(err) {
+		return pipeline.ToolCall{}, err
+	}
+	call, gerr := s.GetCall(ctx, runID, callID)
+	if gerr != nil {
+		return pipeline.ToolCall{}, err
+	}
+	return call, err
+}
+
+// isRefusal reports whether err is a refusal that comes back with the
+// current record.
+func isRefusal(err error) bool {
+	return errors.Is(err, ErrStale) || errors.Is(err, ErrLeaseHeld)
+}
+
+func (s *Store) decodeCallReply(runID, callID string, v any) (pipeline.ToolCall, error) {
+	h, err := flatMap(v)
+	if err != nil {
+		return pipeline.ToolCall{}, fmt.Errorf("call %s of run %s: %w", callID, runID, err)
+	}
+	return decodeCall(runID, callID, h)
+}

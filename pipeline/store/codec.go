@@ -1,0 +1,180 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// Hash codecs. Numbers are decimal strings, times unix milliseconds ("0" for
+// none), raw JSON is stored as given ("" for none), a cleared lease is
+// lease_owner "" and lease_until "0".
+
+// runFields is the complete run hash of a new run, as HSET arguments.
+func runFields(r pipeline.Run) []any {
+	return []any{
+		"id", r.ID,
+		"agent", r.Agent,
+		"status", string(r.Status),
+		"step", r.Step,
+		"step_state", string(r.StepState),
+		"term_reason", "",
+		"term_code", "",
+		"term_detail", "",
+		"in_tok", r.Usage.InputTokens,
+		"out_tok", r.Usage.OutputTokens,
+		"model", string(r.Model),
+		"metadata", string(r.Metadata),
+		"req_hash", r.RequestHash,
+		"attempts", r.Attempts,
+		"lease_owner", r.LeaseOwner,
+		"lease_until", toMillis(r.LeaseUntil),
+		"created_at", toMillis(r.CreatedAt),
+		"updated_at", toMillis(r.UpdatedAt),
+	}
+}
+
+// decodeRun reads a run hash. An empty hash is ErrNotFound.
+func decodeRun(runID string, h map[string]string) (pipeline.Run, error) {
+	if len(h) == 0 {
+		return pipeline.Run{}, fmt.Errorf("%w: run %s", ErrNotFound, runID)
+	}
+	d := fieldDecoder{h: h}
+	r := pipeline.Run{
+		ID:          h["id"],
+		Agent:       h["agent"],
+		Status:      pipeline.RunStatus(h["status"]),
+		Step:        int(d.int("step")),
+		StepState:   pipeline.StepState(h["step_state"]),
+		Usage:       pipeline.Usage{InputTokens: d.int("in_tok"), OutputTokens: d.int("out_tok")},
+		Model:       rawJSON(h["model"]),
+		Metadata:    rawJSON(h["metadata"]),
+		RequestHash: h["req_hash"],
+		Attempts:    int(d.int("attempts")),
+		LeaseOwner:  h["lease_owner"],
+		LeaseUntil:  d.time("lease_until"),
+		CreatedAt:   d.time("created_at"),
+		UpdatedAt:   d.time("updated_at"),
+	}
+	if reason := h["term_reason"]; reason != "" {
+		r.Termination = &pipeline.Termination{
+			Reason: pipeline.TerminationReason(reason),
+			Code:   h["term_code"],
+			Detail: h["term_detail"],
+		}
+	}
+	if d.err != nil {
+		return pipeline.Run{}, fmt.Errorf("decode run %s: %w", runID, d.err)
+	}
+	return r, nil
+}
+
+// decodeCall reads a call hash. An empty hash is ErrNotFound.
+func decodeCall(runID, callID string, h map[string]string) (pipeline.ToolCall, error) {
+	if len(h) == 0 {
+		return pipeline.ToolCall{}, fmt.Errorf("%w: call %s of run %s", ErrNotFound, callID, runID)
+	}
+	d := fieldDecoder{h: h}
+	c := pipeline.ToolCall{
+		ID:         h["id"],
+		RunID:      h["run_id"],
+		Step:       int(d.int("step")),
+		Index:      int(d.int("idx")),
+		Tool:       h["tool"],
+		Queue:      h["queue"],
+		Status:     pipeline.ToolCallStatus(h["status"]),
+		Arguments:  rawJSON(h["args"]),
+		Result:     rawJSON(h["result"]),
+		Error:      h["error"],
+		Attempts:   int(d.int("attempts")),
+		LeaseOwner: h["lease_owner"],
+		LeaseUntil: d.time("lease_until"),
+		UpdatedAt:  d.time("updated_at"),
+	}
+	if d.err != nil {
+		return pipeline.ToolCall{}, fmt.Errorf("decode call %s of run %s: %w", callID, runID, d.err)
+	}
+	return c, nil
+}
+
+// fieldDecoder parses numeric fields, keeping the first error.
+type fieldDecoder struct {
+	h   map[string]string
+	err error
+}
+
+func (d *fieldDecoder) int(field string) int64 {
+	v := d.h[field]
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil && d.err == nil {
+		d.err = fmt.Errorf("field %s: %w", field, err)
+	}
+	return n
+}
+
+func (d *fieldDecoder) time(field string) time.Time { return fromMillis(d.int(field)) }
+
+// toMillis is t in unix milliseconds, 0 for the zero time.
+func toMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// fromMillis is the UTC time of ms, the zero time for 0.
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func rawJSON(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+// checkJSON refuses raw JSON that does not parse (empty is allowed: none).
+func checkJSON(what string, raw json.RawMessage) error {
+	if len(raw) > 0 && !json.Valid(raw) {
+		return fmt.Errorf("%w: %s is not valid JSON", ErrInvalid, what)
+	}
+	return nil
+}
+
+// flatMap turns a script's HGETALL reply (field, value, field, value, …)
+// into a map.
+func flatMap(v any) (map[string]string, error) {
+	list, ok := v.([]any)
+	if !ok || len(list)%2 != 0 {
+		return nil, fmt.Errorf("unexpected hash reply %T", v)
+	}
+	h := make(map[string]string, len(list)/2)
+	for i := 0; i < len(list); i += 2 {
+		k, ok1 := list[i].(string)
+		val, ok2 := list[i+1].(string)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("unexpected hash entry %T=%T", list[i], list[i+1])
+		}
+		h[k] = val
+	}
+	return h, nil
+}
+
+// replyList is a script reply that is an array.
+func replyList(v any, atLeast int) ([]any, error) {
+	list, ok := v.([]any)
+	if !ok || len(list) < atLeast {
+		return nil, fmt.Errorf("unexpected script reply %T (want an array of at least %d)", v, atLeast)
+	}
+	return list, nil
+}

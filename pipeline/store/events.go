@@ -1,0 +1,180 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// eventField is the one field of a stream entry; its value is the event JSON
+// without ID (the entry id is the ID).
+const eventField = "e"
+
+// newEvent returns the JSON of one event, as a script appends it. data is
+// marshalled unless nil; a json.RawMessage is taken as it is.
+func newEvent(runID string, step int, callID string, typ pipeline.EventType, now time.Time, data any) (string, error) {
+	ev := pipeline.Event{Type: typ, RunID: runID, Step: step, CallID: callID, At: now.UTC()}
+	if data != nil {
+		raw, err := json.Marshal(data)
+		if err != nil {
+			return "", fmt.Errorf("event %s data: %w", typ, err)
+		}
+		ev.Data = raw
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return "", fmt.Errorf("event %s: %w", typ, err)
+	}
+	return string(b), nil
+}
+
+// template is an event JSON with one number left out, which only the script
+// knows (an attempt count, the run's current step): the script appends
+// t[0] .. n .. t[1].
+type template [2]string
+
+// holed cuts ev around hole, a piece of JSON that cannot occur inside a JSON
+// string (its quotes would be escaped there), so the first match is the
+// right one. keep[0] and keep[1] are the parts of hole around the number.
+func holed(ev, hole string, keep [2]string) (template, error) {
+	before, after, ok := strings.Cut(ev, hole)
+	if !ok {
+		return template{}, fmt.Errorf("event template: %q not found", hole)
+	}
+	return template{before + keep[0], keep[1] + after}, nil
+}
+
+// attemptEvents are the two events a claim may append: the script fills in
+// the attempt number n and uses first when n is 1, retried otherwise.
+type attemptEvents struct {
+	first, retried template
+}
+
+const attemptHole = `{"attempt":0}`
+
+func newAttemptEvents(runID string, step int, callID string, first, retried pipeline.EventType, now time.Time) (attemptEvents, error) {
+	var out attemptEvents
+	for i, typ := range []pipeline.EventType{first, retried} {
+		ev, err := newEvent(runID, step, callID, typ, now, json.RawMessage(attemptHole))
+		if err != nil {
+			return out, err
+		}
+		t, err := holed(ev, attemptHole, [2]string{`{"attempt":`, `}`})
+		if err != nil {
+			return out, err
+		}
+		if i == 0 {
+			out.first = t
+		} else {
+			out.retried = t
+		}
+	}
+	return out, nil
+}
+
+func (a attemptEvents) args() []any {
+	return []any{a.first[0], a.first[1], a.retried[0], a.retried[1]}
+}
+
+// newStepEvent is an event whose step the script fills in from the run
+// record (for operations that do not expect a particular step).
+func newStepEvent(runID string, typ pipeline.EventType, now time.Time, data any) (template, error) {
+	ev, err := newEvent(runID, -1, "", typ, now, data)
+	if err != nil {
+		return template{}, err
+	}
+	return holed(ev, `"step":-1`, [2]string{`"step":`, ``})
+}
+
+// Events returns the run's events strictly after afterID ("" = from the
+// start), oldest first, at most count of them (count <= 0: all). Each has ID
+// set to its stream id, which is what afterID takes to resume. A run with no
+// events (or no run) gives an empty slice.
+func (s *Store) Events(ctx context.Context, runID, afterID string, count int64) ([]pipeline.Event, error) {
+	start := "-"
+	if afterID != "" {
+		start = "(" + afterID
+	}
+	var msgs []redis.XMessage
+	var err error
+	if count > 0 {
+		msgs, err = s.rdb.XRangeN(ctx, s.eventsKey(runID), start, "+", count).Result()
+	} else {
+		msgs, err = s.rdb.XRange(ctx, s.eventsKey(runID), start, "+").Result()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("events of run %s after %q: %w", runID, afterID, err)
+	}
+	return decodeEvents(runID, msgs)
+}
+
+// WaitEvents blocks up to block for events of the run strictly after afterID
+// ("" = from the start) and returns those that are there, oldest first. It
+// returns an empty slice, and no error, when block passes with nothing new.
+// block <= 0 does not block (it is Events without a count).
+//
+// On cancel of ctx it returns ctx.Err() at once; the blocking read it issued
+// then finishes on its own connection within block, so keep block short
+// (seconds) when callers may go away.
+func (s *Store) WaitEvents(ctx context.Context, runID, afterID string, block time.Duration) ([]pipeline.Event, error) {
+	if block <= 0 {
+		return s.Events(ctx, runID, afterID, 0)
+	}
+	if afterID == "" {
+		afterID = "0-0"
+	}
+	if block < time.Millisecond {
+		block = time.Millisecond // XREAD BLOCK 0 would mean forever
+	}
+	type result struct {
+		streams []redis.XStream
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// Not ctx: go-redis does not abort a blocking read on cancel, and a
+		// cancelled ctx must not poison the pooled connection mid-read.
+		streams, err := s.rdb.XRead(context.WithoutCancel(ctx), &redis.XReadArgs{
+			Streams: []string{s.eventsKey(runID), afterID},
+			Block:   block,
+		}).Result()
+		done <- result{streams, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-done:
+		if errors.Is(r.err, redis.Nil) {
+			return []pipeline.Event{}, nil
+		}
+		if r.err != nil {
+			return nil, fmt.Errorf("wait for events of run %s after %q: %w", runID, afterID, r.err)
+		}
+		var msgs []redis.XMessage
+		for _, st := range r.streams {
+			msgs = append(msgs, st.Messages...)
+		}
+		return decodeEvents(runID, msgs)
+	}
+}
+
+func decodeEvents(runID string, msgs []redis.XMessage) ([]pipeline.Event, error) {
+	out := make([]pipeline.Event, 0, len(msgs))
+	for _, m := range msgs {
+		raw, _ := m.Values[eventField].(string)
+		var ev pipeline.Event
+		if err := json.Unmarshal([]byte(raw), &ev); err != nil {
+			return nil, fmt.Errorf("decode event %s of run %s: %w", m.ID, runID, err)
+		}
+		ev.ID = m.ID
+		out = append(out, ev)
+	}
+	return out, nil
+}

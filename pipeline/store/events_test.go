@@ -1,0 +1,136 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+)
+
+var eventCases = []contractCase{
+	{"a_run_logs_each_transition_once_in_order", func(t *testing.T, f *fixture) {
+		f.committed(t, "r1", "c1")
+		f.done(t, "r1", "c1")
+		if _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{
+			Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd},
+		}, at(5)); err != nil {
+			t.Fatal(err)
+		}
+		evs := f.events(t, "r1")
+		wantTypes(t, typesOf(evs),
+			pipeline.EventRunCreated, pipeline.EventRunStarted, pipeline.EventStepStarted,
+			pipeline.EventAssistantMessage, pipeline.EventToolCallCreated,
+			pipeline.EventToolCallStarted, pipeline.EventToolCallFinished,
+			pipeline.EventStepEnded, pipeline.EventRunFinished)
+		wantAt := []time.Time{t0, at(1), at(1), at(2), at(2), at(3), at(4), at(5), at(5)}
+		for i, ev := range evs {
+			if ev.RunID != "r1" || ev.Step != 0 || !ev.At.Equal(wantAt[i]) {
+				t.Fatalf("event %d = %+v", i, ev)
+			}
+			if i > 0 && !idBefore(evs[i-1].ID, ev.ID) {
+				t.Fatalf("event ids out of order: %s then %s", evs[i-1].ID, ev.ID)
+			}
+		}
+	}},
+	{"events_resume_strictly_after_an_id", func(t *testing.T, f *fixture) {
+		f.committed(t, "r1", "c1", "c2")
+		all := f.events(t, "r1")
+		for i := range all {
+			got, err := f.st.Events(f.ctx, "r1", all[i].ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(got, all[i+1:], sameEvent) {
+				t.Fatalf("after %s: %v, want %v", all[i].ID, typesOf(got), typesOf(all[i+1:]))
+			}
+		}
+		page, err := f.st.Events(f.ctx, "r1", all[1].ID, 2)
+		if err != nil || !slices.EqualFunc(page, all[2:4], sameEvent) {
+			t.Fatalf("a page of 2 after the second: %v, %v", typesOf(page), err)
+		}
+		none, err := f.st.Events(f.ctx, "nope", "", 10)
+		if err != nil || len(none) != 0 {
+			t.Fatalf("events of an unknown run = %v, %v", none, err)
+		}
+	}},
+	{"wait_events_returns_what_follows_an_id", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		all := f.events(t, "r1")
+		got, err := f.st.WaitEvents(f.ctx, "r1", all[0].ID, time.Second)
+		if err != nil || !slices.EqualFunc(got, all[1:], sameEvent) {
+			t.Fatalf("WaitEvents = %v, %v", typesOf(got), err)
+		}
+		got, err = f.st.WaitEvents(f.ctx, "r1", "", time.Second)
+		if err != nil || len(got) != len(all) {
+			t.Fatalf("WaitEvents from the start = %v, %v", typesOf(got), err)
+		}
+	}},
+	{"wait_events_wakes_on_an_appended_event", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		all := f.events(t, "r1")
+		type result struct {
+			evs []pipeline.Event
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			// The wait names the last id it saw, so an event appended
+			// before the read starts is returned all the same.
+			evs, err := f.st.WaitEvents(f.ctx, "r1", all[len(all)-1].ID, 10*time.Second)
+			done <- result{evs, err}
+		}()
+		if _, err := f.st.FinishRun(f.ctx, "r1", pipeline.Termination{Reason: pipeline.ReasonCancelled}, at(2)); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		if r.err != nil || len(r.evs) != 1 || r.evs[0].Type != pipeline.EventRunFinished {
+			t.Fatalf("WaitEvents = %v, %v", typesOf(r.evs), r.err)
+		}
+	}},
+	{"wait_events_gives_nothing_when_nothing_comes", func(t *testing.T, f *fixture) {
+		f.created(t, "r1")
+		all := f.events(t, "r1")
+		got, err := f.st.WaitEvents(f.ctx, "r1", all[0].ID, 10*time.Millisecond)
+		if err != nil || got == nil || len(got) != 0 {
+			t.Fatalf("WaitEvents = %#v, %v; want an empty slice", got, err)
+		}
+	}},
+	{"wait_events_returns_on_cancel", func(t *testing.T, f *fixture) {
+		f.created(t, "r1")
+		all := f.events(t, "r1")
+		ctx, cancel := context.WithCancel(f.ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, err := f.st.WaitEvents(ctx, "r1", all[0].ID, 2*time.Second)
+			done <- err
+		}()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("WaitEvents after cancel = %v", err)
+		}
+	}},
+}
+
+// idBefore orders stream ids ("ms-seq").
+func idBefore(a, b string) bool {
+	parse := func(id string) (ms, seq int64) {
+		m, q, _ := strings.Cut(id, "-")
+		ms, _ = strconv.ParseInt(m, 10, 64)
+		seq, _ = strconv.ParseInt(q, 10, 64)
+		return ms, seq
+	}
+	am, as := parse(a)
+	bm, bs := parse(b)
+	return am < bm || (am == bm && as < bs)
+}
+
+func sameEvent(a, b pipeline.Event) bool {
+	return a.ID == b.ID && a.Type == b.Type && a.CallID == b.CallID && a.Step == b.Step &&
+		a.At.Equal(b.At) && string(a.Data) == string(b.Data)
+}

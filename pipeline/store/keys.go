@@ -1,0 +1,52 @@
+package store
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Key layout. Every key of one run carries the hash tag {run_id}, so the
+// per-run scripts touch a single Redis Cluster slot. The two indexes are
+// global and are only ever written by commands of their own, never inside a
+// per-run script.
+//
+//	<p>:{<run>}:run            HASH   the run record (codec.go)
+//	<p>:{<run>}:msgs           LIST   message JSON, append-only
+//	<p>:{<run>}:call:<call_id> HASH   one tool call record (codec.go)
+//	<p>:{<run>}:step:<n>       LIST   call ids of step n, in index order
+//	<p>:{<run>}:events         STREAM field "e" = pipeline.Event JSON without ID
+//	<p>:runs                   ZSET   run ids scored by created-at (unix ms)
+//	<p>:active                 ZSET   run ids scored by when the sweeper looks next
+
+func (s *Store) runKey(runID string) string    { return s.prefix + ":{" + runID + "}:run" }
+func (s *Store) msgsKey(runID string) string   { return s.prefix + ":{" + runID + "}:msgs" }
+func (s *Store) eventsKey(runID string) string { return s.prefix + ":{" + runID + "}:events" }
+
+func (s *Store) callKey(runID, callID string) string {
+	return s.prefix + ":{" + runID + "}:call:" + callID
+}
+
+func (s *Store) stepKey(runID string, step int) string {
+	return s.prefix + ":{" + runID + "}:step:" + strconv.Itoa(step)
+}
+
+func (s *Store) runsKey() string   { return s.prefix + ":runs" }
+func (s *Store) activeKey() string { return s.prefix + ":active" }
+
+// checkRunID refuses ids that would break the hash tag: an empty id, or one
+// with a brace, could spread a run's keys over several cluster slots.
+func checkRunID(runID string) error {
+	if runID == "" || strings.ContainsAny(runID, "{}") {
+		return fmt.Errorf("%w: run id %q must be non-empty and free of braces", ErrInvalid, runID)
+	}
+	return nil
+}
+
+// checkCallID refuses empty call ids.
+func checkCallID(callID string) error {
+	if callID == "" {
+		return fmt.Errorf("%w: empty call id", ErrInvalid)
+	}
+	return nil
+}

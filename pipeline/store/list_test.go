@@ -1,0 +1,102 @@
+package store_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+)
+
+var listCases = []contractCase{
+	{"list_pages_newest_first_and_new_runs_do_not_shift_the_pages", func(t *testing.T, f *fixture) {
+		// r1..r5 one second apart, plus r3a and r3b in the same millisecond
+		// as r3: ties are ordered by id, newest first.
+		for i, id := range []string{"r1", "r2", "r3", "r3a", "r3b", "r4", "r5"} {
+			sec := i
+			if i >= 2 && i <= 4 {
+				sec = 2
+			}
+			f.createAt(t, id, "assistant", at(sec))
+		}
+		var got []string
+		page, cursor := f.list(t, store.ListFilter{Limit: 3})
+		got = append(got, page...)
+		f.createAt(t, "r6", "assistant", at(100)) // newer than everything listed
+		f.createAt(t, "r0", "assistant", at(-5))  // older than everything listed
+		for cursor != "" {
+			page, cursor = f.list(t, store.ListFilter{Limit: 3, Cursor: cursor})
+			got = append(got, page...)
+		}
+		want := []string{"r5", "r4", "r3b", "r3a", "r3", "r2", "r1", "r0"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("pages = %v, want %v", got, want)
+		}
+	}},
+	{"list_filters_by_status_and_agent", func(t *testing.T, f *fixture) {
+		f.createAt(t, "a1", "alpha", at(1))
+		f.createAt(t, "b1", "beta", at(2))
+		f.createAt(t, "a2", "alpha", at(3))
+		if _, err := f.st.FinishRun(f.ctx, "a1", pipeline.Termination{Reason: pipeline.ReasonCancelled}, at(4)); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			f    store.ListFilter
+			want []string
+		}{
+			{store.ListFilter{Agent: "alpha"}, []string{"a2", "a1"}},
+			{store.ListFilter{Status: pipeline.RunCreated}, []string{"a2", "b1"}},
+			{store.ListFilter{Status: pipeline.RunDone, Agent: "alpha"}, []string{"a1"}},
+			{store.ListFilter{Agent: "gamma"}, nil},
+		} {
+			got, cursor := f.list(t, c.f)
+			if !slices.Equal(got, c.want) || cursor != "" {
+				t.Fatalf("%+v: %v (cursor %q), want %v", c.f, got, cursor, c.want)
+			}
+		}
+	}},
+	{"list_scans_at_most_ten_times_the_limit_per_call", func(t *testing.T, f *fixture) {
+		f.createAt(t, "rare", "beta", at(0))
+		for i := range 25 {
+			f.createAt(t, fmt.Sprintf("r%02d", i), "alpha", at(1+i))
+		}
+		page, cursor := f.list(t, store.ListFilter{Agent: "beta", Limit: 2})
+		if len(page) != 0 || cursor == "" {
+			t.Fatalf("first call = %v, cursor %q; want nothing yet and a cursor", page, cursor)
+		}
+		page, cursor = f.list(t, store.ListFilter{Agent: "beta", Limit: 2, Cursor: cursor})
+		if !slices.Equal(page, []string{"rare"}) || cursor != "" {
+			t.Fatalf("second call = %v, cursor %q", page, cursor)
+		}
+	}},
+	{"list_refuses_a_bad_cursor_or_status", func(t *testing.T, f *fixture) {
+		for _, lf := range []store.ListFilter{{Cursor: "!!"}, {Cursor: "bm9jb2xvbg"}, {Status: "sleeping"}} {
+			_, _, err := f.st.ListRuns(f.ctx, lf)
+			wantErr(t, err, store.ErrInvalid)
+		}
+	}},
+}
+
+func (f *fixture) createAt(t *testing.T, id, agent string, now time.Time) {
+	t.Helper()
+	run := newRun(id)
+	run.Agent = agent
+	if _, _, err := f.st.CreateRun(f.ctx, run, input, now); err != nil {
+		t.Fatalf("CreateRun(%s): %v", id, err)
+	}
+}
+
+func (f *fixture) list(t *testing.T, lf store.ListFilter) ([]string, string) {
+	t.Helper()
+	runs, cursor, err := f.st.ListRuns(f.ctx, lf)
+	if err != nil {
+		t.Fatalf("ListRuns(%+v): %v", lf, err)
+	}
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	return ids, cursor
+}

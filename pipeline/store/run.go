@@ -1,0 +1,166 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// CreateRun writes a new run (status created, step 0, step state pending,
+// created and updated at now), appends its input messages and the
+// run.created event, and indexes it for ListRuns. The caller's Status, Step,
+// Termination, Usage, Attempts, lease and times are ignored; ID, Agent,
+// Model, Metadata and RequestHash are kept.
+//
+// When the run already exists: with the same RequestHash it returns the
+// stored run and false (an idempotent replay, nothing written); with another
+// it returns an error wrapping ErrConflict. It returns the run and true when
+// it created it.
+func (s *Store) CreateRun(ctx context.Context, run pipeline.Run, input []pipeline.Message, now time.Time) (pipeline.Run, bool, error) {
+	if err := checkRunID(run.ID); err != nil {
+		return pipeline.Run{}, false, err
+	}
+	if err := checkJSON("model", run.Model); err != nil {
+		return pipeline.Run{}, false, err
+	}
+	if err := checkJSON("metadata", run.Metadata); err != nil {
+		return pipeline.Run{}, false, err
+	}
+	fresh := pipeline.Run{
+		ID: run.ID, Agent: run.Agent, Model: run.Model, Metadata: run.Metadata, RequestHash: run.RequestHash,
+		Status: pipeline.RunCreated, StepState: pipeline.StepPending, CreatedAt: now, UpdatedAt: now,
+	}
+	ev, err := newEvent(run.ID, 0, "", pipeline.EventRunCreated, now, map[string]string{"agent": run.Agent})
+	if err != nil {
+		return pipeline.Run{}, false, err
+	}
+	fields := runFields(fresh)
+	args := append([]any{run.RequestHash, ev, len(fields)}, fields...)
+	for i, m := range input {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return pipeline.Run{}, false, fmt.Errorf("%w: input message %d: %v", ErrInvalid, i, err)
+		}
+		args = append(args, string(b))
+	}
+	what := "create run " + run.ID
+	v, err := s.eval(ctx, s.scripts.createRun, what,
+		[]string{s.runKey(run.ID), s.msgsKey(run.ID), s.eventsKey(run.ID)}, args...)
+	if err != nil {
+		return pipeline.Run{}, false, err
+	}
+	reply, err := replyList(v, 2)
+	if err != nil {
+		return pipeline.Run{}, false, fmt.Errorf("%s: %w", what, err)
+	}
+	stored, err := s.decodeRunReply(run.ID, reply[1])
+	if err != nil {
+		return pipeline.Run{}, false, err
+	}
+	created := reply[0] == int64(1)
+	// The index is global, so it cannot be written inside the run's script
+	// (another cluster slot). NX on every call also repairs a create whose
+	// process died between the two commands: its replay indexes it.
+	if err := s.rdb.ZAddNX(ctx, s.runsKey(), redis.Z{Score: float64(toMillis(stored.CreatedAt)), Member: run.ID}).Err(); err != nil {
+		return stored, created, fmt.Errorf("index run %s: %w", run.ID, err)
+	}
+	return stored, created, nil
+}
+
+// GetRun returns the run's record, or an error wrapping ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, runID string) (pipeline.Run, error) {
+	h, err := s.rdb.HGetAll(ctx, s.runKey(runID)).Result()
+	if err != nil {
+		return pipeline.Run{}, fmt.Errorf("get run %s: %w", runID, err)
+	}
+	return decodeRun(runID, h)
+}
+
+// Messages returns the run's conversation in order: input, then assistant
+// and tool messages as steps committed them. An unknown run is ErrNotFound.
+func (s *Store) Messages(ctx context.Context, runID string) ([]pipeline.Message, error) {
+	var exists *redis.IntCmd
+	var list *redis.StringSliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		exists = p.Exists(ctx, s.runKey(runID))
+		list = p.LRange(ctx, s.msgsKey(runID), 0, -1)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("messages of run %s: %w", runID, err)
+	}
+	if exists.Val() == 0 {
+		return nil, fmt.Errorf("%w: run %s", ErrNotFound, runID)
+	}
+	out := make([]pipeline.Message, 0, len(list.Val()))
+	for i, raw := range list.Val() {
+		var m pipeline.Message
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			return nil, fmt.Errorf("decode message %d of run %s: %w", i, runID, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// FinishRun ends a run outside the StepEnd path (errors, cancel): status
+// done, the termination, the run.finished event; the step state is left as
+// it is, so a worker still holding the step finds the run done and its
+// commit is refused. A run already done is ErrStale (with the current run
+// returned). t.Reason must be a reason that ends a run (not suspended).
+// The run leaves the sweeper's index after the script.
+func (s *Store) FinishRun(ctx context.Context, runID string, t pipeline.Termination, now time.Time) (pipeline.Run, error) {
+	if err := checkTermination(t); err != nil {
+		return pipeline.Run{}, err
+	}
+	ev, err := newStepEvent(runID, pipeline.EventRunFinished, now, t)
+	if err != nil {
+		return pipeline.Run{}, err
+	}
+	what := fmt.Sprintf("finish run %s", runID)
+	v, err := s.eval(ctx, s.scripts.finishRun, what, []string{s.runKey(runID), s.eventsKey(runID)},
+		toMillis(now), string(t.Reason), t.Code, t.Detail, ev[0], ev[1], s.finishableRuns)
+	if err != nil {
+		return s.currentRun(ctx, runID, err)
+	}
+	run, err := s.decodeRunReply(runID, v)
+	if err != nil {
+		return pipeline.Run{}, err
+	}
+	return run, s.Unschedule(ctx, runID)
+}
+
+// checkTermination refuses a termination that would not end the run.
+func checkTermination(t pipeline.Termination) error {
+	if t.Reason == "" || t.Reason.RunStatus() != pipeline.RunDone {
+		return fmt.Errorf("%w: termination reason %q does not end a run", ErrInvalid, t.Reason)
+	}
+	return nil
+}
+
+// currentRun returns the run as it is now together with err, for refusals
+// whose callers inspect the run (ErrStale, ErrLeaseHeld). It is read after
+// the refusal, so it may already be newer than what the script saw.
+func (s *Store) currentRun(ctx context.Context, runID string, err error) (pipeline.Run, error) {
+	if !isRefusal(err) {
+		return pipeline.Run{}, err
+	}
+	run, gerr := s.GetRun(ctx, runID)
+	if gerr != nil {
+		return pipeline.Run{}, err
+	}
+	return run, err
+}
+
+func (s *Store) decodeRunReply(runID string, v any) (pipeline.Run, error) {
+	h, err := flatMap(v)
+	if err != nil {
+		return pipeline.Run{}, fmt.Errorf("run %s: %w", runID, err)
+	}
+	return decodeRun(runID, h)
+}

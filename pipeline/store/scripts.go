@@ -1,0 +1,54 @@
+package store
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The Lua sources, one per operation. They only check fields and write
+// fields: JSON is built in Go and passed in, times come in as ARGV, so they
+// behave the same on Redis 7 and on miniredis.
+var (
+	//go:embed scripts/create_run.lua
+	createRunLua string
+	//go:embed scripts/claim_step.lua
+	claimStepLua string
+	//go:embed scripts/commit_step.lua
+	commitStepLua string
+	//go:embed scripts/end_step.lua
+	endStepLua string
+	//go:embed scripts/finish_run.lua
+	finishRunLua string
+	//go:embed scripts/claim_call.lua
+	claimCallLua string
+	//go:embed scripts/renew_call_lease.lua
+	renewCallLeaseLua string
+	//go:embed scripts/finish_call.lua
+	finishCallLua string
+	//go:embed scripts/list_runs.lua
+	listRunsLua string
+	//go:embed scripts/due_runs.lua
+	dueRunsLua string
+)
+
+type scripts struct {
+	createRun, claimStep, commitStep, endStep, finishRun *redis.Script
+	claimCall, renewCallLease, finishCall                *redis.Script
+	listRuns, dueRuns                                    *redis.Script
+}
+
+func loadScripts() scripts {
+	return scripts{
+		createRun:      redis.NewScript(createRunLua),
+		claimStep:      redis.NewScript(claimStepLua),
+		commitStep:     redis.NewScript(commitStepLua),
+		endStep:        redis.NewScript(endStepLua),
+		finishRun:      redis.NewScript(finishRunLua),
+		claimCall:      redis.NewScript(claimCallLua),
+		renewCallLease: redis.NewScript(renewCallLeaseLua),
+		finishCall:     redis.NewScript(finishCallLua),
+		listRuns:       redis.NewScript(listRunsLua),
+		dueRuns:        redis.NewScript(dueRunsLua),
+	}
+}

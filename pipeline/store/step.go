@@ -1,0 +1,278 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// ClaimStep takes the lease on step `step` of the run for lease.Owner until
+// lease.Until and counts the attempt. The first claim of a created run moves
+// it to running (event run.started); every claim appends step.started
+// (data {"attempt":n}), or step.retried when n > 1.
+//
+// Refusals: ErrNotFound (no run); ErrStale when the run is done or waiting,
+// at another step, or the step is already committed; ErrLeaseHeld when the
+// step is being inferred under a lease that has not expired at now (whoever
+// holds it, the caller included). An expired lease is taken over. With
+// ErrStale and ErrLeaseHeld the current run comes back too.
+func (s *Store) ClaimStep(ctx context.Context, runID string, step int, lease Lease, now time.Time) (pipeline.Run, error) {
+	if err := checkLease(lease, now); err != nil {
+		return pipeline.Run{}, err
+	}
+	started, err := newEvent(runID, step, "", pipeline.EventRunStarted, now, nil)
+	if err != nil {
+		return pipeline.Run{}, err
+	}
+	attempt, err := newAttemptEvents(runID, step, "", pipeline.EventStepStarted, pipeline.EventStepRetried, now)
+	if err != nil {
+		return pipeline.Run{}, err
+	}
+	args := append([]any{step, lease.Owner, toMillis(lease.Until), toMillis(now), started}, attempt.args()...)
+	what := fmt.Sprintf("claim step %d of run %s", step, runID)
+	v, err := s.eval(ctx, s.scripts.claimStep, what, []string{s.runKey(runID), s.eventsKey(runID)}, args...)
+	if err != nil {
+		return s.currentRun(ctx, runID, err)
+	}
+	return s.decodeRunReply(runID, v)
+}
+
+// CommitStep commits the inference of step `step` by owner: it appends
+// c.Assistant, creates one call record per c.Calls (status new, attempts 0,
+// run and step set by the store, queue "default" when empty), adds c.Usage
+// to the run, moves the step to tools and clears the lease. Events:
+// message.assistant (data = the message), then tool_call.created per call
+// (data {"tool","queue","index","arguments"}).
+//
+// c.Calls[i].Index must be i and ids must be unique within the commit
+// (ErrInvalid otherwise). Refusals: ErrNotFound; ErrStale when the run is
+// not running, at another step, or the step is not being inferred (already
+// committed included); ErrLeaseLost when another owner holds the step (an
+// expired lease nobody took over still counts as the caller's); ErrConflict
+// when a call id already has a record in this run. A refusal writes nothing.
+// It returns the updated run and the calls as stored.
+func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner string, c StepCommit, now time.Time) (pipeline.Run, []pipeline.ToolCall, error) {
+	if c.Assistant.Role != pipeline.RoleAssistant {
+		return pipeline.Run{}, nil, fmt.Errorf("%w: assistant message has role %q", ErrInvalid, c.Assistant.Role)
+	}
+	msg, err := json.Marshal(c.Assistant)
+	if err != nil {
+		return pipeline.Run{}, nil, fmt.Errorf("%w: assistant message: %v", ErrInvalid, err)
+	}
+	evAssistant, err := newEvent(runID, step, "", pipeline.EventAssistantMessage, now, json.RawMessage(msg))
+	if err != nil {
+		return pipeline.Run{}, nil, err
+	}
+	keys := []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step)}
+	args := []any{step, owner, toMillis(now), runID, c.Usage.InputTokens, c.Usage.OutputTokens, string(msg), evAssistant}
+	seen := make(map[string]bool, len(c.Calls))
+	for i, call := range c.Calls {
+		if err := checkNewCall(i, call, seen); err != nil {
+			return pipeline.Run{}, nil, err
+		}
+		queue := call.Queue
+		if queue == "" {
+			queue = DefaultQueue
+		}
+		ev, err := newEvent(runID, step, call.ID, pipeline.EventToolCallCreated, now, createdData{
+			Tool: call.Tool, Queue: queue, Index: i, Arguments: call.Arguments,
+		})
+		if err != nil {
+			return pipeline.Run{}, nil, err
+		}
+		keys = append(keys, s.callKey(runID, call.ID))
+		args = append(args, call.ID, i, call.Tool, queue, string(call.Arguments), ev)
+	}
+	what := fmt.Sprintf("commit step %d of run %s by %s", step, runID, owner)
+	v, err := s.eval(ctx, s.scripts.commitStep, what, keys, args...)
+	if err != nil {
+		return pipeline.Run{}, nil, err
+	}
+	reply, err := replyList(v, 1+len(c.Calls))
+	if err != nil {
+		return pipeline.Run{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	run, err := s.decodeRunReply(runID, reply[0])
+	if err != nil {
+		return pipeline.Run{}, nil, err
+	}
+	calls := make([]pipeline.ToolCall, 0, len(c.Calls))
+	for i, call := range c.Calls {
+		stored, err := s.decodeCallReply(runID, call.ID, reply[1+i])
+		if err != nil {
+			return pipeline.Run{}, nil, err
+		}
+		calls = append(calls, stored)
+	}
+	return run, calls, nil
+}
+
+// DefaultQueue is the queue of a call whose tool names none.
+const DefaultQueue = "default"
+
+// createdData is the data of tool_call.created.
+type createdData struct {
+	Tool      string          `json:"tool"`
+	Queue     string          `json:"queue"`
+	Index     int             `json:"index"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func checkNewCall(i int, call pipeline.ToolCall, seen map[string]bool) error {
+	if err := checkCallID(call.ID); err != nil {
+		return fmt.Errorf("call %d: %w", i, err)
+	}
+	if seen[call.ID] {
+		return fmt.Errorf("%w: call id %s appears twice in one commit", ErrInvalid, call.ID)
+	}
+	seen[call.ID] = true
+	if call.Index != i {
+		return fmt.Errorf("%w: call %s at position %d has index %d", ErrInvalid, call.ID, i, call.Index)
+	}
+	if call.Tool == "" {
+		return fmt.Errorf("%w: call %s names no tool", ErrInvalid, call.ID)
+	}
+	if call.Status != "" && call.Status != pipeline.CallNew {
+		return fmt.Errorf("%w: call %s is committed as %s, not new", ErrInvalid, call.ID, call.Status)
+	}
+	return checkJSON("arguments of call "+call.ID, call.Arguments)
+}
+
+// EndStep ends step `step` once every call in it is terminal: it appends
+// end.ToolMessages and the step.ended event, then either ends the run
+// (end.Finish: status done, the termination, run.finished; the run leaves
+// the sweeper's index) or moves it to step+1 (step state pending, attempts
+// 0, lease cleared).
+//
+// Refusals: ErrNotFound; ErrStale (with the current run) when the run is not
+// running, at another step, the step is not committed, or a call of the step
+// is not terminal (the first such call is named). end.Finish must end the
+// run (a suspended reason is ErrInvalid).
+func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd, now time.Time) (pipeline.Run, error) {
+	finish, t := "0", pipeline.Termination{}
+	if end.Finish != nil {
+		if err := checkTermination(*end.Finish); err != nil {
+			return pipeline.Run{}, err
+		}
+		finish, t = "1", *end.Finish
+	}
+	evEnded, err := newEvent(runID, step, "", pipeline.EventStepEnded, now, nil)
+	if err != nil {
+		return pipeline.Run{}, err
+	}
+	evFinished, err := newEvent(runID, step, "", pipeline.EventRunFinished, now, t)
+	if err != nil {
+		return pipeline.Run{}, err
+	}
+	msgs := make([]any, 0, len(end.ToolMessages))
+	for i, m := range end.ToolMessages {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return pipeline.Run{}, fmt.Errorf("%w: tool message %d: %v", ErrInvalid, i, err)
+		}
+		msgs = append(msgs, string(b))
+	}
+	what := fmt.Sprintf("end step %d of run %s", step, runID)
+	// The script checks every call of the step, so their keys must be
+	// declared: read the step list first and let the script confirm it is
+	// unchanged. It is fixed once the step is committed, so a retry is only
+	// needed when the read raced the commit.
+	for range 3 {
+		ids, err := s.rdb.LRange(ctx, s.stepKey(runID, step), 0, -1).Result()
+		if err != nil {
+			return pipeline.Run{}, fmt.Errorf("%s: %w", what, err)
+		}
+		keys := []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step)}
+		args := []any{step, toMillis(now), s.terminalCalls, finish, string(t.Reason), t.Code, t.Detail,
+			evEnded, evFinished, len(ids)}
+		for _, id := range ids {
+			keys = append(keys, s.callKey(runID, id))
+			args = append(args, id)
+		}
+		args = append(args, msgs...)
+		v, err := s.eval(ctx, s.scripts.endStep, what, keys, args...)
+		if errors.Is(err, errRetry) {
+			continue
+		}
+		if err != nil {
+			return s.currentRun(ctx, runID, err)
+		}
+		run, err := s.decodeRunReply(runID, v)
+		if err != nil {
+			return pipeline.Run{}, err
+		}
+		if end.Finish != nil {
+			return run, s.Unschedule(ctx, runID)
+		}
+		return run, nil
+	}
+	return s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the step's call list kept changing", ErrStale, what))
+}
+
+// StepCalls returns the calls of one step in index order. An unknown run is
+// ErrNotFound; a step without calls gives an empty slice.
+func (s *Store) StepCalls(ctx context.Context, runID string, step int) ([]pipeline.ToolCall, error) {
+	var exists *redis.IntCmd
+	var ids *redis.StringSliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		exists = p.Exists(ctx, s.runKey(runID))
+		ids = p.LRange(ctx, s.stepKey(runID, step), 0, -1)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("calls of step %d of run %s: %w", step, runID, err)
+	}
+	if exists.Val() == 0 {
+		return nil, fmt.Errorf("%w: run %s", ErrNotFound, runID)
+	}
+	return s.getCalls(ctx, runID, ids.Val())
+}
+
+// RunCalls returns the calls of every step 0..run.step, ordered by step then
+// index. An unknown run is ErrNotFound.
+func (s *Store) RunCalls(ctx context.Context, runID string) ([]pipeline.ToolCall, error) {
+	stepStr, err := s.rdb.HGet(ctx, s.runKey(runID), "step").Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: run %s", ErrNotFound, runID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("calls of run %s: %w", runID, err)
+	}
+	last, err := strconv.Atoi(stepStr)
+	if err != nil {
+		return nil, fmt.Errorf("calls of run %s: step %q: %w", runID, stepStr, err)
+	}
+	lists := make([]*redis.StringSliceCmd, last+1)
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for step := range lists {
+			lists[step] = p.LRange(ctx, s.stepKey(runID, step), 0, -1)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("calls of run %s: %w", runID, err)
+	}
+	var ids []string
+	for _, l := range lists {
+		ids = append(ids, l.Val()...)
+	}
+	calls, err := s.getCalls(ctx, runID, ids)
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(calls, func(i, j int) bool {
+		if calls[i].Step != calls[j].Step {
+			return calls[i].Step < calls[j].Step
+		}
+		return calls[i].Index < calls[j].Index
+	})
+	return calls, nil
+}

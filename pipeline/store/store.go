@@ -1,0 +1,141 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// DefaultPrefix is the key prefix New uses unless WithPrefix says otherwise.
+const DefaultPrefix = "sw"
+
+// Store keeps runs, their messages, tool calls and event logs in Redis. It is
+// safe for concurrent use by many goroutines and many processes: every state
+// change is one Lua script that checks the state it expects before writing.
+//
+// Clocks: every operation that changes state takes `now` from the caller and
+// stores unix milliseconds; the scripts never read the server's clock (only
+// the stream ids of events come from Redis).
+type Store struct {
+	rdb    redis.UniversalClient
+	prefix string
+
+	scripts scripts
+
+	// Status sets passed to the scripts, derived once from the domain's
+	// transition tables rather than copied into the Lua. Each is a
+	// comma-framed list (",new,resuming,") for a plain string.find.
+	claimableCalls string // call statuses, other than running, that may move to running
+	terminalCalls  string // call statuses that end a call
+	finishableRuns string // run statuses that may move to done
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithPrefix sets the prefix of every key (default "sw"). Two stores with
+// different prefixes on one Redis never see each other's runs.
+func WithPrefix(p string) Option {
+	return func(s *Store) { s.prefix = p }
+}
+
+// New returns a Store over rdb. It does not talk to Redis; use Ping for that.
+// The scripts are loaded lazily (EVALSHA, falling back to EVAL once).
+func New(rdb redis.UniversalClient, opts ...Option) *Store {
+	s := &Store{rdb: rdb, prefix: DefaultPrefix, scripts: loadScripts()}
+	for _, o := range opts {
+		o(s)
+	}
+	s.claimableCalls = statusSet(callStatuses, func(st pipeline.ToolCallStatus) bool {
+		return st != pipeline.CallRunning && st.CanTransition(pipeline.CallRunning)
+	})
+	s.terminalCalls = statusSet(callStatuses, pipeline.ToolCallStatus.Terminal)
+	s.finishableRuns = statusSet(runStatuses, func(st pipeline.RunStatus) bool {
+		return st.CanTransition(pipeline.RunDone)
+	})
+	return s
+}
+
+// Ping checks that Redis answers. It returns ctx's error when ctx ends first.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("ping redis: %w", err)
+	}
+	return nil
+}
+
+// Every status, in a fixed order, so the derived sets do not depend on map
+// order.
+var (
+	runStatuses  = []pipeline.RunStatus{pipeline.RunCreated, pipeline.RunRunning, pipeline.RunWaiting, pipeline.RunDone}
+	callStatuses = []pipeline.ToolCallStatus{
+		pipeline.CallNew, pipeline.CallRunning, pipeline.CallSuspended, pipeline.CallResuming,
+		pipeline.CallSucceeded, pipeline.CallFailed, pipeline.CallCancelled,
+	}
+)
+
+func statusSet[S ~string](all []S, keep func(S) bool) string {
+	var b strings.Builder
+	b.WriteString(",")
+	for _, st := range all {
+		if keep(st) {
+			b.WriteString(string(st) + ",")
+		}
+	}
+	return b.String()
+}
+
+// Script error codes: a script refuses with redis.error_reply("CODE what was
+// found"). errRetry is internal: EndStep's view of the step changed between
+// its read and its script.
+var errRetry = errors.New("retry")
+
+var scriptCodes = map[string]error{
+	"NOT_FOUND":  ErrNotFound,
+	"CONFLICT":   ErrConflict,
+	"STALE":      ErrStale,
+	"LEASE_HELD": ErrLeaseHeld,
+	"LEASE_LOST": ErrLeaseLost,
+	"RETRY":      errRetry,
+}
+
+// scriptError maps a script's error reply to a sentinel, wrapped with what
+// was asked and what the script found. Only the code (first word) is
+// matched: real Redis passes "CODE text" through, miniredis may prefix
+// "ERR ". Any other error is returned wrapped as it is.
+func scriptError(err error, what string) error {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	msg := strings.TrimPrefix(rerr.Error(), "ERR ")
+	code, found, _ := strings.Cut(msg, " ")
+	if sentinel, ok := scriptCodes[code]; ok {
+		return fmt.Errorf("%w: %s: %s", sentinel, what, found)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// eval runs a script and maps its refusals to sentinels.
+func (s *Store) eval(ctx context.Context, sc *redis.Script, what string, keys []string, args ...any) (any, error) {
+	v, err := sc.Run(ctx, s.rdb, keys, args...).Result()
+	if err != nil {
+		return nil, scriptError(err, what)
+	}
+	return v, nil
+}
+
+// checkLease refuses a lease without an owner or one that has already
+// expired at now: a claim with it would hold nothing.
+func checkLease(l Lease, now time.Time) error {
+	if l.Owner == "" || !l.Until.After(now) {
+		return fmt.Errorf("%w: lease %q until %s is empty or already expired at %s", ErrInvalid, l.Owner, l.Until, now)
+	}
+	return nil
+}

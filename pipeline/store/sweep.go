@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultDueLimit is how many runs DueRuns hands out when limit <= 0.
+const DefaultDueLimit = 100
+
+// ScheduleSweep asks the sweeper to look at the run at `at`, replacing any
+// earlier schedule of it.
+func (s *Store) ScheduleSweep(ctx context.Context, runID string, at time.Time) error {
+	if err := s.rdb.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(at)), Member: runID}).Err(); err != nil {
+		return fmt.Errorf("schedule sweep of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// DueRuns returns up to limit runs (default 100) whose sweep time is at or
+// before now, earliest first, and in the same script reschedules each to
+// recheck: two sweepers calling it at once never get the same run before
+// recheck. A run stays in the index until it finishes (FinishRun, EndStep
+// with a finish) or the sweeper reschedules it.
+func (s *Store) DueRuns(ctx context.Context, now time.Time, limit int64, recheck time.Time) ([]string, error) {
+	if limit <= 0 {
+		limit = DefaultDueLimit
+	}
+	v, err := s.eval(ctx, s.scripts.dueRuns, "due runs", []string{s.activeKey()},
+		toMillis(now), limit, toMillis(recheck))
+	if err != nil {
+		return nil, err
+	}
+	list, err := replyList(v, 0)
+	if err != nil {
+		return nil, fmt.Errorf("due runs: %w", err)
+	}
+	ids := make([]string, 0, len(list))
+	for _, x := range list {
+		id, ok := x.(string)
+		if !ok {
+			return nil, fmt.Errorf("due runs: unexpected member %T", x)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// Unschedule takes a run out of the sweeper's index. FinishRun and a
+// finishing EndStep call it after their script (the index is not one of the
+// run's keys: another cluster slot), and the sweeper calls it for a run it
+// finds done, which covers a process that died between the two. Removing a
+// run that is not scheduled is not an error.
+func (s *Store) Unschedule(ctx context.Context, runID string) error {
+	if err := s.rdb.ZRem(ctx, s.activeKey(), runID).Err(); err != nil {
+		return fmt.Errorf("unschedule run %s: %w", runID, err)
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package store_test
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+)
+
+var sweepCases = []contractCase{
+	{"due_runs_hands_a_run_out_once_per_period", func(t *testing.T, f *fixture) {
+		for id, sec := range map[string]int{"r1": 0, "r2": 10, "r3": 20} {
+			if err := f.st.ScheduleSweep(f.ctx, id, at(sec)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		due := func(now, recheck int) []string {
+			t.Helper()
+			ids, err := f.st.DueRuns(f.ctx, at(now), 10, at(recheck))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ids
+		}
+		if got := due(10, 40); !slices.Equal(got, []string{"r1", "r2"}) {
+			t.Fatalf("due at 10s = %v", got)
+		}
+		if got := due(10, 40); len(got) != 0 {
+			t.Fatalf("handed out again in the same period: %v", got)
+		}
+		if got := due(39, 70); !slices.Equal(got, []string{"r3"}) {
+			t.Fatalf("due at 39s = %v", got)
+		}
+		if got := due(40, 70); !slices.Equal(got, []string{"r1", "r2"}) {
+			t.Fatalf("due again at the recheck = %v", got)
+		}
+	}},
+	{"an_unscheduled_run_is_no_longer_due", func(t *testing.T, f *fixture) {
+		for _, id := range []string{"r1", "r2"} {
+			if err := f.st.ScheduleSweep(f.ctx, id, at(0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.st.Unschedule(f.ctx, "r1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.st.Unschedule(f.ctx, "never-scheduled"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.st.DueRuns(f.ctx, at(1), 10, at(60))
+		if err != nil || !slices.Equal(got, []string{"r2"}) {
+			t.Fatalf("DueRuns = %v, %v", got, err)
+		}
+	}},
+	{"due_runs_respects_its_limit", func(t *testing.T, f *fixture) {
+		for i := range 5 {
+			if err := f.st.ScheduleSweep(f.ctx, fmt.Sprintf("r%d", i), at(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := f.st.DueRuns(f.ctx, at(10), 2, at(100))
+		if err != nil || !slices.Equal(got, []string{"r0", "r1"}) {
+			t.Fatalf("DueRuns = %v, %v", got, err)
+		}
+	}},
+	{"concurrent_sweepers_never_take_the_same_run", func(t *testing.T, f *fixture) {
+		const runs, sweepers = 40, 4
+		for i := range runs {
+			if err := f.st.ScheduleSweep(f.ctx, fmt.Sprintf("r%d", i), at(0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		seen := map[string]int{}
+		for range sweepers {
+			wg.Go(func() {
+				for range runs { // bounded: a broken DueRuns must fail, not hang
+					ids, err := f.st.DueRuns(f.ctx, at(1), 3, at(60))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(ids) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, id := range ids {
+						seen[id]++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if len(seen) != runs {
+			t.Fatalf("%d runs handed out, want %d", len(seen), runs)
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Fatalf("run %s handed out %d times", id, n)
+			}
+		}
+	}},
+}
