@@ -210,6 +210,23 @@ func TestPipeline_a_tool_worker_that_dies_mid_tool_is_replaced_and_the_run_finis
 	}
 }
 
+func TestPipeline_a_slow_inference_keeps_its_step_by_renewing_the_lease(t *testing.T) {
+	in := newInfra(t)
+	stack := connect(t, in, parseConfig(t, testConfig)) // lease 1s, sweeper every 100ms
+	workers(t, stack)
+	base := serve(t, stack)
+
+	id := createRun(t, base, "r-slow-model", "assistant", `{"provider":"script","turns":[{"text":"thought hard","delay_ms":2500}]}`)
+	assertNaturalEnd(t, waitDone(t, base, id, 30*time.Second), 0)
+	events, err := stack.Store.Events(context.Background(), id, "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasEvent(events, pipeline.EventStepRetried) {
+		t.Fatalf("the sweeper took a step over while it was being inferred: %v", eventTypes(events))
+	}
+}
+
 func TestPipeline_a_run_whose_tool_retry_budget_is_spent_ends_with_error(t *testing.T) {
 	in := newInfra(t)
 	cfg := parseConfig(t, strings.Replace(testConfig, "max_attempts: 3", "max_attempts: 1", 1))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/stepwise-run/stepwise/internal/lease"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/model"
 	"github.com/stepwise-run/stepwise/pipeline/store"
@@ -61,6 +62,13 @@ func (w *Worker) runStep(run pipeline.Run, log *slog.Logger) {
 		w.logErr(log, "end run", w.giveUp(ctx, run, err.Error()))
 		return
 	}
+	stopRenewing := lease.Keep(ctx, w.settings.Lease.Duration,
+		func(ctx context.Context) error {
+			return w.store.RenewStepLease(ctx, run.ID, run.Step, w.lease(w.now()))
+		},
+		func(err error) bool { return errors.Is(err, store.ErrLeaseLost) },
+		func() { log.Warn("lease lost while inferring; the outcome will be dropped") })
+	defer stopRenewing()
 	msgs, err := w.store.Messages(ctx, run.ID)
 	if err != nil {
 		log.Error("load messages; the sweeper will retry the step", "error", err)
@@ -69,6 +77,7 @@ func (w *Worker) runStep(run pipeline.Run, log *slog.Logger) {
 	resp, err := mdl.Infer(ctx, model.Request{
 		RunID: run.ID, Step: run.Step, System: agent.System, Messages: msgs, Tools: w.toolSpecs(agent.Tools),
 	})
+	stopRenewing() // the commit checks the lease; renewing past it would only fail
 	if err != nil {
 		if ctx.Err() != nil {
 			return

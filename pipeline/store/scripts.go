@@ -18,6 +18,8 @@ var (
 	commitStepLua string
 	//go:embed scripts/end_step.lua
 	endStepLua string
+	//go:embed scripts/renew_step_lease.lua
+	renewStepLeaseLua string
 	//go:embed scripts/finish_run.lua
 	finishRunLua string
 	//go:embed scripts/claim_call.lua
@@ -33,15 +35,16 @@ var (
 )
 
 type scripts struct {
-	createRun, claimStep, commitStep, endStep, finishRun *redis.Script
-	claimCall, renewCallLease, finishCall                *redis.Script
-	listRuns, dueRuns                                    *redis.Script
+	createRun, claimStep, renewStepLease, commitStep, endStep, finishRun *redis.Script
+	claimCall, renewCallLease, finishCall                                *redis.Script
+	listRuns, dueRuns                                                    *redis.Script
 }
 
 func loadScripts() scripts {
 	return scripts{
 		createRun:      redis.NewScript(createRunLua),
 		claimStep:      redis.NewScript(claimStepLua),
+		renewStepLease: redis.NewScript(renewStepLeaseLua),
 		commitStep:     redis.NewScript(commitStepLua),
 		endStep:        redis.NewScript(endStepLua),
 		finishRun:      redis.NewScript(finishRunLua),

@@ -45,6 +45,17 @@ func (s *Store) ClaimStep(ctx context.Context, runID string, step int, lease Lea
 	return s.decodeRunReply(runID, v)
 }
 
+// RenewStepLease moves the lease of a step the caller is inferring to
+// lease.Until. ErrLeaseLost when the run moved on, the step is no longer
+// being inferred, or another owner holds it; ErrNotFound when there is no
+// such run.
+func (s *Store) RenewStepLease(ctx context.Context, runID string, step int, lease Lease) error {
+	what := fmt.Sprintf("renew lease of step %d of run %s for %s", step, runID, lease.Owner)
+	_, err := s.eval(ctx, s.scripts.renewStepLease, what, []string{s.runKey(runID)},
+		step, lease.Owner, toMillis(lease.Until))
+	return err
+}
+
 // CommitStep commits the inference of step `step` by owner: it appends
 // c.Assistant, creates one call record per c.Calls (status new, attempts 0,
 // run and step set by the store, queue "default" when empty), adds c.Usage

@@ -53,6 +53,20 @@ var stepCases = []contractCase{
 		})
 		f.commit(t, "r1", 0, "w2", "c1")
 	}},
+	{"renew_moves_the_step_lease_of_its_holder_only", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		if err := f.st.RenewStepLease(f.ctx, "r1", 0, lease("w1", at(120))); err != nil {
+			t.Fatalf("RenewStepLease: %v", err)
+		}
+		if run := f.run(t, "r1"); !run.LeaseUntil.Equal(at(120)) || run.LeaseOwner != "w1" {
+			t.Fatalf("run = %+v", run)
+		}
+		wantErr(t, f.st.RenewStepLease(f.ctx, "r1", 0, lease("w2", at(200))), store.ErrLeaseLost)
+		wantErr(t, f.st.RenewStepLease(f.ctx, "r1", 1, lease("w1", at(200))), store.ErrLeaseLost)
+		wantErr(t, f.st.RenewStepLease(f.ctx, "r9", 0, lease("w1", at(200))), store.ErrNotFound)
+		f.commit(t, "r1", 0, "w1", "c1")
+		wantErr(t, f.st.RenewStepLease(f.ctx, "r1", 0, lease("w1", at(200))), store.ErrLeaseLost)
+	}},
 	{"claim_of_another_step_is_stale", func(t *testing.T, f *fixture) {
 		f.created(t, "r1")
 		f.noEventsFrom(t, "r1", func() {

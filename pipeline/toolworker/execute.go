@@ -9,6 +9,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/stepwise-run/stepwise/internal/lease"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tools"
@@ -112,27 +113,10 @@ func (w *Worker) lease(now time.Time) store.Lease {
 // returned function is called. A lost lease is logged; the execution goes on
 // and its commit will be refused.
 func (w *Worker) renew(ctx context.Context, call pipeline.ToolCall) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(w.settings.Lease.Duration / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				err := w.store.RenewCallLease(ctx, call.RunID, call.ID, w.lease(w.now()))
-				if errors.Is(err, store.ErrLeaseLost) {
-					w.log.Warn("lease lost while executing", "run_id", call.RunID, "call_id", call.ID)
-					return
-				}
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+	return lease.Keep(ctx, w.settings.Lease.Duration,
+		func(ctx context.Context) error {
+			return w.store.RenewCallLease(ctx, call.RunID, call.ID, w.lease(w.now()))
+		},
+		func(err error) bool { return errors.Is(err, store.ErrLeaseLost) },
+		func() { w.log.Warn("lease lost while executing", "run_id", call.RunID, "call_id", call.ID) })
 }

@@ -1,0 +1,39 @@
+package lease
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Keep calls renew every period/3 until the returned stop is called or ctx
+// ends. When renew reports an error for which lost returns true, Keep calls
+// onLost once and stops renewing; other errors are retried at the next tick.
+// stop waits for the renewing goroutine to end; calling it again does nothing.
+func Keep(ctx context.Context, period time.Duration, renew func(context.Context) error, lost func(error) bool, onLost func()) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(period/3, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := renew(ctx); err != nil && lost(err) {
+					onLost()
+					return
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+}
