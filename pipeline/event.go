@@ -21,7 +21,12 @@ const (
 	EventStepEnded        EventType = "step.ended"
 	EventStepRetried      EventType = "step.retried"
 	EventToolCallRetried  EventType = "tool_call.retried"
-	EventRunFinished      EventType = "run.finished"
+	EventRunFinished      EventType = "run.finished" // also with reason suspended: the run waits
+	EventRunResumed       EventType = "run.resumed"
+	EventToolCallParked   EventType = "tool_call.suspended"
+	EventDecisionApplied  EventType = "decision.applied"
+	EventDecisionRejected EventType = "decision.rejected"
+	EventDecisionHeld     EventType = "decision.held"
 )
 
 // Event is one entry of a run's event log. ID is the log position the store

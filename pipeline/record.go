@@ -43,6 +43,34 @@ type ToolCall struct {
 	LeaseOwner string          `json:"-"`
 	LeaseUntil time.Time       `json:"-"`
 	UpdatedAt  time.Time       `json:"updated_at"`
+
+	// ToolGate's decision, and for a parked call what its decision needs.
+	Gate     GateAction      `json:"gate,omitempty"`
+	Parking  *Parking        `json:"parking,omitempty"`            // set while (and after) the call was suspended
+	Decision *Decided        `json:"decision,omitempty"`           // the decision applied to it, if any
+	OrigArgs json.RawMessage `json:"original_arguments,omitempty"` // pass_decision_to_tool: the arguments the model gave
+}
+
+// Parking is what a suspended call holds until its decision: a ticket, the
+// hash of its arguments (a decision may quote it), how a resume uses the
+// decision, and when the approval times out and with what.
+type Parking struct {
+	Ticket     string     `json:"ticket"`
+	Reason     string     `json:"reason,omitempty"`
+	ArgsHash   string     `json:"args_hash"`
+	ResumeMode ResumeMode `json:"resume_mode"`
+	Deadline   time.Time  `json:"deadline,omitzero"`    // zero: no timeout
+	OnTimeout  string     `json:"on_timeout,omitempty"` // resume or cancel
+	ParkedAt   time.Time  `json:"parked_at"`
+}
+
+// Decided is a decision as applied to a call.
+type Decided struct {
+	ID        string `json:"decision_id"`
+	Action    string `json:"action"`
+	DecidedBy string `json:"decided_by,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Timeout   bool   `json:"timeout,omitempty"` // applied by the sweeper when the approval timed out
 }
 
 // CallStatuses returns the statuses of calls, in order, for DeriveRunStatus.

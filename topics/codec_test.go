@@ -98,7 +98,7 @@ func TestDecode_refuses_bad_payloads_with_the_reason(t *testing.T) {
 
 func TestDecode_a_decision_reports_every_problem_at_once(t *testing.T) {
 	_, err := topics.Decode[topics.Decision]([]byte(`{"run_id":"r","action":"approve"}`))
-	for _, want := range []string{"decision_id is missing", "call_id is missing", `action "approve"`} {
+	for _, want := range []string{"decision_id is missing", `action "approve" is not`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not say %q", err, want)
 		}
@@ -125,5 +125,14 @@ func TestNewMessage_keys_by_run(t *testing.T) {
 	}
 	if !topics.IsPermanent(topics.Permanent(errors.New("x"))) || topics.IsPermanent(errors.New("x")) || topics.Permanent(nil) != nil {
 		t.Fatal("Permanent classification is off")
+	}
+}
+
+func TestDecode_a_call_decision_needs_a_call_and_a_run_cancel_does_not(t *testing.T) {
+	if _, err := topics.Decode[topics.Decision]([]byte(`{"decision_id":"d","run_id":"r","action":"resume"}`)); err == nil || !strings.Contains(err.Error(), "call_id is missing") {
+		t.Fatalf("resume without call_id: %v", err)
+	}
+	if _, err := topics.Decode[topics.Decision]([]byte(`{"decision_id":"d","run_id":"r","action":"cancel_run"}`)); err != nil {
+		t.Fatalf("cancel_run: %v", err)
 	}
 }

@@ -81,12 +81,14 @@ func (m ToolCallFinished) Validate() error {
 
 // Decision actions.
 const (
-	ActionResume = "resume"
-	ActionCancel = "cancel"
+	ActionResume    = "resume"     // resume the suspended call call_id
+	ActionCancel    = "cancel"     // cancel the suspended call call_id; the run goes on
+	ActionCancelRun = "cancel_run" // end the whole run cancelled; call_id is not used
 )
 
-// Decision resumes or cancels a suspended call. Anyone may publish it to the
-// decisions topic, keyed by run_id. Topic: decisions.
+// Decision resumes or cancels a suspended call, or cancels a whole run.
+// Anyone may publish it to the decisions topic, keyed by run_id. Topic:
+// decisions.
 type Decision struct {
 	Header
 	DecisionID string          `json:"decision_id"`
@@ -100,9 +102,13 @@ type Decision struct {
 
 // Validate reports every problem of the message at once.
 func (m Decision) Validate() error {
-	errs := []error{m.check(), required("decision_id", m.DecisionID), required("call_id", m.CallID)}
-	if m.Action != ActionResume && m.Action != ActionCancel {
-		errs = append(errs, fmt.Errorf("action %q is neither %q nor %q", m.Action, ActionResume, ActionCancel))
+	errs := []error{m.check(), required("decision_id", m.DecisionID)}
+	switch m.Action {
+	case ActionResume, ActionCancel:
+		errs = append(errs, required("call_id", m.CallID))
+	case ActionCancelRun:
+	default:
+		errs = append(errs, fmt.Errorf("action %q is not %q, %q or %q", m.Action, ActionResume, ActionCancel, ActionCancelRun))
 	}
 	return errors.Join(errs...)
 }
