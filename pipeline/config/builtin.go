@@ -1,16 +1,21 @@
 package config
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/stepwise-run/stepwise/pipeline/tools"
+)
 
 // Names of the built-in tools, executed in-process by tool workers.
 const (
-	BuiltinEcho  = "echo"  // returns its arguments
-	BuiltinSleep = "sleep" // {"ms"}; returns {"slept_ms"}
-	BuiltinFail  = "fail"  // {"message"}; returns a tool error
+	BuiltinEcho    = "echo"    // returns its arguments
+	BuiltinSleep   = "sleep"   // {"ms"}; returns {"slept_ms"}
+	BuiltinFail    = "fail"    // {"message"}; returns a tool error
+	BuiltinPending = "pending" // parks the call until a decision; {"result"} completes it
 )
 
 // Builtins lists the built-in tools, which a builtin executor may name.
-func Builtins() []string { return []string{BuiltinEcho, BuiltinSleep, BuiltinFail} }
+func Builtins() []string { return tools.BuiltinNames() }
 
 // builtinTool is the tool added under a built-in's name when the
 // configuration defines no tool of that name, so any agent may list it.
@@ -26,6 +31,9 @@ func builtinTool(name string) Tool {
 	case BuiltinFail:
 		t.Description = "Fails with the given message, as a tool error."
 		t.Parameters = json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)
+	case BuiltinPending:
+		t.Description = "Starts a long external job: the call waits for a decision. With a \"result\" it returns that result."
+		t.Parameters = json.RawMessage(`{"type":"object","properties":{"reason":{"type":"string"},"result":{}}}`)
 	}
 	return t
 }

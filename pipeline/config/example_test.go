@@ -53,6 +53,6 @@ tools:
 	// Output:
 	// agents.a.model.name: required for provider "openai"
 	// agents.a.tools[2]: unknown tool "search"
-	// tools.lookup.executor.builtin: unknown builtin "grep"; want one of echo, sleep, fail
+	// tools.lookup.executor.builtin: unknown builtin "grep"; want one of echo, fail, pending, sleep
 	// tools.lookup.permission: "maybe"; want one of allow, deny, ask
 }

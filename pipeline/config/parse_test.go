@@ -226,7 +226,7 @@ func TestParse_empty_input_gives_defaults_and_builtins(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", in, err)
 		}
-		if len(cfg.Agents) != 0 || len(cfg.Tools) != 3 || !slices.Equal(cfg.Queues(), []string{"default"}) {
+		if len(cfg.Agents) != 0 || len(cfg.Tools) != len(config.Builtins()) || !slices.Equal(cfg.Queues(), []string{"default"}) {
 			t.Errorf("%q: agents %d tools %d queues %q", in, len(cfg.Agents), len(cfg.Tools), cfg.Queues())
 		}
 	}

@@ -99,7 +99,7 @@ func TestValidate_reports_every_problem_at_once(t *testing.T) {
 		`tools.badhttp.executor.http.headers_env.Authorization: empty environment variable name`,
 		`tools.badhttp.executor.http.timeout: -1s is negative`,
 		`tools.mcpless.executor.mcp.server: unknown MCP server "nowhere"; define it under mcp_servers`,
-		`tools.nobuiltin.executor.builtin: unknown builtin "ls"; want one of echo, sleep, fail`,
+		`tools.nobuiltin.executor.builtin: unknown builtin "ls"; want one of echo, fail, pending, sleep`,
 		`tools.none.executor: set exactly one of builtin, http, mcp, frontend; none is set`,
 		`tools.noserver.executor.mcp.server: missing; name a server of mcp_servers`,
 		`tools.schema_list.parameters: want a JSON Schema mapping with type: object, got a list`,

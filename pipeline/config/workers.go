@@ -22,6 +22,9 @@ type StepWorker struct {
 	// DispatchTimeout is how long a published but unclaimed step or tool call
 	// may wait before it is published again; default 5m.
 	DispatchTimeout Duration `json:"dispatch_timeout,omitzero"`
+	// DecisionHold is how long a decision that arrives before its call is
+	// parked is held for it; past it the decision is rejected. Default 2m.
+	DecisionHold Duration `json:"decision_hold,omitzero"`
 }
 
 // ToolWorker holds the settings of tool workers (yaml key "toolworker").
@@ -53,6 +56,9 @@ func (w *StepWorker) setDefaults() {
 	if w.DispatchTimeout.Duration == 0 {
 		w.DispatchTimeout = D(5 * time.Minute)
 	}
+	if w.DecisionHold.Duration == 0 {
+		w.DecisionHold = D(2 * time.Minute)
+	}
 }
 
 func (w StepWorker) check(ps *problems, path string) {
@@ -61,6 +67,7 @@ func (w StepWorker) check(ps *problems, path string) {
 	nonNegative(ps, field(path, "max_attempts"), int64(w.MaxAttempts))
 	nonNegativeDuration(ps, field(path, "sweep_interval"), w.SweepInterval)
 	nonNegativeDuration(ps, field(path, "dispatch_timeout"), w.DispatchTimeout)
+	nonNegativeDuration(ps, field(path, "decision_hold"), w.DecisionHold)
 }
 
 func (w *ToolWorker) setDefaults() {

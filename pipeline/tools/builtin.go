@@ -13,9 +13,10 @@ import (
 const MaxSleep = time.Hour
 
 var builtins = map[string]Tool{
-	"echo":  Func(echo),
-	"sleep": Func(sleep),
-	"fail":  Func(fail),
+	"echo":    Func(echo),
+	"sleep":   Func(sleep),
+	"fail":    Func(fail),
+	"pending": Func(pending),
 }
 
 // Builtin returns the built-in tool of that name.
@@ -71,4 +72,23 @@ func fail(_ context.Context, call Call) (json.RawMessage, error) {
 		args.Message = "the fail tool failed, as it always does"
 	}
 	return nil, errors.New(args.Message)
+}
+
+// pending stands for a long external job: it returns pending (the call
+// parks until a decision) unless its arguments carry a "result", which it
+// returns. Resumed with pass_decision_to_tool and a payload {"result": …},
+// or with use_decision_as_result, the call completes.
+func pending(_ context.Context, call Call) (json.RawMessage, error) {
+	var args struct {
+		Result json.RawMessage `json:"result"`
+		Reason string          `json:"reason"`
+	}
+	_ = json.Unmarshal(call.Arguments, &args)
+	if len(args.Result) > 0 {
+		return args.Result, nil
+	}
+	if args.Reason == "" {
+		args.Reason = "waiting for an external job"
+	}
+	return nil, Pending(args.Reason)
 }

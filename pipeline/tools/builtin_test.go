@@ -55,9 +55,9 @@ func TestBuiltins_sleep_returns_when_cancelled(t *testing.T) {
 	}
 }
 
-func TestBuiltinNames_lists_the_three(t *testing.T) {
+func TestBuiltinNames_lists_them_all(t *testing.T) {
 	got := tools.BuiltinNames()
-	if len(got) != 3 || got[0] != "echo" || got[1] != "fail" || got[2] != "sleep" {
+	if len(got) != 4 || got[0] != "echo" || got[1] != "fail" || got[2] != "pending" || got[3] != "sleep" {
 		t.Fatalf("BuiltinNames = %v", got)
 	}
 }

@@ -1,0 +1,31 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// Park returns the parking of a call of this tool suspended at now: its
+// ticket, the reason, the tool's resume mode (a frontend tool's decision is
+// always its result), and the approval deadline when the tool sets one.
+// The store fills in the hash of the arguments.
+func (t Tool) Park(runID, callID, reason string, now time.Time) *pipeline.Parking {
+	mode := pipeline.ResumeMode(t.ResumeMode)
+	if t.Executor.Frontend != nil {
+		mode = pipeline.ResumeUseDecisionAsResult
+	}
+	p := &pipeline.Parking{Ticket: Ticket(runID, callID), Reason: reason, ResumeMode: mode, OnTimeout: t.OnTimeout}
+	if t.ApprovalTimeout.Duration > 0 {
+		p.Deadline = now.Add(t.ApprovalTimeout.Duration)
+	}
+	return p
+}
+
+// Ticket names the approval of one call: stable for the call, opaque, short.
+func Ticket(runID, callID string) string {
+	sum := sha256.Sum256([]byte(runID + "\x00" + callID))
+	return "tkt_" + hex.EncodeToString(sum[:10])
+}
