@@ -6,11 +6,13 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/model"
+	"github.com/stepwise-run/stepwise/pipeline/model/providers"
 	"github.com/stepwise-run/stepwise/pipeline/model/script"
 )
 
 // models resolves the model of a run: its own script model when it brought
-// one, else its agent's, built once at start. An agent whose model cannot be
+// one (runs may only bring scripts; other providers come from the
+// configuration), else its agent's, built once at start. An agent whose model cannot be
 // built fails its runs with the reason, not the worker's start: one bad agent
 // must not stop the others.
 type models struct {
@@ -45,11 +47,4 @@ func (m *models) forRun(run pipeline.Run) (model.Model, error) {
 	return r.model, r.err
 }
 
-func fromConfig(c config.Model) (model.Model, error) {
-	switch c.Provider {
-	case script.Provider:
-		return script.Parse(c.Raw)
-	default:
-		return nil, fmt.Errorf("model provider %q is not available in this build", c.Provider)
-	}
-}
+func fromConfig(c config.Model) (model.Model, error) { return providers.New(c) }

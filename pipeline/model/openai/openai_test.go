@@ -615,3 +615,28 @@ func TestInfer_sends_a_zero_temperature_and_leaves_unset_settings_out(t *testing
 		}
 	}
 }
+
+func TestInfer_is_safe_for_concurrent_use(t *testing.T) {
+	e := newEndpoint(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		writeSSE(w, append(scenarios[2].chunks, usageChunk)...)
+	})
+	m := e.newModel(t, "")
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			resp, err := m.Infer(context.Background(), conversation())
+			if err == nil && len(resp.ToolCalls) != 2 {
+				err = fmt.Errorf("%d calls, want 2", len(resp.ToolCalls))
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -148,6 +148,11 @@ func New(cfg Config) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if len(cfg.Arguments) > 0 {
+		var b bytes.Buffer
+		_ = json.Compact(&b, cfg.Arguments) // valid: Validate checked it
+		cfg.Arguments = b.Bytes()
+	}
 	return &Model{cfg: cfg}, nil
 }
 
@@ -197,7 +202,7 @@ func (m *Model) Infer(ctx context.Context, req model.Request) (model.Response, e
 			})
 		}
 	} else {
-		resp.Text = fmt.Sprintf("Done after %d steps.", req.Step)
+		resp.Text = fmt.Sprintf("Done at step %d.", req.Step)
 	}
 	if req.OnText != nil {
 		for _, w := range strings.SplitAfter(resp.Text, " ") {
