@@ -14,10 +14,13 @@ type Lease struct {
 	Until time.Time
 }
 
-// StepCommit is what a step worker commits after inference.
+// StepCommit is what a step worker commits after inference and ToolGate.
+// Each call carries the state ToolGate left it in: Status new (or ""),
+// suspended (with Parking), or terminal (succeeded/failed with Result or
+// Error for set_result and block; cancelled), and its Gate.
 type StepCommit struct {
 	Assistant pipeline.Message    // the assistant turn, tool calls included
-	Calls     []pipeline.ToolCall // one record per proposed call, status new, Index = position
+	Calls     []pipeline.ToolCall // one record per proposed call, Index = position
 	Usage     pipeline.Usage      // tokens of this inference, added to the run's
 }
 
@@ -30,9 +33,10 @@ type StepEnd struct {
 
 // CallOutcome is what a tool worker commits for a call it executed.
 type CallOutcome struct {
-	Status pipeline.ToolCallStatus // succeeded, failed or suspended
-	Result json.RawMessage         // the tool's result (succeeded)
-	Error  string                  // the tool error (failed)
+	Status  pipeline.ToolCallStatus // succeeded, failed or suspended
+	Result  json.RawMessage         // the tool's result (succeeded)
+	Error   string                  // the tool error (failed)
+	Parking *pipeline.Parking       // required with suspended (the tool returned pending), refused otherwise
 }
 
 // ListFilter selects runs for ListRuns. Zero fields match everything.
@@ -46,7 +50,8 @@ type ListFilter struct {
 // The operations below are implemented in the files beside this one. Each
 // state change is one Lua script over the run's keys (hash tag {run_id}) that
 // checks the expected state and appends the events it reports to the run's
-// stream in the same script.
+// stream in the same script. The global indexes (runs, active, pending) are
+// written by commands of their own after the script.
 var _ interface {
 	CreateRun(ctx context.Context, run pipeline.Run, input []pipeline.Message, now time.Time) (pipeline.Run, bool, error)
 	GetRun(ctx context.Context, runID string) (pipeline.Run, error)
@@ -63,10 +68,17 @@ var _ interface {
 	CommitStep(ctx context.Context, runID string, step int, owner string, c StepCommit, now time.Time) (pipeline.Run, []pipeline.ToolCall, error)
 	EndStep(ctx context.Context, runID string, step int, end StepEnd, now time.Time) (pipeline.Run, error)
 	FinishRun(ctx context.Context, runID string, t pipeline.Termination, now time.Time) (pipeline.Run, error)
+	SetWaiting(ctx context.Context, runID string, step int, now time.Time) (pipeline.Run, error)
+	CancelRun(ctx context.Context, runID, by, reason string, now time.Time) (pipeline.Run, error)
 	ClaimCall(ctx context.Context, runID, callID string, lease Lease, now time.Time) (pipeline.ToolCall, error)
 	RenewCallLease(ctx context.Context, runID, callID string, lease Lease) error
 	FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (pipeline.ToolCall, error)
+	ApplyDecision(ctx context.Context, runID string, d Decision, holdUntil, now time.Time) (DecisionResult, error)
+	HeldDecisions(ctx context.Context, runID string) ([]HeldDecision, error)
+	DropHeld(ctx context.Context, runID, callID, decisionID, reason string, now time.Time) error
+	ListPending(ctx context.Context, f PendingFilter) ([]PendingCall, error)
 	ScheduleSweep(ctx context.Context, runID string, at time.Time) error
 	DueRuns(ctx context.Context, now time.Time, limit int64, recheck time.Time) ([]string, error)
+	Unschedule(ctx context.Context, runID string) error
 	Ping(ctx context.Context) error
 } = (*Store)(nil)

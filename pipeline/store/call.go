@@ -112,6 +112,13 @@ func (s *Store) RenewCallLease(ctx context.Context, runID, callID string, lease 
 // and the error; the lease is cleared and tool_call.finished appended (data
 // {"status","result"?,"error"?}).
 //
+// A suspended outcome (the tool itself returned pending) needs o.Parking,
+// completed as CommitStep does (ParkedAt now, ArgsHash of the call's current
+// arguments when empty, ResumeMode replay when empty): its fields are
+// written, tool_call.suspended (data = the parking) follows
+// tool_call.finished, and the call enters the pending index after the
+// script. Parking with another status is ErrInvalid.
+//
 // Refusals: ErrNotFound; ErrStale when the call is not running; ErrLeaseLost
 // when another owner holds it (an expired lease nobody took over still
 // counts as the caller's). It returns the call as stored.
@@ -119,23 +126,50 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 	if err := checkOutcome(o); err != nil {
 		return pipeline.ToolCall{}, err
 	}
-	step, err := s.callStep(ctx, runID, callID)
-	if err != nil {
-		return pipeline.ToolCall{}, err
-	}
-	ev, err := newEvent(runID, step, callID, pipeline.EventToolCallFinished, now, finishedData{
-		Status: o.Status, Result: o.Result, Error: o.Error,
-	})
-	if err != nil {
-		return pipeline.ToolCall{}, err
-	}
 	what := fmt.Sprintf("finish call %s of run %s by %s", callID, runID, owner)
-	v, err := s.eval(ctx, s.scripts.finishCall, what, []string{s.callKey(runID, callID), s.eventsKey(runID)},
-		owner, toMillis(now), string(o.Status), string(o.Result), o.Error, ev)
-	if err != nil {
-		return pipeline.ToolCall{}, err
+	// A parking hashes the call's arguments, read before the script; the
+	// script confirms they are unchanged (a decision may have replaced them
+	// since the read), else the read is repeated.
+	for range 3 {
+		step, args, err := s.callStepArgs(ctx, runID, callID)
+		if err != nil {
+			return pipeline.ToolCall{}, err
+		}
+		ev, err := newEvent(runID, step, callID, pipeline.EventToolCallFinished, now, finishedData{
+			Status: o.Status, Result: o.Result, Error: o.Error,
+		})
+		if err != nil {
+			return pipeline.ToolCall{}, err
+		}
+		scriptArgs := []any{owner, toMillis(now), string(o.Status), string(o.Result), o.Error, ev}
+		if o.Status == pipeline.CallSuspended {
+			p, err := parkAt(callID, o.Parking, json.RawMessage(args), now)
+			if err != nil {
+				return pipeline.ToolCall{}, err
+			}
+			parked, err := newEvent(runID, step, callID, pipeline.EventToolCallParked, now, p)
+			if err != nil {
+				return pipeline.ToolCall{}, err
+			}
+			scriptArgs = append(scriptArgs, parked, args)
+			scriptArgs = append(scriptArgs, parkingFields(p)...)
+		} else {
+			scriptArgs = append(scriptArgs, "", "")
+		}
+		v, err := s.eval(ctx, s.scripts.finishCall, what, []string{s.callKey(runID, callID), s.eventsKey(runID)}, scriptArgs...)
+		if errors.Is(err, errRetry) {
+			continue
+		}
+		if err != nil {
+			return pipeline.ToolCall{}, err
+		}
+		call, err := s.decodeCallReply(runID, callID, v)
+		if err != nil {
+			return pipeline.ToolCall{}, err
+		}
+		return call, s.indexPending(ctx, runID, call)
 	}
-	return s.decodeCallReply(runID, callID, v)
+	return pipeline.ToolCall{}, fmt.Errorf("%w: %s: the call's arguments kept changing", ErrStale, what)
 }
 
 // finishedData is the data of tool_call.finished.
@@ -156,6 +190,9 @@ func checkOutcome(o CallOutcome) error {
 	if !pipeline.CallRunning.CanTransition(o.Status) {
 		return fmt.Errorf("%w: running → %s is not a call transition", ErrInvalid, o.Status)
 	}
+	if (o.Status == pipeline.CallSuspended) != (o.Parking != nil) {
+		return fmt.Errorf("%w: outcome %s with parking %v: parking goes with suspended, and only with it", ErrInvalid, o.Status, o.Parking != nil)
+	}
 	return checkJSON("result", o.Result)
 }
 
@@ -174,6 +211,24 @@ func (s *Store) callStep(ctx context.Context, runID, callID string) (int, error)
 		return 0, fmt.Errorf("call %s of run %s: step %q: %w", callID, runID, v, err)
 	}
 	return step, nil
+}
+
+// callStepArgs reads the step and the arguments of a call.
+func (s *Store) callStepArgs(ctx context.Context, runID, callID string) (int, string, error) {
+	v, err := s.rdb.HMGet(ctx, s.callKey(runID, callID), "step", "args").Result()
+	if err != nil {
+		return 0, "", fmt.Errorf("call %s of run %s: %w", callID, runID, err)
+	}
+	stepStr, ok := v[0].(string)
+	if !ok {
+		return 0, "", fmt.Errorf("%w: call %s of run %s", ErrNotFound, callID, runID)
+	}
+	step, err := strconv.Atoi(stepStr)
+	if err != nil {
+		return 0, "", fmt.Errorf("call %s of run %s: step %q: %w", callID, runID, stepStr, err)
+	}
+	args, _ := v[1].(string)
+	return step, args, nil
 }
 
 // currentCall returns the call as it is now together with err, for

@@ -66,7 +66,7 @@ var callCases = []contractCase{
 		if _, err := f.st.ClaimCall(f.ctx, "r1", "c2", lease("t1", at(60)), at(3)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.st.FinishCall(f.ctx, "r1", "c2", "t1", store.CallOutcome{Status: pipeline.CallSuspended}, at(4)); err != nil {
+		if _, err := f.st.FinishCall(f.ctx, "r1", "c2", "t1", store.CallOutcome{Status: pipeline.CallSuspended, Parking: parking(pipeline.ResumeReplay)}, at(4)); err != nil {
 			t.Fatal(err)
 		}
 		for id, want := range map[string]pipeline.ToolCallStatus{"c1": pipeline.CallSucceeded, "c2": pipeline.CallSuspended} {

@@ -72,7 +72,56 @@ func decodeRun(runID string, h map[string]string) (pipeline.Run, error) {
 	return r, nil
 }
 
-// decodeCall reads a call hash. An empty hash is ErrNotFound.
+// callFields is the complete hash of a call as CommitStep writes it, as HSET
+// arguments: the record, its gate, its parking (empty fields unless parked)
+// and empty decision fields. Lease and attempts start cleared.
+func callFields(c pipeline.ToolCall) []any {
+	f := []any{
+		"id", c.ID,
+		"run_id", c.RunID,
+		"step", c.Step,
+		"idx", c.Index,
+		"tool", c.Tool,
+		"queue", c.Queue,
+		"status", string(c.Status),
+		"args", string(c.Arguments),
+		"result", string(c.Result),
+		"error", c.Error,
+		"attempts", 0,
+		"lease_owner", "",
+		"lease_until", 0,
+		"updated_at", toMillis(c.UpdatedAt),
+		"gate", string(c.Gate),
+		"orig_args", "",
+		"dec_id", "",
+		"dec_action", "",
+		"dec_by", "",
+		"dec_reason", "",
+		"dec_timeout", "0",
+	}
+	var p pipeline.Parking
+	if c.Parking != nil {
+		p = *c.Parking
+	}
+	return append(f, parkingFields(p)...)
+}
+
+// parkingFields are the hash fields of a call's parking, as HSET arguments.
+// The zero Parking clears them (ticket "" reads back as no parking).
+func parkingFields(p pipeline.Parking) []any {
+	return []any{
+		"ticket", p.Ticket,
+		"park_reason", p.Reason,
+		"args_hash", p.ArgsHash,
+		"resume_mode", string(p.ResumeMode),
+		"deadline", toMillis(p.Deadline),
+		"on_timeout", p.OnTimeout,
+		"parked_at", toMillis(p.ParkedAt),
+	}
+}
+
+// decodeCall reads a call hash. An empty hash is ErrNotFound. Parking is nil
+// unless the call has a ticket, Decision nil unless it has a decision id.
 func decodeCall(runID, callID string, h map[string]string) (pipeline.ToolCall, error) {
 	if len(h) == 0 {
 		return pipeline.ToolCall{}, fmt.Errorf("%w: call %s of run %s", ErrNotFound, callID, runID)
@@ -93,6 +142,28 @@ func decodeCall(runID, callID string, h map[string]string) (pipeline.ToolCall, e
 		LeaseOwner: h["lease_owner"],
 		LeaseUntil: d.time("lease_until"),
 		UpdatedAt:  d.time("updated_at"),
+		Gate:       pipeline.GateAction(h["gate"]),
+		OrigArgs:   rawJSON(h["orig_args"]),
+	}
+	if h["ticket"] != "" {
+		c.Parking = &pipeline.Parking{
+			Ticket:     h["ticket"],
+			Reason:     h["park_reason"],
+			ArgsHash:   h["args_hash"],
+			ResumeMode: pipeline.ResumeMode(h["resume_mode"]),
+			Deadline:   d.time("deadline"),
+			OnTimeout:  h["on_timeout"],
+			ParkedAt:   d.time("parked_at"),
+		}
+	}
+	if h["dec_id"] != "" {
+		c.Decision = &pipeline.Decided{
+			ID:        h["dec_id"],
+			Action:    h["dec_action"],
+			DecidedBy: h["dec_by"],
+			Reason:    h["dec_reason"],
+			Timeout:   h["dec_timeout"] == "1",
+		}
 	}
 	if d.err != nil {
 		return pipeline.ToolCall{}, fmt.Errorf("decode call %s of run %s: %w", callID, runID, d.err)

@@ -3,9 +3,17 @@
 // Redis stream) appended in the same atomic operation as each transition.
 //
 // All keys of a run share the hash tag {run_id} (layout in keys.go), so every
-// per-run Lua script works on Redis Cluster; the two global indexes (runs by
-// creation time, runs due for the sweeper) are written by commands of their
-// own. Every state change is one script that checks the state it expects
+// per-run Lua script works on Redis Cluster; the three global indexes (runs
+// by creation time, runs due for the sweeper, suspended calls awaiting a
+// decision) are written by commands of their own.
+//
+// Suspended calls: CommitStep records the state ToolGate decided per call
+// (suspended with its parking, or terminal), FinishCall parks a call whose
+// tool returned pending, SetWaiting moves the run to waiting once only
+// suspended and terminal calls are left, ApplyDecision applies, holds or
+// rejects a decision (a repeated decision id is a duplicate), and
+// ListPending lists what awaits a decision. CancelRun ends a run from
+// outside, cancelling its unfinished calls. Every state change is one script that checks the state it expects
 // (status, step, step state, lease owner) before writing; when the
 // expectation no longer holds it changes nothing, appends no event and
 // returns an error wrapping ErrStale (or ErrLeaseHeld, ErrLeaseLost,

@@ -93,6 +93,45 @@ func newStepEvent(runID string, typ pipeline.EventType, now time.Time, data any)
 	return holed(ev, `"step":-1`, [2]string{`"step":`, ``})
 }
 
+// holedEvent is an event JSON with holes only the script can fill: the step
+// (of the call or the run, read in the script) and optionally one string
+// value of the data (a new status, a reason). The script appends
+// h[0] .. step .. h[1], or h[0] .. step .. h[1] .. value .. h[2]. Values
+// filled in by a script are plain ASCII from a fixed set (statuses and the
+// scripts' own reasons), so they need no JSON escaping.
+type holedEvent []string
+
+// newHoledEvent builds the event with a step hole and, when key is not "",
+// a hole at the data's string field key, which data must marshal as ""
+// (`"key":""` cannot occur inside a JSON string, its quotes would be
+// escaped there, and the step comes before the data in an event).
+func newHoledEvent(runID, callID string, typ pipeline.EventType, now time.Time, data any, key string) (holedEvent, error) {
+	ev, err := newEvent(runID, -1, callID, typ, now, data)
+	if err != nil {
+		return nil, err
+	}
+	step, err := holed(ev, `"step":-1`, [2]string{`"step":`, ``})
+	if err != nil {
+		return nil, err
+	}
+	if key == "" {
+		return holedEvent{step[0], step[1]}, nil
+	}
+	value, err := holed(step[1], `"`+key+`":""`, [2]string{`"` + key + `":"`, `"`})
+	if err != nil {
+		return nil, err
+	}
+	return holedEvent{step[0], value[0], value[1]}, nil
+}
+
+func (h holedEvent) args() []any {
+	out := make([]any, len(h))
+	for i, p := range h {
+		out[i] = p
+	}
+	return out
+}
+
 // Events returns the run's events strictly after afterID ("" = from the
 // start), oldest first, at most count of them (count <= 0: all). Each has ID
 // set to its stream id, which is what afterID takes to resume. A run with no

@@ -16,8 +16,13 @@ import (
 //	<p>:{<run>}:call:<call_id> HASH   one tool call record (codec.go)
 //	<p>:{<run>}:step:<n>       LIST   call ids of step n, in index order
 //	<p>:{<run>}:events         STREAM field "e" = pipeline.Event JSON without ID
+//	<p>:{<run>}:decisions      SET    ids of decisions applied or rejected (held ones are not)
+//	<p>:{<run>}:held           HASH   call id → the decision held for it, JSON with
+//	                                  decision_id first and hold_until_ms (decision.go)
 //	<p>:runs                   ZSET   run ids scored by created-at (unix ms)
 //	<p>:active                 ZSET   run ids scored by when the sweeper looks next
+//	<p>:pending                ZSET   "{<run>}<call>" of suspended calls, scored by
+//	                                  parked-at (unix ms); maintained after the scripts
 
 func (s *Store) runKey(runID string) string    { return s.prefix + ":{" + runID + "}:run" }
 func (s *Store) msgsKey(runID string) string   { return s.prefix + ":{" + runID + "}:msgs" }
@@ -31,8 +36,26 @@ func (s *Store) stepKey(runID string, step int) string {
 	return s.prefix + ":{" + runID + "}:step:" + strconv.Itoa(step)
 }
 
-func (s *Store) runsKey() string   { return s.prefix + ":runs" }
-func (s *Store) activeKey() string { return s.prefix + ":active" }
+func (s *Store) decisionsKey(runID string) string { return s.prefix + ":{" + runID + "}:decisions" }
+func (s *Store) heldKey(runID string) string      { return s.prefix + ":{" + runID + "}:held" }
+
+func (s *Store) runsKey() string    { return s.prefix + ":runs" }
+func (s *Store) activeKey() string  { return s.prefix + ":active" }
+func (s *Store) pendingKey() string { return s.prefix + ":pending" }
+
+// pendingMember is a call's member of the pending index: "{<run>}<call>".
+// A run id holds no brace, so the first "}" ends it.
+func pendingMember(runID, callID string) string { return "{" + runID + "}" + callID }
+
+// parsePendingMember splits a member of the pending index.
+func parsePendingMember(m string) (runID, callID string, ok bool) {
+	rest, ok := strings.CutPrefix(m, "{")
+	if !ok {
+		return "", "", false
+	}
+	runID, callID, ok = strings.Cut(rest, "}")
+	return runID, callID, ok && runID != "" && callID != ""
+}
 
 // checkRunID refuses ids that would break the hash tag: an empty id, or one
 // with a brace, could spread a run's keys over several cluster slots.

@@ -28,6 +28,14 @@ var (
 	renewCallLeaseLua string
 	//go:embed scripts/finish_call.lua
 	finishCallLua string
+	//go:embed scripts/set_waiting.lua
+	setWaitingLua string
+	//go:embed scripts/cancel_run.lua
+	cancelRunLua string
+	//go:embed scripts/apply_decision.lua
+	applyDecisionLua string
+	//go:embed scripts/drop_held.lua
+	dropHeldLua string
 	//go:embed scripts/list_runs.lua
 	listRunsLua string
 	//go:embed scripts/due_runs.lua
@@ -37,6 +45,7 @@ var (
 type scripts struct {
 	createRun, claimStep, renewStepLease, commitStep, endStep, finishRun *redis.Script
 	claimCall, renewCallLease, finishCall                                *redis.Script
+	setWaiting, cancelRun, applyDecision, dropHeld                       *redis.Script
 	listRuns, dueRuns                                                    *redis.Script
 }
 
@@ -51,6 +60,10 @@ func loadScripts() scripts {
 		claimCall:      redis.NewScript(claimCallLua),
 		renewCallLease: redis.NewScript(renewCallLeaseLua),
 		finishCall:     redis.NewScript(finishCallLua),
+		setWaiting:     redis.NewScript(setWaitingLua),
+		cancelRun:      redis.NewScript(cancelRunLua),
+		applyDecision:  redis.NewScript(applyDecisionLua),
+		dropHeld:       redis.NewScript(dropHeldLua),
 		listRuns:       redis.NewScript(listRunsLua),
 		dueRuns:        redis.NewScript(dueRunsLua),
 	}

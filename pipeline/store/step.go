@@ -57,11 +57,26 @@ func (s *Store) RenewStepLease(ctx context.Context, runID string, step int, leas
 }
 
 // CommitStep commits the inference of step `step` by owner: it appends
-// c.Assistant, creates one call record per c.Calls (status new, attempts 0,
-// run and step set by the store, queue "default" when empty), adds c.Usage
-// to the run, moves the step to tools and clears the lease. Events:
-// message.assistant (data = the message), then tool_call.created per call
-// (data {"tool","queue","index","arguments"}).
+// c.Assistant, creates one call record per c.Calls in the state ToolGate
+// decided for it, adds c.Usage to the run, moves the step to tools and
+// clears the lease. The store sets each call's run and step, attempts 0,
+// updated_at now and queue "default" when empty.
+//
+// A call's Status is new ("" too), suspended, succeeded, failed or
+// cancelled; Gate is kept as given (allow, block, suspend, set_result or
+// ""). A suspended call needs Parking (and only a suspended call may have
+// one): the store sets ParkedAt to now, fills an empty ArgsHash with
+// pipeline.ArgsHash of the arguments and an empty ResumeMode with replay.
+// Result and Error are kept for terminal calls (set_result, block) and
+// refused for new and suspended ones.
+//
+// Events: message.assistant (data = the message), then per call
+// tool_call.created (data {"tool","queue","index","arguments","status",
+// "gate"?}) followed, for a suspended call, by tool_call.suspended (data =
+// the parking) and, for a call created terminal, by tool_call.finished
+// (data {"status","result"?,"error"?}). Suspended calls enter the pending
+// index after the script; if that write fails the commit stands and the
+// error says so (ListPending with a run filter still finds them).
 //
 // c.Calls[i].Index must be i and ids must be unique within the commit
 // (ErrInvalid otherwise). Refusals: ErrNotFound; ErrStale when the run is
@@ -89,18 +104,18 @@ func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner st
 		if err := checkNewCall(i, call, seen); err != nil {
 			return pipeline.Run{}, nil, err
 		}
-		queue := call.Queue
-		if queue == "" {
-			queue = DefaultQueue
-		}
-		ev, err := newEvent(runID, step, call.ID, pipeline.EventToolCallCreated, now, createdData{
-			Tool: call.Tool, Queue: queue, Index: i, Arguments: call.Arguments,
-		})
+		rec, evs, err := newCallRecord(runID, step, call, now)
 		if err != nil {
 			return pipeline.Run{}, nil, err
 		}
+		fields := callFields(rec)
 		keys = append(keys, s.callKey(runID, call.ID))
-		args = append(args, call.ID, i, call.Tool, queue, string(call.Arguments), ev)
+		args = append(args, call.ID, len(fields))
+		args = append(args, fields...)
+		args = append(args, len(evs))
+		for _, ev := range evs {
+			args = append(args, ev)
+		}
 	}
 	what := fmt.Sprintf("commit step %d of run %s by %s", step, runID, owner)
 	v, err := s.eval(ctx, s.scripts.commitStep, what, keys, args...)
@@ -123,7 +138,7 @@ func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner st
 		}
 		calls = append(calls, stored)
 	}
-	return run, calls, nil
+	return run, calls, s.indexPending(ctx, runID, calls...)
 }
 
 // DefaultQueue is the queue of a call whose tool names none.
@@ -131,10 +146,57 @@ const DefaultQueue = "default"
 
 // createdData is the data of tool_call.created.
 type createdData struct {
-	Tool      string          `json:"tool"`
-	Queue     string          `json:"queue"`
-	Index     int             `json:"index"`
-	Arguments json.RawMessage `json:"arguments"`
+	Tool      string                  `json:"tool"`
+	Queue     string                  `json:"queue"`
+	Index     int                     `json:"index"`
+	Arguments json.RawMessage         `json:"arguments"`
+	Status    pipeline.ToolCallStatus `json:"status"`
+	Gate      pipeline.GateAction     `json:"gate,omitempty"`
+}
+
+// newCallRecord completes a call of a commit into the record the store
+// writes, and builds its events.
+func newCallRecord(runID string, step int, call pipeline.ToolCall, now time.Time) (pipeline.ToolCall, []string, error) {
+	rec := call
+	rec.RunID, rec.Step, rec.UpdatedAt = runID, step, now
+	rec.Attempts, rec.LeaseOwner, rec.LeaseUntil = 0, "", time.Time{}
+	rec.Decision, rec.OrigArgs = nil, nil
+	if rec.Queue == "" {
+		rec.Queue = DefaultQueue
+	}
+	if rec.Status == "" {
+		rec.Status = pipeline.CallNew
+	}
+	if rec.Status == pipeline.CallSuspended {
+		p, err := parkAt(call.ID, call.Parking, call.Arguments, now)
+		if err != nil {
+			return pipeline.ToolCall{}, nil, err
+		}
+		rec.Parking = &p
+	}
+	created, err := newEvent(runID, step, call.ID, pipeline.EventToolCallCreated, now, createdData{
+		Tool: rec.Tool, Queue: rec.Queue, Index: rec.Index, Arguments: rec.Arguments, Status: rec.Status, Gate: rec.Gate,
+	})
+	if err != nil {
+		return pipeline.ToolCall{}, nil, err
+	}
+	evs := []string{created}
+	var next string
+	switch {
+	case rec.Status == pipeline.CallSuspended:
+		next, err = newEvent(runID, step, call.ID, pipeline.EventToolCallParked, now, rec.Parking)
+	case rec.Status.Terminal():
+		next, err = newEvent(runID, step, call.ID, pipeline.EventToolCallFinished, now, finishedData{
+			Status: rec.Status, Result: rec.Result, Error: rec.Error,
+		})
+	}
+	if err != nil {
+		return pipeline.ToolCall{}, nil, err
+	}
+	if next != "" {
+		evs = append(evs, next)
+	}
+	return rec, evs, nil
 }
 
 func checkNewCall(i int, call pipeline.ToolCall, seen map[string]bool) error {
@@ -151,8 +213,28 @@ func checkNewCall(i int, call pipeline.ToolCall, seen map[string]bool) error {
 	if call.Tool == "" {
 		return fmt.Errorf("%w: call %s names no tool", ErrInvalid, call.ID)
 	}
-	if call.Status != "" && call.Status != pipeline.CallNew {
-		return fmt.Errorf("%w: call %s is committed as %s, not new", ErrInvalid, call.ID, call.Status)
+	st := call.Status
+	if st == "" {
+		st = pipeline.CallNew
+	}
+	// A call starts new, or in a state ToolGate may move a new call to
+	// without executing it.
+	if st != pipeline.CallNew && (st == pipeline.CallRunning || !pipeline.CallNew.CanTransition(st)) {
+		return fmt.Errorf("%w: call %s is committed as %s, not new, suspended or terminal", ErrInvalid, call.ID, st)
+	}
+	switch call.Gate {
+	case "", pipeline.GateAllow, pipeline.GateBlock, pipeline.GateSuspend, pipeline.GateSetResult:
+	default:
+		return fmt.Errorf("%w: call %s has gate action %q", ErrInvalid, call.ID, call.Gate)
+	}
+	if (st == pipeline.CallSuspended) != (call.Parking != nil) {
+		return fmt.Errorf("%w: call %s is %s with parking %v: parking goes with suspended, and only with it", ErrInvalid, call.ID, st, call.Parking != nil)
+	}
+	if !st.Terminal() && (len(call.Result) > 0 || call.Error != "") {
+		return fmt.Errorf("%w: call %s is %s but carries a result or an error", ErrInvalid, call.ID, st)
+	}
+	if err := checkJSON("result of call "+call.ID, call.Result); err != nil {
+		return err
 	}
 	return checkJSON("arguments of call "+call.ID, call.Arguments)
 }
@@ -224,6 +306,48 @@ func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd
 			return run, s.Unschedule(ctx, runID)
 		}
 		return run, nil
+	}
+	return s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the step's call list kept changing", ErrStale, what))
+}
+
+// SetWaiting moves a running run to waiting once nothing of step `step`
+// runs any more and at least one of its calls is suspended (the seeds'
+// derive_run_status says waiting): termination reason suspended (no code or
+// detail), event run.finished with data {"reason":"suspended"}. A decision
+// (ApplyDecision) moves the run back to running.
+//
+// Refusals: ErrNotFound; ErrStale (with the current run) when the run is not
+// running, at another step, the step is not committed, a call of the step is
+// new, running or resuming (the first such call is named), or none is
+// suspended.
+func (s *Store) SetWaiting(ctx context.Context, runID string, step int, now time.Time) (pipeline.Run, error) {
+	ev, err := newEvent(runID, step, "", pipeline.EventRunFinished, now,
+		pipeline.Termination{Reason: pipeline.ReasonSuspended})
+	if err != nil {
+		return pipeline.Run{}, err
+	}
+	what := fmt.Sprintf("set run %s waiting at step %d", runID, step)
+	// As in EndStep: the script checks every call of the step, so it gets
+	// the list as read here and confirms it is unchanged.
+	for range 3 {
+		ids, err := s.rdb.LRange(ctx, s.stepKey(runID, step), 0, -1).Result()
+		if err != nil {
+			return pipeline.Run{}, fmt.Errorf("%s: %w", what, err)
+		}
+		keys := []string{s.runKey(runID), s.eventsKey(runID), s.stepKey(runID, step)}
+		args := []any{step, toMillis(now), s.busyCalls, ev, len(ids)}
+		for _, id := range ids {
+			keys = append(keys, s.callKey(runID, id))
+			args = append(args, id)
+		}
+		v, err := s.eval(ctx, s.scripts.setWaiting, what, keys, args...)
+		if errors.Is(err, errRetry) {
+			continue
+		}
+		if err != nil {
+			return s.currentRun(ctx, runID, err)
+		}
+		return s.decodeRunReply(runID, v)
 	}
 	return s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the step's call list kept changing", ErrStale, what))
 }

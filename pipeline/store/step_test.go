@@ -142,7 +142,7 @@ var stepCases = []contractCase{
 		wantTypes(t, typesOf(evs), pipeline.EventAssistantMessage, pipeline.EventToolCallCreated, pipeline.EventToolCallCreated)
 		wantJSON(t, evs[0].Data, `{"role":"assistant","content":"let me look","tool_calls":[`+
 			`{"id":"c1","name":"echo","arguments":{"n":0}},{"id":"c2","name":"echo","arguments":{"n":1}}]}`)
-		wantJSON(t, evs[2].Data, `{"tool":"echo","queue":"payments","index":1,"arguments":{"n":1}}`)
+		wantJSON(t, evs[2].Data, `{"tool":"echo","queue":"payments","index":1,"arguments":{"n":1},"status":"new"}`)
 		if evs[2].CallID != "c2" || evs[2].Step != 0 {
 			t.Fatalf("tool_call.created = %+v", evs[2])
 		}

@@ -33,6 +33,7 @@ type Store struct {
 	// comma-framed list (",new,resuming,") for a plain string.find.
 	claimableCalls string // call statuses, other than running, that may move to running
 	terminalCalls  string // call statuses that end a call
+	busyCalls      string // call statuses that keep a run running (derive_run_status)
 	finishableRuns string // run statuses that may move to done
 }
 
@@ -56,6 +57,9 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		return st != pipeline.CallRunning && st.CanTransition(pipeline.CallRunning)
 	})
 	s.terminalCalls = statusSet(callStatuses, pipeline.ToolCallStatus.Terminal)
+	s.busyCalls = statusSet(callStatuses, func(st pipeline.ToolCallStatus) bool {
+		return pipeline.DeriveRunStatus([]pipeline.ToolCallStatus{st}) == pipeline.RunRunning
+	})
 	s.finishableRuns = statusSet(runStatuses, func(st pipeline.RunStatus) bool {
 		return st.CanTransition(pipeline.RunDone)
 	})

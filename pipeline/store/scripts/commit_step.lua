@@ -1,11 +1,12 @@
--- CommitStep: append the assistant turn, create its tool calls (status new)
--- and move the step to tools, if the caller still holds the step.
+-- CommitStep: append the assistant turn, create its tool calls in the state
+-- ToolGate decided (new, suspended or terminal) and move the step to tools,
+-- if the caller still holds the step.
 -- KEYS: 1 run hash, 2 events stream, 3 messages list, 4 step list,
 --       5.. one call hash per call, in index order
 -- ARGV: 1 step, 2 owner, 3 now (ms), 4 run id, 5 input tokens, 6 output
 --       tokens, 7 assistant message JSON, 8 message.assistant event JSON,
---       then per call i (from 0) at 9+6i: id, index, tool, queue, arguments,
---       tool_call.created event JSON
+--       then per call, in index order: id, n, n HSET arguments (the whole
+--       call hash), m, m event JSON (tool_call.created and what follows it)
 -- Returns {run hash, call hash, call hash, ...}.
 local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state', 'lease_owner')
 local status, step, state, owner = run[1], run[2], run[3], run[4]
@@ -27,10 +28,20 @@ end
 if owner ~= ARGV[2] then
   return redis.error_reply('LEASE_LOST step ' .. step .. ' is held by ' .. (owner or ''))
 end
-local ncalls = #KEYS - 4
-for i = 1, ncalls do
+local calls = {}
+local a = 9
+while a <= #ARGV do
+  local n = tonumber(ARGV[a + 1])
+  local m = tonumber(ARGV[a + 2 + n])
+  calls[#calls + 1] = {id = ARGV[a], fields = a + 2, nfields = n, events = a + 3 + n, nevents = m}
+  a = a + 3 + n + m
+end
+if #calls ~= #KEYS - 4 then
+  return redis.error_reply('ERR commit_step: ' .. #calls .. ' calls for ' .. (#KEYS - 4) .. ' keys')
+end
+for i, c in ipairs(calls) do
   if redis.call('EXISTS', KEYS[4 + i]) == 1 then
-    return redis.error_reply('CONFLICT call ' .. ARGV[9 + 6 * (i - 1)] .. ' already has a record')
+    return redis.error_reply('CONFLICT call ' .. c.id .. ' already has a record')
   end
 end
 redis.call('RPUSH', KEYS[3], ARGV[7])
@@ -39,13 +50,16 @@ redis.call('HINCRBY', KEYS[1], 'out_tok', ARGV[6])
 redis.call('HSET', KEYS[1], 'step_state', 'tools', 'lease_owner', '', 'lease_until', '0', 'updated_at', ARGV[3])
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
 local out = {redis.call('HGETALL', KEYS[1])}
-for i = 1, ncalls do
-  local a = 9 + 6 * (i - 1)
-  redis.call('HSET', KEYS[4 + i], 'id', ARGV[a], 'run_id', ARGV[4], 'step', ARGV[1], 'idx', ARGV[a + 1],
-    'tool', ARGV[a + 2], 'queue', ARGV[a + 3], 'status', 'new', 'args', ARGV[a + 4], 'result', '',
-    'error', '', 'attempts', '0', 'lease_owner', '', 'lease_until', '0', 'updated_at', ARGV[3])
-  redis.call('RPUSH', KEYS[4], ARGV[a])
-  redis.call('XADD', KEYS[2], '*', 'e', ARGV[a + 5])
+for i, c in ipairs(calls) do
+  local fields = {}
+  for j = c.fields, c.fields + c.nfields - 1 do
+    fields[#fields + 1] = ARGV[j]
+  end
+  redis.call('HSET', KEYS[4 + i], unpack(fields))
+  redis.call('RPUSH', KEYS[4], c.id)
+  for j = c.events, c.events + c.nevents - 1 do
+    redis.call('XADD', KEYS[2], '*', 'e', ARGV[j])
+  end
   out[#out + 1] = redis.call('HGETALL', KEYS[4 + i])
 end
 return out

@@ -1,9 +1,13 @@
--- FinishCall: record the outcome of a running call the caller holds.
+-- FinishCall: record the outcome of a running call the caller holds; a
+-- suspended outcome also writes the call's parking.
 -- KEYS: 1 call hash, 2 events stream
 -- ARGV: 1 owner, 2 now (ms), 3 status, 4 result JSON, 5 error,
---       6 tool_call.finished event JSON
--- Returns the call hash.
-local call = redis.call('HMGET', KEYS[1], 'status', 'lease_owner')
+--       6 tool_call.finished event JSON, 7 tool_call.suspended event JSON
+--       ("" unless suspended), 8 the arguments the parking's args_hash was
+--       computed from (checked when suspended), 9.. parking HSET arguments
+-- Returns the call hash. "RETRY" when the arguments changed since the
+-- caller read them.
+local call = redis.call('HMGET', KEYS[1], 'status', 'lease_owner', 'args')
 if not call[1] then
   return redis.error_reply('NOT_FOUND call')
 end
@@ -13,7 +17,20 @@ end
 if call[2] ~= ARGV[1] then
   return redis.error_reply('LEASE_LOST call is held by ' .. (call[2] or ''))
 end
+if ARGV[7] ~= '' and (call[3] or '') ~= ARGV[8] then
+  return redis.error_reply('RETRY call arguments changed')
+end
 redis.call('HSET', KEYS[1], 'status', ARGV[3], 'result', ARGV[4], 'error', ARGV[5], 'lease_owner', '',
   'lease_until', '0', 'updated_at', ARGV[2])
+if #ARGV > 8 then
+  local fields = {}
+  for i = 9, #ARGV do
+    fields[#fields + 1] = ARGV[i]
+  end
+  redis.call('HSET', KEYS[1], unpack(fields))
+end
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[6])
+if ARGV[7] ~= '' then
+  redis.call('XADD', KEYS[2], '*', 'e', ARGV[7])
+end
 return redis.call('HGETALL', KEYS[1])

@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// CancelRun ends a run from outside (an operator, a client's cancel): every
+// call of the current step that has not finished becomes cancelled with the
+// error "run cancelled by <by>: <reason>" (one tool_call.finished each),
+// every held decision is rejected ("run is done"; decision.rejected each,
+// their ids seen), and the run is done with termination cancelled, detail
+// "<by>: <reason>" (run.finished). It works from created, running and
+// waiting; the step state is left as it is, so a worker still holding the
+// step finds the run done and its commit is refused.
+//
+// After the script the run leaves the sweeper's index and its calls the
+// pending index; the run returned is valid even when those writes fail (err
+// says so). A run already done is ErrStale, with the current run;
+// ErrNotFound when there is no run.
+func (s *Store) CancelRun(ctx context.Context, runID, by, reason string, now time.Time) (pipeline.Run, error) {
+	if err := checkRunID(runID); err != nil {
+		return pipeline.Run{}, err
+	}
+	detail := by
+	switch {
+	case by == "":
+		detail = reason
+	case reason != "":
+		detail = by + ": " + reason
+	}
+	callErr := withReason("run cancelled", reason)
+	if by != "" {
+		callErr = withReason("run cancelled by "+by, reason)
+	}
+	what := "cancel run " + runID
+	// The script cancels the calls of the current step and rejects the held
+	// decisions, so it gets the step, its call list and the held hash as
+	// read here and confirms they are unchanged; they change only while a
+	// step commits or a decision arrives, so a retry is rarely needed.
+	for range 3 {
+		step, ids, held, err := s.cancelView(ctx, runID)
+		if err != nil {
+			return pipeline.Run{}, err
+		}
+		finished, err := newEvent(runID, step, "", pipeline.EventRunFinished, now,
+			pipeline.Termination{Reason: pipeline.ReasonCancelled, Detail: detail})
+		if err != nil {
+			return pipeline.Run{}, err
+		}
+		keys := []string{s.runKey(runID), s.eventsKey(runID), s.stepKey(runID, step), s.decisionsKey(runID), s.heldKey(runID)}
+		args := []any{step, toMillis(now), s.terminalCalls, detail, callErr, finished, len(ids)}
+		for _, id := range ids {
+			ev, err := newEvent(runID, step, id, pipeline.EventToolCallFinished, now, finishedData{
+				Status: pipeline.CallCancelled, Error: callErr,
+			})
+			if err != nil {
+				return pipeline.Run{}, err
+			}
+			keys = append(keys, s.callKey(runID, id))
+			args = append(args, id, ev)
+		}
+		args = append(args, len(held))
+		for _, callID := range slices.Sorted(maps.Keys(held)) {
+			d, err := decodeHeld(runID, map[string]string{callID: held[callID]})
+			if err != nil {
+				return pipeline.Run{}, err
+			}
+			ev, err := newEvent(runID, step, callID, pipeline.EventDecisionRejected, now,
+				rejectedData{DecisionID: d[0].ID, Reason: "run is done"})
+			if err != nil {
+				return pipeline.Run{}, err
+			}
+			args = append(args, callID, held[callID], d[0].ID, ev)
+		}
+		v, err := s.eval(ctx, s.scripts.cancelRun, what, keys, args...)
+		if errors.Is(err, errRetry) {
+			continue
+		}
+		if err != nil {
+			return s.currentRun(ctx, runID, err)
+		}
+		run, err := s.decodeRunReply(runID, v)
+		if err != nil {
+			return pipeline.Run{}, err
+		}
+		return run, errors.Join(s.Unschedule(ctx, runID), s.unindexPending(ctx, runID, ids...))
+	}
+	return s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the run's step kept changing", ErrStale, what))
+}
+
+// cancelView reads what CancelRun's script checks: the run's step, that
+// step's call ids and the held decisions. No run is ErrNotFound.
+func (s *Store) cancelView(ctx context.Context, runID string) (int, []string, map[string]string, error) {
+	stepStr, err := s.rdb.HGet(ctx, s.runKey(runID), "step").Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil, nil, fmt.Errorf("%w: run %s", ErrNotFound, runID)
+	}
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("cancel run %s: %w", runID, err)
+	}
+	step, err := strconv.Atoi(stepStr)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("cancel run %s: step %q: %w", runID, stepStr, err)
+	}
+	var ids *redis.StringSliceCmd
+	var held *redis.MapStringStringCmd
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		ids = p.LRange(ctx, s.stepKey(runID, step), 0, -1)
+		held = p.HGetAll(ctx, s.heldKey(runID))
+		return nil
+	})
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("cancel run %s: %w", runID, err)
+	}
+	return step, ids.Val(), held.Val(), nil
+}

@@ -1,0 +1,335 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// Decision is a decision for one call of a run: resume it or cancel it.
+// The JSON names are those of the decision message.
+type Decision struct {
+	ID        string          `json:"decision_id"`          // unique per run; a repeat is a duplicate
+	CallID    string          `json:"call_id"`              // the call it decides
+	Action    string          `json:"action"`               // ActionResume or ActionCancel
+	Payload   json.RawMessage `json:"payload,omitempty"`    // resume: the arguments or the result, by resume mode
+	ArgsHash  string          `json:"args_hash,omitempty"`  // optional: must match the parked call's
+	DecidedBy string          `json:"decided_by,omitempty"` // who decided
+	Reason    string          `json:"reason,omitempty"`     // why
+	Timeout   bool            `json:"timeout,omitempty"`    // the sweeper applies the call's on_timeout
+}
+
+// DecisionOutcome is what ApplyDecision did with a decision.
+type DecisionOutcome string
+
+// The four outcomes of ApplyDecision.
+const (
+	DecisionApplied   DecisionOutcome = "applied"   // the call moved on; the decision id is seen
+	DecisionHeld      DecisionOutcome = "held"      // the call has not parked yet; kept until it does or the hold ends
+	DecisionRejected  DecisionOutcome = "rejected"  // recorded (decision.rejected), nothing else changed; the id is seen
+	DecisionDuplicate DecisionOutcome = "duplicate" // the id was applied or rejected before; nothing written
+)
+
+// DecisionResult is what ApplyDecision did and the run and call as they are
+// after it (Call is the zero value when the run has no such call).
+type DecisionResult struct {
+	Outcome DecisionOutcome
+	Reason  string // why it was rejected or held; "" otherwise
+	Run     pipeline.Run
+	Call    pipeline.ToolCall
+}
+
+// HeldDecision is a decision held for a call that had not parked when it
+// arrived, and the end of its hold.
+type HeldDecision struct {
+	Decision
+	Until time.Time
+}
+
+// heldEntry is the JSON of a held decision in the run's held hash. The
+// decision id comes first, so a script tells whose entry it is by its
+// prefix (heldPrefix) without decoding JSON.
+type heldEntry struct {
+	Decision
+	HoldUntil int64 `json:"hold_until_ms"`
+}
+
+func heldPrefix(decisionID string) string {
+	id, _ := json.Marshal(decisionID) // a string always marshals
+	return `{"decision_id":` + string(id) + `,`
+}
+
+// Event data of decisions.
+type (
+	heldData struct {
+		DecisionID string    `json:"decision_id"`
+		HoldUntil  time.Time `json:"hold_until"`
+	}
+	rejectedData struct {
+		DecisionID string `json:"decision_id"`
+		Reason     string `json:"reason"` // filled in by the script, or given
+	}
+	appliedData struct {
+		DecisionID string                  `json:"decision_id"`
+		Action     string                  `json:"action"`
+		DecidedBy  string                  `json:"decided_by"`
+		Reason     string                  `json:"reason"`
+		Timeout    bool                    `json:"timeout"`
+		Status     pipeline.ToolCallStatus `json:"status"` // the call's new status, filled in by the script
+	}
+	resumedData struct {
+		DecisionID string `json:"decision_id"`
+	}
+)
+
+// ApplyDecision applies decision d to call d.CallID of the run, in one
+// script, checking in this order:
+//
+//   - no run: ErrNotFound, nothing written;
+//   - d.ID applied or rejected before: DecisionDuplicate, nothing written;
+//   - the run is done: rejected ("run is done");
+//   - the call does not exist or is new or running (it may still park): held
+//     until holdUntil (decision.held {decision_id, hold_until}), unless
+//     another decision is held for it: rejected. The same decision held
+//     already stays held, with its first hold, and nothing is written.
+//     Held decisions are not seen: ApplyDecision again once the call has
+//     parked applies them; DropHeld rejects them;
+//   - the call is terminal or resuming: rejected ("call is <status>, not
+//     suspended");
+//   - d.ArgsHash is set and differs from the parked call's: rejected;
+//   - otherwise applied. Resume, by the call's resume mode: replay →
+//     resuming; pass_decision_to_tool → resuming with the payload as
+//     arguments (the model's arguments kept as OrigArgs; no payload:
+//     rejected); use_decision_as_result → succeeded with the payload as
+//     result (JSON null when none). Cancel → cancelled with the error
+//     "cancelled by <decided_by>: <reason>" ("approval timed out: <reason>"
+//     for d.Timeout). A resuming call starts its attempts afresh. The
+//     decision is recorded on the call (Decision); a waiting run goes back
+//     to running, its termination cleared.
+//
+// Events, applied: decision.applied {decision_id, action, decided_by,
+// reason, timeout, status}, run.resumed {decision_id} when the run was
+// waiting, tool_call.finished when the call is now terminal. Rejected:
+// decision.rejected {decision_id, reason}. Applied and rejected decisions
+// join the run's seen ids and leave the held hash when they were held. An
+// applied decision takes the call out of the pending index after the
+// script; the result is valid even when that write fails (err says so).
+//
+// A decision without id, call id or a known action, or with a payload that
+// is not JSON, is ErrInvalid; a JSON null payload counts as none.
+func (s *Store) ApplyDecision(ctx context.Context, runID string, d Decision, holdUntil, now time.Time) (DecisionResult, error) {
+	d, err := checkDecision(runID, d)
+	if err != nil {
+		return DecisionResult{}, err
+	}
+	heldJSON, err := json.Marshal(heldEntry{Decision: d, HoldUntil: toMillis(holdUntil)})
+	if err != nil {
+		return DecisionResult{}, fmt.Errorf("%w: decision %s: %v", ErrInvalid, d.ID, err)
+	}
+	evs, err := decisionEvents(runID, d, holdUntil, now)
+	if err != nil {
+		return DecisionResult{}, err
+	}
+	args := []any{d.ID, d.CallID, d.Action, string(d.Payload), d.ArgsHash, d.DecidedBy, d.Reason,
+		boolFlag(d.Timeout), toMillis(now), string(heldJSON), heldPrefix(d.ID), cancelError(d)}
+	for _, ev := range evs {
+		args = append(args, ev.args()...)
+	}
+	what := fmt.Sprintf("apply decision %s to call %s of run %s", d.ID, d.CallID, runID)
+	v, err := s.eval(ctx, s.scripts.applyDecision, what, s.decisionKeys(runID, d.CallID), args...)
+	if err != nil {
+		return DecisionResult{}, err
+	}
+	res, err := s.decodeDecisionReply(runID, d.CallID, v)
+	if err != nil {
+		return DecisionResult{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if res.Outcome == DecisionApplied {
+		return res, s.unindexPending(ctx, runID, d.CallID)
+	}
+	return res, nil
+}
+
+// checkDecision refuses what no script could apply and normalizes the
+// payload (JSON null is none).
+func checkDecision(runID string, d Decision) (Decision, error) {
+	if err := checkRunID(runID); err != nil {
+		return d, err
+	}
+	if d.ID == "" {
+		return d, fmt.Errorf("%w: decision without an id", ErrInvalid)
+	}
+	if err := checkCallID(d.CallID); err != nil {
+		return d, fmt.Errorf("decision %s: %w", d.ID, err)
+	}
+	if d.Action != ActionResume && d.Action != ActionCancel {
+		return d, fmt.Errorf("%w: decision %s: action %q is neither resume nor cancel", ErrInvalid, d.ID, d.Action)
+	}
+	if p := bytes.TrimSpace(d.Payload); len(p) == 0 || string(p) == "null" {
+		d.Payload = nil
+	}
+	if err := checkJSON("payload of decision "+d.ID, d.Payload); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+// decisionEvents are the events ApplyDecision's script may append, in the
+// order of its ARGV: held, rejected, applied, run.resumed and the
+// tool_call.finished of a call the decision ends.
+func decisionEvents(runID string, d Decision, holdUntil, now time.Time) ([]holedEvent, error) {
+	finished := finishedData{Status: pipeline.CallCancelled, Error: cancelError(d)}
+	if d.Action == ActionResume {
+		finished = finishedData{Status: pipeline.CallSucceeded, Result: d.Payload}
+		if finished.Result == nil {
+			finished.Result = json.RawMessage("null")
+		}
+	}
+	specs := []struct {
+		typ  pipeline.EventType
+		data any
+		key  string
+	}{
+		{pipeline.EventDecisionHeld, heldData{DecisionID: d.ID, HoldUntil: holdUntil.UTC()}, ""},
+		{pipeline.EventDecisionRejected, rejectedData{DecisionID: d.ID}, "reason"},
+		{pipeline.EventDecisionApplied, appliedData{
+			DecisionID: d.ID, Action: d.Action, DecidedBy: d.DecidedBy, Reason: d.Reason, Timeout: d.Timeout,
+		}, "status"},
+		{pipeline.EventRunResumed, resumedData{DecisionID: d.ID}, ""},
+		{pipeline.EventToolCallFinished, finished, ""},
+	}
+	out := make([]holedEvent, 0, len(specs))
+	for _, sp := range specs {
+		ev, err := newHoledEvent(runID, d.CallID, sp.typ, now, sp.data, sp.key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// cancelError is the error of a call a decision cancels.
+func cancelError(d Decision) string {
+	if d.Timeout {
+		return withReason("approval timed out", d.Reason)
+	}
+	if d.DecidedBy == "" {
+		return withReason("cancelled", d.Reason)
+	}
+	return withReason("cancelled by "+d.DecidedBy, d.Reason)
+}
+
+// withReason is what, followed by ": reason" when there is one.
+func withReason(what, reason string) string {
+	if reason == "" {
+		return what
+	}
+	return what + ": " + reason
+}
+
+func boolFlag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func (s *Store) decisionKeys(runID, callID string) []string {
+	return []string{s.runKey(runID), s.callKey(runID, callID), s.eventsKey(runID), s.decisionsKey(runID), s.heldKey(runID)}
+}
+
+func (s *Store) decodeDecisionReply(runID, callID string, v any) (DecisionResult, error) {
+	reply, err := replyList(v, 4)
+	if err != nil {
+		return DecisionResult{}, err
+	}
+	outcome, ok1 := reply[0].(string)
+	reason, ok2 := reply[1].(string)
+	if !ok1 || !ok2 {
+		return DecisionResult{}, fmt.Errorf("unexpected decision reply %v", reply[:2])
+	}
+	run, err := s.decodeRunReply(runID, reply[2])
+	if err != nil {
+		return DecisionResult{}, err
+	}
+	res := DecisionResult{Outcome: DecisionOutcome(outcome), Reason: reason, Run: run}
+	h, err := flatMap(reply[3])
+	if err != nil {
+		return DecisionResult{}, fmt.Errorf("call %s of run %s: %w", callID, runID, err)
+	}
+	if len(h) > 0 {
+		if res.Call, err = decodeCall(runID, callID, h); err != nil {
+			return DecisionResult{}, err
+		}
+	}
+	return res, nil
+}
+
+// HeldDecisions returns the decisions held for calls of the run that had not
+// parked when they arrived, sorted by call id, each with the end of its
+// hold. The caller (the sweeper, or the handler that sees a call park)
+// applies them with ApplyDecision or rejects them with DropHeld. An unknown
+// run is ErrNotFound.
+func (s *Store) HeldDecisions(ctx context.Context, runID string) ([]HeldDecision, error) {
+	var exists *redis.IntCmd
+	var held *redis.MapStringStringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		exists = p.Exists(ctx, s.runKey(runID))
+		held = p.HGetAll(ctx, s.heldKey(runID))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("held decisions of run %s: %w", runID, err)
+	}
+	if exists.Val() == 0 {
+		return nil, fmt.Errorf("%w: run %s", ErrNotFound, runID)
+	}
+	return decodeHeld(runID, held.Val())
+}
+
+func decodeHeld(runID string, h map[string]string) ([]HeldDecision, error) {
+	out := make([]HeldDecision, 0, len(h))
+	for callID, raw := range h {
+		var e heldEntry
+		if err := json.Unmarshal([]byte(raw), &e); err != nil {
+			return nil, fmt.Errorf("held decision for call %s of run %s: %w", callID, runID, err)
+		}
+		out = append(out, HeldDecision{Decision: e.Decision, Until: fromMillis(e.HoldUntil)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CallID < out[j].CallID })
+	return out, nil
+}
+
+// DropHeld rejects decision decisionID held for call callID: it leaves the
+// held hash, joins the seen ids (a redelivery is then a duplicate) and
+// decision.rejected {decision_id, reason} is appended. ErrNotFound when
+// there is no run; ErrStale, with nothing written, when that decision is no
+// longer held for the call (applied, rejected or dropped meanwhile).
+func (s *Store) DropHeld(ctx context.Context, runID, callID, decisionID, reason string, now time.Time) error {
+	if err := checkRunID(runID); err != nil {
+		return err
+	}
+	if err := checkCallID(callID); err != nil {
+		return err
+	}
+	if decisionID == "" {
+		return fmt.Errorf("%w: decision without an id", ErrInvalid)
+	}
+	ev, err := newHoledEvent(runID, callID, pipeline.EventDecisionRejected, now,
+		rejectedData{DecisionID: decisionID, Reason: reason}, "")
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("drop held decision %s of call %s of run %s", decisionID, callID, runID)
+	_, err = s.eval(ctx, s.scripts.dropHeld, what, s.decisionKeys(runID, callID),
+		append([]any{decisionID, callID, heldPrefix(decisionID)}, ev.args()...)...)
+	return err
+}
