@@ -1,6 +1,7 @@
 // Package gateway is the HTTP API of stepwise: it creates runs (one or a
 // batch), publishes their first StepRequested, answers what a run is, says
-// and did, and streams its event log as Server-Sent Events.
+// and did, streams its event log as Server-Sent Events, lists the tool calls
+// waiting for a decision, and publishes decisions and cancels.
 //
 // The gateway keeps no state of its own. It reads and writes runs through the
 // store (Redis is the truth) and publishes to Kafka through any watermill
@@ -24,6 +25,9 @@
 //	GET  /v1/runs/{id}          the run and its tool calls
 //	GET  /v1/runs/{id}/messages the conversation
 //	GET  /v1/runs/{id}/events   SSE; Last-Event-ID (or ?after=) resumes
+//	POST /v1/runs/{id}/decisions resume or cancel a suspended call 202 {"decision_id","run_id","call_id","status"}
+//	POST /v1/runs/{id}/cancel   cancel the run          202 {"run_id","decision_id","status"}; 409 when done
+//	GET  /v1/pending            ?agent=&tool=&run_id=&limit= suspended calls, oldest first
 //	GET  /healthz, /readyz
 //
 // Creating a run is idempotent by run_id: the same run_id with the same
@@ -33,4 +37,21 @@
 // different request it answers 409. A publish failure answers 503 with the
 // run_id: the run is stored, and sending the same request again finishes
 // the job.
+//
+// Decisions go through Kafka, never straight into Redis: the gateway checks
+// the body (every problem at once) and that the run exists, then publishes a
+// topics.Decision to the decisions topic keyed by run_id, exactly what an
+// external system would publish, and answers 202. It does not judge the
+// call: the step worker applies the decision, or rejects it with an event
+// in the run's log when the call is not suspended, unknown, or its args_hash
+// does not match. The body is the Kafka decision message; run_id comes from
+// the path (a different one in the body is a 400) and decision_id is chosen
+// by the gateway when absent. A publish failure answers 503 naming the
+// decision_id; sending it again with that id is safe, a repeated decision_id
+// being a no-op. A cancel publishes a cancel_run decision (decided_by "api"
+// unless the body names someone) for a run that is not done.
+//
+//	curl -X POST localhost:8080/v1/runs/r-1/decisions -d '{"call_id": "c-1",
+//		"action": "resume", "args_hash": "<from GET /v1/pending>", "decided_by": "alice"}'
+//	→ 202 {"decision_id":"9b0e…","run_id":"r-1","call_id":"c-1","status":"accepted"}
 package gateway

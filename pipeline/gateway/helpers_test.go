@@ -26,12 +26,13 @@ import (
 
 // harness is one gateway over a private Redis and an in-process pubsub.
 type harness struct {
-	t     *testing.T
-	url   string
-	store *store.Store
-	pub   *switchPublisher
-	names topics.Names
-	steps *stepRecorder
+	t         *testing.T
+	url       string
+	store     *store.Store
+	pub       *switchPublisher
+	names     topics.Names
+	steps     *stepRecorder
+	decisions *decisionRecorder
 }
 
 // newHarness starts a gateway; edit adjusts its config before New.
@@ -42,6 +43,7 @@ func newHarness(t *testing.T, edit ...func(*gateway.Config)) *harness {
 	ps := gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 1024}, nil)
 	t.Cleanup(func() { _ = ps.Close() })
 	steps := recordSteps(t, ps, names.RunSteps())
+	decisions := recordDecisions(t, ps, names.Decisions())
 	pub := &switchPublisher{Publisher: ps}
 
 	cfg := gateway.Config{
@@ -72,7 +74,7 @@ func newHarness(t *testing.T, edit ...func(*gateway.Config)) *harness {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	return &harness{t: t, url: hs.URL, store: st, pub: pub, names: names, steps: steps}
+	return &harness{t: t, url: hs.URL, store: st, pub: pub, names: names, steps: steps, decisions: decisions}
 }
 
 // testWriter sends log lines to t.Log, so they show only for failing tests.
@@ -83,17 +85,38 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// switchPublisher publishes through Publisher, or fails while failing is set.
+// switchPublisher publishes through Publisher, or fails while failing is
+// set. It counts what it published per topic, synchronously, so a test can
+// tell right after an answer that nothing was published.
 type switchPublisher struct {
 	message.Publisher
 	failing atomic.Bool
+
+	mu        sync.Mutex
+	published map[string]int
 }
 
 func (p *switchPublisher) Publish(topic string, msgs ...*message.Message) error {
 	if p.failing.Load() {
 		return errors.New("broker unreachable")
 	}
-	return p.Publisher.Publish(topic, msgs...)
+	if err := p.Publisher.Publish(topic, msgs...); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.published == nil {
+		p.published = map[string]int{}
+	}
+	p.published[topic] += len(msgs)
+	return nil
+}
+
+// count returns how many messages were published to topic.
+func (p *switchPublisher) count(topic string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.published[topic]
 }
 
 // stepRecorder keeps every StepRequested published to run-steps.
@@ -155,6 +178,64 @@ func (r *stepRecorder) waitCount(t *testing.T, runID string, want int) {
 	if got, other := r.count(runID); got != want || other != 0 {
 		t.Fatalf("StepRequested for %s published %d times for step 0 and %d for others, want %d and 0", runID, got, other, want)
 	}
+}
+
+// decisionRecorder keeps every Decision published to the decisions topic.
+type decisionRecorder struct {
+	mu   sync.Mutex
+	msgs []topics.Decision
+}
+
+func recordDecisions(t *testing.T, ps *gochannel.GoChannel, topic string) *decisionRecorder {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ch, err := ps.Subscribe(ctx, topic)
+	if err != nil {
+		t.Fatalf("subscribe %s: %v", topic, err)
+	}
+	r := &decisionRecorder{}
+	go func() {
+		for msg := range ch {
+			d, err := topics.Decode[topics.Decision](msg.Payload)
+			if err != nil {
+				t.Errorf("published a malformed Decision: %v", err)
+			}
+			if got := msg.Metadata.Get(topics.MetadataRunID); got != d.RunID {
+				t.Errorf("message key %q, want the run id %q", got, d.RunID)
+			}
+			r.mu.Lock()
+			r.msgs = append(r.msgs, d)
+			r.mu.Unlock()
+			msg.Ack()
+		}
+	}()
+	return r
+}
+
+// of returns the decisions published for runID, in order.
+func (r *decisionRecorder) of(runID string) []topics.Decision {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []topics.Decision
+	for _, d := range r.msgs {
+		if d.RunID == runID {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// waitFor waits until n decisions were published for runID and returns
+// them; more than n fails the test.
+func (r *decisionRecorder) waitFor(t *testing.T, runID string, n int) []topics.Decision {
+	t.Helper()
+	eventually(t, func() bool { return len(r.of(runID)) >= n }, "%d decisions published for %s", n, runID)
+	got := r.of(runID)
+	if len(got) != n {
+		t.Fatalf("%d decisions published for %s, want %d: %+v", len(got), runID, n, got)
+	}
+	return got
 }
 
 // eventually polls cond until it holds or 5 s pass.

@@ -34,15 +34,49 @@ type RunView struct {
 	ToolCalls []ToolCallView `json:"tool_calls"`
 }
 
-// ToolCallView is one tool call of RunView.
+// ToolCallView is one tool call of RunView. Gate, Parking, Decision and
+// OriginalArguments appear only when set: Gate once ToolGate has decided,
+// Parking once the call was suspended (it stays after the decision),
+// Decision once one was applied, OriginalArguments when a
+// pass_decision_to_tool resume replaced the model's arguments (Arguments
+// then holds the decision's payload).
 type ToolCallView struct {
-	CallID    string                  `json:"call_id"`
-	Step      int                     `json:"step"`
-	Tool      string                  `json:"tool"`
-	Status    pipeline.ToolCallStatus `json:"status"`
-	Arguments json.RawMessage         `json:"arguments"`
-	Result    json.RawMessage         `json:"result,omitempty"`
-	Error     string                  `json:"error,omitempty"`
+	CallID            string                  `json:"call_id"`
+	Step              int                     `json:"step"`
+	Tool              string                  `json:"tool"`
+	Status            pipeline.ToolCallStatus `json:"status"`
+	Arguments         json.RawMessage         `json:"arguments"`
+	Result            json.RawMessage         `json:"result,omitempty"`
+	Error             string                  `json:"error,omitempty"`
+	Gate              pipeline.GateAction     `json:"gate,omitempty"`
+	Parking           *ParkingView            `json:"parking,omitempty"`
+	Decision          *DecisionView           `json:"decision,omitempty"`
+	OriginalArguments json.RawMessage         `json:"original_arguments,omitempty"`
+}
+
+// ParkingView is what a suspended call waits with: its ticket, why it was
+// parked, the hash of its arguments a decision may quote, how a resume uses
+// the decision, and, when the approval times out, when and with what
+// (resume or cancel).
+type ParkingView struct {
+	Ticket     string              `json:"ticket"`
+	Reason     string              `json:"reason"`
+	ArgsHash   string              `json:"args_hash"`
+	ResumeMode pipeline.ResumeMode `json:"resume_mode"`
+	Deadline   time.Time           `json:"deadline,omitzero"`
+	OnTimeout  string              `json:"on_timeout,omitempty"`
+	ParkedAt   time.Time           `json:"parked_at"`
+}
+
+// DecisionView is the decision applied to a call. Timeout is true when the
+// sweeper applied the tool's on_timeout decision because the approval's
+// deadline passed.
+type DecisionView struct {
+	DecisionID string `json:"decision_id"`
+	Action     string `json:"action"`
+	DecidedBy  string `json:"decided_by"`
+	Reason     string `json:"reason"`
+	Timeout    bool   `json:"timeout"`
 }
 
 // RunList is the answer of GET /v1/runs. NextCursor is "" on the last page.
@@ -70,9 +104,29 @@ func callViewOf(c pipeline.ToolCall) ToolCallView {
 	if len(args) == 0 {
 		args = json.RawMessage("null")
 	}
-	return ToolCallView{
+	v := ToolCallView{
 		CallID: c.ID, Step: c.Step, Tool: c.Tool, Status: c.Status,
 		Arguments: args, Result: c.Result, Error: c.Error,
+		Gate: c.Gate, OriginalArguments: c.OrigArgs,
+	}
+	if c.Parking != nil {
+		p := parkingViewOf(*c.Parking)
+		v.Parking = &p
+	}
+	if d := c.Decision; d != nil {
+		v.Decision = &DecisionView{DecisionID: d.ID, Action: d.Action, DecidedBy: d.DecidedBy, Reason: d.Reason, Timeout: d.Timeout}
+	}
+	return v
+}
+
+func parkingViewOf(p pipeline.Parking) ParkingView {
+	mode := p.ResumeMode
+	if mode == "" {
+		mode = pipeline.ResumeReplay
+	}
+	return ParkingView{
+		Ticket: p.Ticket, Reason: p.Reason, ArgsHash: p.ArgsHash, ResumeMode: mode,
+		Deadline: p.Deadline, OnTimeout: p.OnTimeout, ParkedAt: p.ParkedAt,
 	}
 }
 

@@ -201,3 +201,94 @@ func TestList_refuses_a_bad_status_and_a_bad_limit_together(t *testing.T) {
 	h.get("/v1/runs?limit=500").want(t, http.StatusOK, nil)
 	h.get("/v1/runs?cursor=not-a-cursor!").wantError(t, http.StatusBadRequest, "invalid_request", "cursor")
 }
+
+func TestGet_a_run_shows_the_gate_parking_and_decision_of_its_calls(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Millisecond)
+	deadline := now.Add(time.Hour)
+	id := h.commitCalls("assistant", now,
+		parked("c-1", "issue_refund", `{"amount": 150}`, pipeline.Parking{Ticket: "t-1", Reason: "amount over 100",
+			ResumeMode: pipeline.ResumePassDecisionToTool, Deadline: deadline, OnTimeout: "cancel"}),
+		allowed("c-2", "lookup_order", `{"id": 7}`),
+		pipeline.ToolCall{ID: "c-3", Tool: "echo", Status: pipeline.CallNew, Arguments: json.RawMessage(`{}`)})
+
+	callsOf := func() map[string]map[string]json.RawMessage {
+		t.Helper()
+		var raw struct {
+			ToolCalls []map[string]json.RawMessage `json:"tool_calls"`
+		}
+		h.get("/v1/runs/"+id).want(t, http.StatusOK, &raw)
+		out := map[string]map[string]json.RawMessage{}
+		for _, c := range raw.ToolCalls {
+			var cid string
+			_ = json.Unmarshal(c["call_id"], &cid)
+			out[cid] = c
+		}
+		return out
+	}
+	wantKeys := func(call map[string]json.RawMessage, name string, present, absent []string) {
+		t.Helper()
+		for _, k := range present {
+			if _, ok := call[k]; !ok {
+				whole, _ := json.Marshal(call)
+				t.Errorf("%s lacks %q: %s", name, k, whole)
+			}
+		}
+		for _, k := range absent {
+			if v, ok := call[k]; ok {
+				t.Errorf("%s has %q = %s, want it absent", name, k, v)
+			}
+		}
+	}
+
+	// Parked: the gate and the parking, no decision yet.
+	var run gateway.RunView
+	h.get("/v1/runs/"+id).want(t, http.StatusOK, &run)
+	if len(run.ToolCalls) != 3 {
+		t.Fatalf("tool_calls = %+v, want three", run.ToolCalls)
+	}
+	c1 := run.ToolCalls[0]
+	if c1.Status != pipeline.CallSuspended || c1.Gate != pipeline.GateSuspend || c1.Parking == nil || c1.Decision != nil {
+		t.Fatalf("c-1 = %+v, want suspended by the gate with a parking and no decision", c1)
+	}
+	wantPark := gateway.ParkingView{Ticket: "t-1", Reason: "amount over 100", ArgsHash: argsHash(t, `{"amount":150}`),
+		ResumeMode: pipeline.ResumePassDecisionToTool, Deadline: deadline, OnTimeout: "cancel", ParkedAt: now}
+	if p := *c1.Parking; p.Ticket != wantPark.Ticket || p.Reason != wantPark.Reason || p.ArgsHash != wantPark.ArgsHash ||
+		p.ResumeMode != wantPark.ResumeMode || !p.Deadline.Equal(deadline) || p.OnTimeout != "cancel" || !p.ParkedAt.Equal(now) {
+		t.Errorf("parking = %+v, want %+v", p, wantPark)
+	}
+	calls := callsOf()
+	wantKeys(calls["c-1"], "c-1", []string{"gate", "parking"}, []string{"decision", "original_arguments"})
+	wantKeys(calls["c-2"], "c-2", []string{"gate"}, []string{"parking", "decision", "original_arguments"})
+	wantKeys(calls["c-3"], "c-3", nil, []string{"gate", "parking", "decision", "original_arguments"})
+	var parking map[string]json.RawMessage
+	_ = json.Unmarshal(calls["c-1"]["parking"], &parking)
+	wantKeys(parking, "c-1's parking", []string{"ticket", "reason", "args_hash", "resume_mode", "deadline", "on_timeout", "parked_at"}, nil)
+
+	// Decided: pass_decision_to_tool runs it with the payload; the model's
+	// arguments are kept.
+	res, err := h.store.ApplyDecision(ctx, id, store.Decision{ID: "d-1", CallID: "c-1", Action: store.ActionResume,
+		Payload: json.RawMessage(`{"amount":100}`), DecidedBy: "alice", Reason: "capped"}, now.Add(time.Hour), now.Add(time.Second))
+	if err != nil || res.Outcome != store.DecisionApplied {
+		t.Fatalf("ApplyDecision: %v, %+v", err, res)
+	}
+	h.get("/v1/runs/"+id).want(t, http.StatusOK, &run)
+	c1 = run.ToolCalls[0]
+	wantDecision := gateway.DecisionView{DecisionID: "d-1", Action: "resume", DecidedBy: "alice", Reason: "capped"}
+	if c1.Decision == nil || *c1.Decision != wantDecision {
+		t.Errorf("decision = %+v, want %+v", c1.Decision, wantDecision)
+	}
+	if c1.Status != pipeline.CallResuming || string(c1.Arguments) != `{"amount":100}` || string(c1.OriginalArguments) != `{"amount":150}` {
+		t.Errorf("c-1 = %s with arguments %s, original %s; want resuming with the payload, the model's kept",
+			c1.Status, c1.Arguments, c1.OriginalArguments)
+	}
+	if c1.Parking == nil || c1.Parking.Ticket != "t-1" {
+		t.Errorf("parking = %+v after the decision, want it kept", c1.Parking)
+	}
+	calls = callsOf()
+	wantKeys(calls["c-1"], "decided c-1", []string{"gate", "parking", "decision", "original_arguments"}, nil)
+	var decision map[string]json.RawMessage
+	_ = json.Unmarshal(calls["c-1"]["decision"], &decision)
+	wantKeys(decision, "c-1's decision", []string{"decision_id", "action", "decided_by", "reason", "timeout"}, nil)
+}

@@ -18,7 +18,8 @@ import (
 // Defaults of Config.
 const (
 	DefaultSweepAfter       = 5 * time.Minute
-	DefaultMaxBodyBytes     = 10 << 20 // 10 MiB
+	DefaultMaxBodyBytes     = 10 << 20  // 10 MiB
+	DefaultMaxDecisionBytes = 512 << 10 // 512 KiB
 	DefaultMaxBatchItems    = 10000
 	DefaultBatchConcurrency = 32
 	DefaultEventWait        = 1500 * time.Millisecond
@@ -31,7 +32,8 @@ const (
 type Config struct {
 	// Store holds every run's truth. Required.
 	Store *store.Store
-	// Publisher sends StepRequested to Names.RunSteps(). Required. It is
+	// Publisher sends StepRequested to Names.RunSteps() and decisions and
+	// cancels to Names.Decisions(). Required. It is
 	// called from many request goroutines at once and must be safe for that
 	// (watermill publishers are).
 	Publisher message.Publisher
@@ -59,6 +61,11 @@ type Config struct {
 	// MaxBodyBytes caps a request body, a batch's included. Default
 	// DefaultMaxBodyBytes (10 MiB); a larger body is refused with 413.
 	MaxBodyBytes int64
+	// MaxDecisionBytes caps the body of POST /v1/runs/{id}/decisions and
+	// /cancel. Default DefaultMaxDecisionBytes (512 KiB), well under Kafka's
+	// default message size limit (1 MB), so a decision the gateway accepts
+	// is one the broker takes; a larger body is refused with 413.
+	MaxDecisionBytes int64
 	// MaxBatchItems caps the items of POST /v1/runs/batch. Default
 	// DefaultMaxBatchItems (10000); more are refused with 413.
 	MaxBatchItems int
@@ -88,6 +95,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxDecisionBytes == 0 {
+		c.MaxDecisionBytes = DefaultMaxDecisionBytes
 	}
 	if c.MaxBatchItems == 0 {
 		c.MaxBatchItems = DefaultMaxBatchItems
@@ -124,6 +134,7 @@ func (c Config) Validate() error {
 	}{
 		{"SweepAfter", int64(c.SweepAfter)},
 		{"MaxBodyBytes", c.MaxBodyBytes},
+		{"MaxDecisionBytes", c.MaxDecisionBytes},
 		{"MaxBatchItems", int64(c.MaxBatchItems)},
 		{"BatchConcurrency", int64(c.BatchConcurrency)},
 		{"EventWait", int64(c.EventWait)},
@@ -166,6 +177,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/runs/{id}", s.getRun)
 	s.mux.HandleFunc("GET /v1/runs/{id}/messages", s.getMessages)
 	s.mux.HandleFunc("GET /v1/runs/{id}/events", s.streamEvents)
+	s.mux.HandleFunc("POST /v1/runs/{id}/decisions", s.postDecision)
+	s.mux.HandleFunc("POST /v1/runs/{id}/cancel", s.cancelRun)
+	s.mux.HandleFunc("GET /v1/pending", s.listPending)
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 }
