@@ -55,6 +55,7 @@ func (s *Stack) RunStepWorker(ctx context.Context) error {
 	defer sub.Close()
 	r.AddNoPublisherHandler("step", s.Names.RunSteps(), sub, w.HandleStep)
 	r.AddNoPublisherHandler("step_end", s.Names.ToolResults(), sub, w.HandleToolResult)
+	r.AddNoPublisherHandler("decision", s.Names.Decisions(), sub, w.HandleDecision)
 	go w.RunSweeper(ctx)
 	err = r.Run(ctx)
 	w.Wait()

@@ -9,22 +9,24 @@ import (
 )
 
 // dispatchable returns the calls that may be published now: in parallel
-// mode every new call; in sequential mode the first call that is not
-// terminal, if it is new (while it runs, the ones after it wait).
+// mode every call that waits for a tool worker (new, or resuming after a
+// decision); in sequential mode only the first call that is not terminal,
+// if it waits (while it runs or is suspended, the ones after it wait).
 func (w *Worker) dispatchable(run pipeline.Run, calls []pipeline.ToolCall) []pipeline.ToolCall {
 	agent, _ := w.cfg.Agent(run.Agent)
 	var out []pipeline.ToolCall
 	for _, c := range calls {
+		waits := c.Status == pipeline.CallNew || c.Status == pipeline.CallResuming
 		if agent.Sequential() {
 			if c.Status.Terminal() {
 				continue
 			}
-			if c.Status == pipeline.CallNew {
+			if waits {
 				out = append(out, c)
 			}
 			return out
 		}
-		if c.Status == pipeline.CallNew {
+		if waits {
 			out = append(out, c)
 		}
 	}

@@ -34,8 +34,13 @@ func (w *Worker) finish(ctx context.Context, run pipeline.Run, t pipeline.Termin
 	return w.publishResult(done)
 }
 
-// publishResult publishes a done run's outcome to run-results.
+// publishResult is RunEnd: it rejects the decisions still held for calls
+// that never parked, and publishes the done run's outcome to run-results.
 func (w *Worker) publishResult(run pipeline.Run) error {
+	all := func(store.HeldDecision) bool { return true }
+	if err := w.dropHeld(w.ctx, run.ID, all, "before the run ended"); err != nil {
+		w.log.Error("reject held decisions of a done run", "run_id", run.ID, "error", err)
+	}
 	var t pipeline.Termination
 	if run.Termination != nil {
 		t = *run.Termination

@@ -90,6 +90,7 @@ func (w *Worker) runStep(run pipeline.Run, log *slog.Logger) {
 		log.Error("name tool calls; the sweeper will retry the step", "error", err)
 		return
 	}
+	calls = w.gate(run, agent, calls, w.now())
 	assistant := pipeline.Message{Role: pipeline.RoleAssistant, Content: resp.Text}
 	for _, c := range calls {
 		assistant.ToolCalls = append(assistant.ToolCalls, pipeline.ToolCallRequest{ID: c.ID, Name: c.Tool, Arguments: c.Arguments})
@@ -105,9 +106,7 @@ func (w *Worker) runStep(run pipeline.Run, log *slog.Logger) {
 		return
 	}
 	w.logErr(log, "dispatch", w.dispatch(ctx, run, calls))
-	if len(calls) == 0 {
-		w.logErr(log, "end step", w.endStep(ctx, run, calls))
-	}
+	w.logErr(log, "advance", w.advance(ctx, run, calls))
 }
 
 func (w *Worker) toolSpecs(names []string) []model.ToolSpec {

@@ -46,6 +46,7 @@ func (w *Worker) fanIn(ctx context.Context, res topics.ToolCallFinished) error {
 	case run.Step != res.Step || run.StepState != pipeline.StepTools:
 		return nil
 	}
+
 	calls, err := w.store.StepCalls(ctx, run.ID, run.Step)
 	if err != nil {
 		return err
@@ -53,20 +54,33 @@ func (w *Worker) fanIn(ctx context.Context, res topics.ToolCallFinished) error {
 	return w.advance(ctx, run, calls)
 }
 
-// advance moves a committed step on according to derive_run_status: while
-// calls run, sequential mode dispatches the next one; once every call is
-// terminal the step ends.
+// advance moves a committed step on according to derive_run_status: first
+// decisions held for calls that have parked since are applied; then while
+// calls run, sequential mode dispatches the next one; once nothing runs and
+// something is suspended the run waits; once every call is terminal the
+// step ends.
 func (w *Worker) advance(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
+	run, calls, err := w.releaseHeld(ctx, run, calls)
+	if err != nil {
+		return err
+	}
 	switch pipeline.DeriveRunStatus(pipeline.CallStatuses(calls)) {
 	case pipeline.RunRunning:
 		if agent, _ := w.cfg.Agent(run.Agent); agent.Sequential() {
 			return w.dispatch(ctx, run, calls)
 		}
 		return nil
-	case pipeline.RunDone:
-		return w.endStep(ctx, run, calls)
+	case pipeline.RunWaiting:
+		if run.Status != pipeline.RunRunning {
+			return nil
+		}
+		_, err := w.store.SetWaiting(ctx, run.ID, run.Step, w.now())
+		if errors.Is(err, store.ErrStale) {
+			return nil // a decision got in first
+		}
+		return err
 	default:
-		return nil
+		return w.endStep(ctx, run, calls)
 	}
 }
 
@@ -74,10 +88,7 @@ func (w *Worker) advance(ctx context.Context, run pipeline.Run, calls []pipeline
 // end the run (no calls: natural end) or request the next step. A step that
 // another handler already ended is a no-op.
 func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
-	end := store.StepEnd{ToolMessages: toolMessages(calls)}
-	if len(calls) == 0 {
-		end.Finish = &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}
-	}
+	end := store.StepEnd{ToolMessages: toolMessages(calls), Finish: finishOf(calls)}
 	run, err := w.store.EndStep(ctx, run.ID, run.Step, end, w.now())
 	if errors.Is(err, store.ErrStale) {
 		return nil
@@ -89,6 +100,20 @@ func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline
 		return w.publishResult(run)
 	}
 	return w.requestStep(run)
+}
+
+// finishOf says whether the step's calls end the run: a call blocked at
+// ToolGate ends it blocked; a turn without calls is the natural end.
+func finishOf(calls []pipeline.ToolCall) *pipeline.Termination {
+	for _, c := range calls {
+		if c.Gate == pipeline.GateBlock {
+			return &pipeline.Termination{Reason: pipeline.ReasonBlocked, Detail: c.Error}
+		}
+	}
+	if len(calls) == 0 {
+		return &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}
+	}
+	return nil
 }
 
 func (w *Worker) requestStep(run pipeline.Run) error {
@@ -114,7 +139,7 @@ func toolContent(c pipeline.ToolCall) string {
 		}
 		return string(c.Result)
 	case pipeline.CallCancelled:
-		return "cancelled: " + c.Error
+		return c.Error // says who cancelled it and why
 	default:
 		return "error: " + c.Error
 	}

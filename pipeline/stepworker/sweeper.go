@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/topics"
 )
 
 // SweepBatch is how many due runs one sweep takes at most.
@@ -70,9 +73,76 @@ func (w *Worker) sweepRun(ctx context.Context, id string, now time.Time) error {
 		if err != nil {
 			return err
 		}
+		if err := w.sweepDecisions(ctx, run, calls, now); err != nil {
+			return err
+		}
+		if run.Status == pipeline.RunWaiting {
+			return w.scheduleWaiting(ctx, run, now)
+		}
 		return w.sweepCalls(ctx, run, calls, now)
 	}
 	return nil
+}
+
+// sweepDecisions applies the on_timeout decision of every suspended call
+// whose approval deadline has passed (recorded as a timeout, not as
+// somebody's decision), and rejects decisions held past their hold window
+// for a call that never parked.
+func (w *Worker) sweepDecisions(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, now time.Time) error {
+	for _, c := range calls {
+		if c.Status != pipeline.CallSuspended || c.Parking == nil || c.Parking.Deadline.IsZero() || c.Parking.Deadline.After(now) {
+			continue
+		}
+		action := topics.ActionCancel
+		if c.Parking.OnTimeout == config.OnTimeoutResume {
+			action = topics.ActionResume
+		}
+		waited := c.Parking.Deadline.Sub(c.Parking.ParkedAt).Round(time.Second)
+		if err := w.decide(ctx, run.ID, store.Decision{
+			ID: "timeout:" + c.ID, CallID: c.ID, Action: action, DecidedBy: "stepwise",
+			Reason: fmt.Sprintf("approval timed out after %s", waited), Timeout: true,
+		}); err != nil {
+			return err
+		}
+	}
+	return w.dropHeld(ctx, run.ID, func(h store.HeldDecision) bool { return !h.Until.After(now) },
+		fmt.Sprintf("within %s of the decision", w.settings.DecisionHold.Duration))
+}
+
+// scheduleWaiting sets when the sweeper next looks at a waiting run: at its
+// earliest approval deadline or held decision's expiry, or never (a
+// decision wakes it) when it has neither.
+func (w *Worker) scheduleWaiting(ctx context.Context, run pipeline.Run, now time.Time) error {
+	run, err := w.store.GetRun(ctx, run.ID)
+	if err != nil || run.Status != pipeline.RunWaiting {
+		return err // resumed meanwhile: DueRuns already set the next look
+	}
+	calls, err := w.store.StepCalls(ctx, run.ID, run.Step)
+	if err != nil {
+		return err
+	}
+	var next time.Time
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, c := range calls {
+		if c.Status == pipeline.CallSuspended && c.Parking != nil {
+			earliest(c.Parking.Deadline)
+		}
+	}
+	held, err := w.store.HeldDecisions(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	for _, h := range held {
+		earliest(h.Until)
+	}
+	if next.IsZero() {
+		return w.store.Unschedule(ctx, run.ID)
+	}
+	return w.store.ScheduleSweep(ctx, run.ID, next)
 }
 
 func (w *Worker) sweepCalls(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, now time.Time) error {

@@ -58,17 +58,18 @@ func (c *Config) Validate() error {
 // Worker holds the Step and StepEnd handlers and the sweeper. Its handlers
 // are safe for concurrent use by a Watermill router.
 type Worker struct {
-	ctx      context.Context // bounds the work on the pool
-	store    *store.Store
-	pub      topics.Publisher
-	names    topics.Names
-	cfg      *config.Config
-	settings config.StepWorker
-	id       string
-	now      func() time.Time
-	log      *slog.Logger
-	pool     *workpool.Pool
-	models   *models
+	ctx        context.Context // bounds the work on the pool
+	store      *store.Store
+	pub        topics.Publisher
+	names      topics.Names
+	cfg        *config.Config
+	settings   config.StepWorker
+	id         string
+	now        func() time.Time
+	log        *slog.Logger
+	pool       *workpool.Pool
+	models     *models
+	conditions conditions
 }
 
 // New returns a worker whose background work (inference on the pool) lives
@@ -83,19 +84,24 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stepworker: %w", err)
 	}
+	conds, err := compileConditions(cfg.Config)
+	if err != nil {
+		return nil, fmt.Errorf("stepworker: %w", err)
+	}
 	s := cfg.Config.StepWorker
 	return &Worker{
-		ctx:      ctx,
-		store:    cfg.Store,
-		pub:      cfg.Publisher,
-		names:    cfg.Names,
-		cfg:      cfg.Config,
-		settings: s,
-		id:       cfg.WorkerID,
-		now:      cfg.Now,
-		log:      cfg.Logger.With("worker_id", cfg.WorkerID),
-		pool:     workpool.New(s.Concurrency),
-		models:   models,
+		ctx:        ctx,
+		store:      cfg.Store,
+		pub:        cfg.Publisher,
+		names:      cfg.Names,
+		cfg:        cfg.Config,
+		settings:   s,
+		id:         cfg.WorkerID,
+		now:        cfg.Now,
+		log:        cfg.Logger.With("worker_id", cfg.WorkerID),
+		pool:       workpool.New(s.Concurrency),
+		models:     models,
+		conditions: conds,
 	}, nil
 }
 

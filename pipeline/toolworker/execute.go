@@ -45,7 +45,9 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 	return w.pool.Go(w.ctx, func() { w.execute(call, log) })
 }
 
-// execute runs a claimed call and commits its outcome.
+// execute runs a claimed call and commits its outcome: succeeded, failed,
+// or suspended when the tool returned pending (the call parks until a
+// decision, like one suspended at ToolGate).
 func (w *Worker) execute(call pipeline.ToolCall, log *slog.Logger) {
 	outcome, ok := w.run(call)
 	if !ok {
@@ -83,9 +85,13 @@ func (w *Worker) run(call pipeline.ToolCall) (store.CallOutcome, bool) {
 	out, err := tool.Execute(ctx, tools.Call{
 		RunID: call.RunID, CallID: call.ID, Step: call.Step, Attempt: call.Attempts, Tool: call.Tool, Arguments: call.Arguments,
 	})
+	reason, pending := tools.IsPending(err)
 	switch {
 	case w.ctx.Err() != nil:
 		return store.CallOutcome{}, false
+	case pending:
+		t, _ := w.cfg.Tool(call.Tool)
+		return store.CallOutcome{Status: pipeline.CallSuspended, Parking: t.Park(call.RunID, call.ID, reason, w.now())}, true
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return failed(fmt.Sprintf("timed out after %s", timeout)), true
 	case err != nil:

@@ -1,0 +1,112 @@
+package stepworker
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/policy"
+)
+
+// conditions holds the compiled ask_when of every tool that has one.
+type conditions map[string]*policy.Condition
+
+func compileConditions(cfg *config.Config) (conditions, error) {
+	out := conditions{}
+	for name, t := range cfg.Tools {
+		if t.AskWhen == "" {
+			continue
+		}
+		c, err := policy.Compile(t.AskWhen)
+		if err != nil {
+			return nil, fmt.Errorf("tools.%s.ask_when: %w", name, err)
+		}
+		out[name] = c
+	}
+	return out, nil
+}
+
+// gate is ToolGate: it decides, serially and in call order, what happens to
+// each proposed call before anything executes, and sets the calls' initial
+// state accordingly: allowed calls stay new (to be published), suspended
+// ones are parked, set_result ones finish at once, and a block fails its
+// call, cancels the calls after it and ends the run. Gate decisions depend
+// only on the configuration and the arguments, so replaying a step decides
+// the same.
+func (w *Worker) gate(run pipeline.Run, agent config.Agent, calls []pipeline.ToolCall, now time.Time) []pipeline.ToolCall {
+	out := make([]pipeline.ToolCall, len(calls))
+	blocked := ""
+	for i, c := range calls {
+		if blocked != "" {
+			c.Status, c.Error = pipeline.CallCancelled, "not run: the run was blocked at call "+blocked
+			out[i] = c
+			continue
+		}
+		in := pipeline.CombineIntercepts(w.intercepts(agent, c)...)
+		c.Gate = in.Action
+		switch in.Action {
+		case pipeline.GateBlock:
+			c.Status, c.Error = pipeline.CallFailed, in.Reason
+			blocked = c.ID
+		case pipeline.GateSuspend:
+			t, _ := w.cfg.Tool(c.Tool)
+			c.Status, c.Parking = pipeline.CallSuspended, t.Park(run.ID, c.ID, in.Reason, now)
+		case pipeline.GateSetResult:
+			c.Status, c.Result, c.Error = pipeline.CallSucceeded, in.Result, in.Error
+			if in.Error != "" {
+				c.Status = pipeline.CallFailed
+			}
+		default:
+			c.Status = pipeline.CallNew
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// intercepts are the voices at ToolGate for one call: availability, the
+// frontend executor, and the tool's permission policy.
+func (w *Worker) intercepts(agent config.Agent, c pipeline.ToolCall) []pipeline.Intercept {
+	t, configured := w.cfg.Tool(c.Tool)
+	if !configured || !offers(agent, c.Tool) {
+		return []pipeline.Intercept{{Action: pipeline.GateSetResult, Error: fmt.Sprintf("tool %q is not available to this agent", c.Tool)}}
+	}
+	var out []pipeline.Intercept
+	if t.Executor.Frontend != nil {
+		out = append(out, pipeline.Intercept{Action: pipeline.GateSuspend, Reason: "a frontend tool: the client supplies the result"})
+	}
+	switch t.Permission {
+	case config.PermissionDeny:
+		out = append(out, pipeline.Intercept{Action: pipeline.GateBlock, Reason: fmt.Sprintf("tool %q is denied by policy", c.Tool)})
+	case config.PermissionAsk:
+		if ask, why := w.asks(c); ask {
+			out = append(out, pipeline.Intercept{Action: pipeline.GateSuspend, Reason: why})
+		}
+	}
+	return out
+}
+
+// asks evaluates a tool's ask_when. No condition asks always; a condition
+// that cannot be evaluated on these arguments asks too: when in doubt, a
+// person decides.
+func (w *Worker) asks(c pipeline.ToolCall) (bool, string) {
+	cond, ok := w.conditions[c.Tool]
+	if !ok {
+		return true, fmt.Sprintf("tool %q needs approval", c.Tool)
+	}
+	ask, err := cond.Eval(c.Arguments)
+	if err != nil {
+		return true, fmt.Sprintf("tool %q needs approval (its condition could not be evaluated: %v)", c.Tool, err)
+	}
+	return ask, fmt.Sprintf("tool %q needs approval: %s", c.Tool, cond)
+}
+
+func offers(agent config.Agent, tool string) bool {
+	for _, t := range agent.Tools {
+		if t == tool {
+			return true
+		}
+	}
+	return false
+}
