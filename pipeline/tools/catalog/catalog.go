@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/stepwise-run/stepwise/pipeline/store"
 )
+
+// DefaultPrefix is the key prefix New uses for an empty one: the store's
+// default (store.DefaultPrefix), so the catalog sits beside the runs.
+const DefaultPrefix = "sw"
 
 // Spec is what the model is told about one tool.
 type Spec struct {
@@ -53,11 +55,11 @@ func WithClock(now func() time.Time) Option {
 	return func(c *Catalog) { c.now = now }
 }
 
-// New returns the catalog under prefix (empty: store.DefaultPrefix, the
-// store's own), whose hash is <prefix>:catalog. It does not talk to Redis.
+// New returns the catalog under prefix (empty: DefaultPrefix), whose hash is
+// <prefix>:catalog. It does not talk to Redis.
 func New(rdb redis.UniversalClient, prefix string, opts ...Option) *Catalog {
 	if prefix == "" {
-		prefix = store.DefaultPrefix
+		prefix = DefaultPrefix
 	}
 	c := &Catalog{rdb: rdb, key: prefix + ":catalog", now: time.Now}
 	for _, o := range opts {
@@ -72,6 +74,8 @@ func (c *Catalog) Key() string { return c.key }
 // Publish writes specs, keyed by tool name, in one atomic script, stamping
 // each with the current time and an expiry ttl later; a spec's Name is set
 // to its key. ttl must be at least a millisecond. Publishing nothing is a no-op.
+// A ctx that ends first fails the call with its error; the script then ran
+// in full or not at all.
 func (c *Catalog) Publish(ctx context.Context, specs map[string]Spec, ttl time.Duration) error {
 	if ttl < time.Millisecond {
 		return fmt.Errorf("catalog: ttl %s must be at least 1ms", ttl)
@@ -111,7 +115,8 @@ func (c *Catalog) Publish(ctx context.Context, specs map[string]Spec, ttl time.D
 // Get returns the live entries of names; a tool without one (never
 // published, or expired) is absent from the map, not an error. With no names
 // it returns every live entry. An entry that does not decode fails the call
-// with an error wrapping ErrCorrupt.
+// with an error wrapping ErrCorrupt. A ctx that ends first fails the call
+// with its error.
 func (c *Catalog) Get(ctx context.Context, names []string) (map[string]Spec, error) {
 	raw := map[string]string{}
 	if len(names) == 0 {

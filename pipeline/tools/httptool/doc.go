@@ -19,6 +19,9 @@
 //     call, so the endpoint can recognise a retry; X-Stepwise-Attempt: <n>.
 //   - Deadline: the executor's timeout when set, within the call's context
 //     (whose deadline is the tool's timeout); whichever ends first.
+//   - Redirects are followed within the same scheme and host only, since
+//     the headers may carry secrets; a redirect elsewhere is a non-2xx
+//     answer like any other.
 //
 // The result:
 //

@@ -36,9 +36,11 @@ const (
 // Option configures an executor.
 type Option func(*executor)
 
-// WithClient sets the HTTP client (default: a client of its own over
-// http.DefaultTransport, following redirects as net/http does). Its Timeout,
-// if any, applies on top of the executor's.
+// WithClient sets the HTTP client. The default is a client of its own over
+// http.DefaultTransport that follows up to 10 redirects within the same
+// scheme and host, and no others (the configured headers may carry secrets;
+// a redirect elsewhere is answered as the 3xx it is). A given client's
+// Timeout, if any, applies on top of the executor's.
 func WithClient(c *http.Client) Option {
 	return func(e *executor) { e.client = c }
 }
@@ -106,7 +108,7 @@ func New(name string, cfg config.HTTPExecutor, opts ...Option) (tools.Tool, erro
 		o(e)
 	}
 	if e.client == nil {
-		e.client = &http.Client{}
+		e.client = &http.Client{CheckRedirect: sameOrigin}
 	}
 	if e.method == "" {
 		e.method = http.MethodPost
@@ -211,7 +213,7 @@ func (e *executor) request(ctx context.Context, call tools.Call) (*http.Request,
 		return nil, fmt.Errorf("%s %s: %w", e.method, e.shownURL, err)
 	}
 	for h, v := range e.headers {
-		req.Header[h] = v
+		req.Header[h] = append([]string(nil), v...)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -221,6 +223,18 @@ func (e *executor) request(ctx context.Context, call tools.Call) (*http.Request,
 	req.Header.Set(HeaderIdempotencyKey, call.RunID+":"+call.CallID)
 	req.Header.Set(HeaderAttempt, strconv.Itoa(call.Attempt))
 	return req, nil
+}
+
+// sameOrigin follows a redirect only within the first request's scheme and
+// host, at most 10 times.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if req.URL.Scheme != via[0].URL.Scheme || req.URL.Host != via[0].URL.Host {
+		return http.ErrUseLastResponse
+	}
+	return nil
 }
 
 // query adds the arguments to q; see the package doc for the encoding.

@@ -292,3 +292,38 @@ func TestNew_refuses_a_bad_url_and_method(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+func TestExecute_follows_redirects_within_the_same_host_only(t *testing.T) {
+	t.Setenv("LOOKUP_TOKEN", "s3cret")
+	elsewhere, elsewhereGot := endpoint(t, answer(200, "application/json", `{"from":"elsewhere"}`))
+	var srvURL string
+	srv, got := endpoint(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/old":
+			http.Redirect(w, r, srvURL+"/new", http.StatusTemporaryRedirect)
+		case "/away":
+			http.Redirect(w, r, elsewhere.URL+"/x", http.StatusFound)
+		default:
+			answer(200, "application/json", `{"from":"new"}`)(w, r)
+		}
+	})
+	srvURL = srv.URL
+	headers := map[string]string{"X-Api-Key": "LOOKUP_TOKEN"}
+
+	out, err := newTool(t, config.HTTPExecutor{URL: srv.URL + "/old", HeadersEnv: headers}).Execute(context.Background(), call(`{"a":1}`, 1))
+	if err != nil || string(out) != `{"from":"new"}` {
+		t.Fatalf("same-host redirect: %s, %v", out, err)
+	}
+	if reqs := got(); len(reqs) != 2 || reqs[1].Body != `{"a":1}` || reqs[1].Header.Get("X-Api-Key") != "s3cret" {
+		t.Fatalf("the redirected request lost its body or headers: %+v", reqs)
+	}
+
+	_, err = newTool(t, config.HTTPExecutor{URL: srv.URL + "/away", HeadersEnv: headers}).Execute(context.Background(), call(`{}`, 1))
+	var se *httptool.StatusError
+	if !errors.As(err, &se) || se.StatusCode != http.StatusFound {
+		t.Fatalf("cross-host redirect: %v, want HTTP 302", err)
+	}
+	if n := len(elsewhereGot()); n != 0 {
+		t.Fatalf("the other host got %d requests, want none", n)
+	}
+}

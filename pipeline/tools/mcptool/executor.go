@@ -33,8 +33,9 @@ type executor struct {
 // "[image image/png, 3 bytes]"). A result flagged isError is a tool error
 // with that text; so is a JSON-RPC error of the server (an unknown tool,
 // invalid params). A server that is not connected, or whose connection
-// fails during the call, gives an *UnavailableError. When ctx ends first,
-// the server is told to cancel and ctx's error is returned.
+// fails during the call (or refuses it while closing), gives an
+// *UnavailableError. When ctx ends first, the server is told to cancel and
+// an error wrapping ctx's is returned.
 func (e *executor) Execute(ctx context.Context, call tools.Call) (json.RawMessage, error) {
 	sess, err := e.server.session()
 	if err != nil {
@@ -83,10 +84,23 @@ func (e *executor) callError(ctx context.Context, err error) error {
 		return fmt.Errorf("MCP server %s: tool %s: %w", e.server.name, e.tool, ctx.Err())
 	}
 	var rpc *jsonrpc.Error
-	if errors.As(err, &rpc) {
+	if errors.As(err, &rpc) && !transportCode(rpc.Code) {
 		return fmt.Errorf("MCP server %s: tool %s: %s", e.server.name, e.tool, rpc.Message)
 	}
 	return &UnavailableError{Server: e.server.name, Err: err}
+}
+
+// Codes the MCP SDK's JSON-RPC layer gives failures of the connection rather
+// than answers of the server (its internal/jsonrpc2 ErrClientClosing,
+// ErrServerClosing, ErrRejected).
+const (
+	codeClientClosing = -32003
+	codeServerClosing = -32004
+	codeRejected      = -32005
+)
+
+func transportCode(code int64) bool {
+	return code == codeClientClosing || code == codeServerClosing || code == codeRejected
 }
 
 // text joins the text parts of content, naming the others.

@@ -22,6 +22,7 @@ const (
 	DefaultMaxBackoff     = 30 * time.Second
 	DefaultConnectTimeout = time.Minute // npx may download a package first
 	DefaultKeepAlive      = 15 * time.Second
+	DefaultStopTimeout    = 2 * time.Second
 )
 
 // Spec is what a server says about one of its tools.
@@ -45,6 +46,7 @@ type options struct {
 	connectTimeout time.Duration
 	keepAlive      time.Duration
 	httpClient     *http.Client
+	stopTimeout    time.Duration
 }
 
 // WithLogger sets the logger (default slog.Default()). Servers' stderr lines
@@ -66,6 +68,12 @@ func WithConnectTimeout(d time.Duration) Option { return func(o *options) { o.co
 // WithKeepAlive sets how often a connected server is pinged; a failed ping
 // counts as a dropped connection (default DefaultKeepAlive; 0 disables).
 func WithKeepAlive(d time.Duration) Option { return func(o *options) { o.keepAlive = d } }
+
+// WithStopTimeout sets how long a server process is given to exit once its
+// stdin is closed, and again after SIGTERM, before it is killed (default
+// DefaultStopTimeout). Whatever else the process started, in its process
+// group, is stopped with it.
+func WithStopTimeout(d time.Duration) Option { return func(o *options) { o.stopTimeout = d } }
 
 // WithHTTPClient sets the client of streamable-HTTP servers (default
 // http.DefaultClient).
@@ -98,6 +106,7 @@ func New(ctx context.Context, servers map[string]config.MCPServer, opts ...Optio
 		connectTimeout: DefaultConnectTimeout,
 		keepAlive:      DefaultKeepAlive,
 		httpClient:     http.DefaultClient,
+		stopTimeout:    DefaultStopTimeout,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -127,12 +136,12 @@ func New(ctx context.Context, servers map[string]config.MCPServer, opts ...Optio
 	life, cancel := context.WithCancel(context.Background())
 	m := &Manager{servers: make(map[string]*server, len(servers)), cancel: cancel}
 	for name, cfg := range servers {
-		s := newServer(name, cfg, o)
+		s := newServer(life, name, cfg, o)
 		m.servers[name] = s
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			s.supervise(life)
+			s.supervise()
 		}()
 	}
 	for _, s := range m.servers {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,7 +58,8 @@ func TestTool_maps_the_result(t *testing.T) {
 		{"text parts are joined and others named", "parts", `{}`, `"first\n[image image/png, 3 bytes]\nsecond"`, ""},
 		{"empty arguments are an empty object", "pid", ``, "", ""},
 		{"isError is a tool error with the text", "fail", `{"text": "card declined"}`, "", "card declined"},
-		{"an unlisted tool is a tool error naming the listed ones", "nope", `{}`, "", `MCP server local has no tool "nope" (it has: add, echo, fail, meta, parts, pid, sleep)`},
+		{"an unlisted tool is a tool error naming the listed ones", "nope", `{}`, "", `MCP server local has no tool "nope" (it has: add, broken, echo, fail, meta, parts, pid, sleep)`},
+		{"a protocol error is a tool error naming server and tool", "broken", `{}`, "", "MCP server local: tool broken: database is down"},
 		{"arguments that are not an object are refused", "echo", `[1]`, "", "arguments must be a JSON object"},
 	}
 	for _, c := range cases {
@@ -86,7 +88,7 @@ func TestTool_invalid_params_are_a_tool_error(t *testing.T) {
 	if err == nil || isUnavailable(err) {
 		t.Fatalf("error = %v, want a tool error", err)
 	}
-	if !strings.Contains(err.Error(), "a") {
+	if !strings.Contains(err.Error(), `want "number"`) {
 		t.Fatalf("error %q does not name the argument", err)
 	}
 }
@@ -281,4 +283,51 @@ func errString(err error) string {
 		return "no error"
 	}
 	return err.Error()
+}
+
+func TestManager_stops_the_children_of_a_server_with_it(t *testing.T) {
+	m := newManager(t, map[string]config.MCPServer{"parent": stdio("-spawn")})
+	child := tool(t, m, "parent", "child")
+	pid := tool(t, m, "parent", "pid")
+
+	firstChild, err := pidOf(t, child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := pidOf(t, pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil { // the child is orphaned
+		t.Fatal(err)
+	}
+	gone := func(p int) func() (bool, string) {
+		return func() (bool, string) { return exited(p) }
+	}
+	eventually(t, "the orphaned child of the dead server is stopped", gone(firstChild))
+
+	var secondChild int
+	eventually(t, "the server is back with a new child", func() (bool, string) {
+		secondChild, err = pidOf(t, child)
+		return err == nil && secondChild != firstChild, errString(err)
+	})
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Close stops the child too", gone(secondChild))
+}
+
+// exited reports whether process pid has exited. A zombie has: it only waits
+// for its new parent, whoever adopted the orphan, to reap it.
+func exited(pid int) (bool, string) {
+	if runtime.GOOS == "linux" {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return true, ""
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		return len(f) > 0 && f[0] == "Z", "state " + strings.Join(f[:1], "")
+	}
+	err := syscall.Kill(pid, 0)
+	return errors.Is(err, syscall.ESRCH), "kill 0: " + errString(err)
 }

@@ -22,16 +22,16 @@ func stopGroup(cmd *exec.Cmd, grace time.Duration) {
 	if cmd.Process == nil {
 		return
 	}
-	pgid := -cmd.Process.Pid
-	if err := syscall.Kill(pgid, syscall.SIGTERM); errors.Is(err, syscall.ESRCH) {
+	pgid := cmd.Process.Pid
+	if err := syscall.Kill(-pgid, syscall.SIGTERM); errors.Is(err, syscall.ESRCH) {
 		return // nobody left
 	}
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
-		if errors.Is(syscall.Kill(pgid, 0), syscall.ESRCH) {
+		if !groupAlive(pgid) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	_ = syscall.Kill(pgid, syscall.SIGKILL)
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }

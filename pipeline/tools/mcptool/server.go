@@ -20,6 +20,7 @@ type server struct {
 	name string
 	cfg  config.MCPServer
 	opts options
+	life context.Context // the manager's: done on Close
 
 	tried     chan struct{} // closed when the first attempt has ended
 	triedOnce sync.Once
@@ -30,12 +31,13 @@ type server struct {
 	tools map[string]Spec    // by tool name; the last listing
 }
 
-func newServer(name string, cfg config.MCPServer, o options) *server {
+func newServer(life context.Context, name string, cfg config.MCPServer, o options) *server {
 	o.log = o.log.With("mcp_server", name)
 	return &server{
 		name:  name,
 		cfg:   cfg,
 		opts:  o,
+		life:  life,
 		tried: make(chan struct{}),
 		down:  errors.New("not connected yet"),
 	}
@@ -70,15 +72,19 @@ func (s *server) specs() []Spec {
 }
 
 // supervise connects, waits for the connection to end, and reconnects with
-// backoff, until ctx is done.
-func (s *server) supervise(ctx context.Context) {
+// backoff, until the manager is closed.
+func (s *server) supervise() {
+	ctx := s.life
 	delay := s.opts.minBackoff
 	for {
 		started := time.Now()
-		sess, stderr, err := s.connect(ctx)
+		sess, proc, err := s.connect(ctx)
 		if ctx.Err() != nil {
 			if sess != nil {
 				_ = sess.Close()
+			}
+			if proc != nil {
+				stopGroup(proc.cmd, s.opts.stopTimeout)
 			}
 			s.setDown(ErrClosed)
 			return
@@ -92,7 +98,7 @@ func (s *server) supervise(ctx context.Context) {
 			s.sess, s.down = sess, nil
 			s.mu.Unlock()
 			s.triedOnce.Do(func() { close(s.tried) })
-			err = s.serve(ctx, sess, stderr)
+			err = s.serve(ctx, sess, proc)
 			if ctx.Err() != nil {
 				s.setDown(ErrClosed)
 				return
@@ -117,7 +123,7 @@ func (s *server) supervise(ctx context.Context) {
 // serve blocks until the connection of the current session sess ends (or ctx
 // does, which closes it), then marks the server down. It returns why it
 // ended.
-func (s *server) serve(ctx context.Context, sess *mcp.ClientSession, stderr *stderrLog) error {
+func (s *server) serve(ctx context.Context, sess *mcp.ClientSession, proc *process) error {
 	stop := context.AfterFunc(ctx, func() { _ = sess.Close() })
 	defer stop()
 
@@ -125,19 +131,18 @@ func (s *server) serve(ctx context.Context, sess *mcp.ClientSession, stderr *std
 	closeErr := sess.Close() // for a process: reaps it, and its exit status says why
 	var reason error
 	switch {
-	case stderr != nil && closeErr != nil:
+	case proc != nil && closeErr != nil:
 		reason = fmt.Errorf("process ended: %w", closeErr)
-	case stderr != nil:
+	case proc != nil:
 		reason = errors.New("process ended")
 	case waitErr != nil:
 		reason = fmt.Errorf("connection lost: %w", waitErr)
 	default:
 		reason = errors.New("connection closed by the server")
 	}
-	if stderr != nil {
-		if line := stderr.lastLine(); line != "" {
-			reason = fmt.Errorf("%w (last stderr line: %s)", reason, line)
-		}
+	if proc != nil {
+		stopGroup(proc.cmd, s.opts.stopTimeout)
+		reason = proc.explain(reason)
 	}
 	s.setDown(reason)
 	return reason
@@ -149,20 +154,42 @@ func (s *server) setDown(err error) {
 	s.sess, s.down = nil, err
 }
 
+// process is the server process of one connection attempt.
+type process struct {
+	cmd    *exec.Cmd
+	stderr *stderrLog
+}
+
+// explain adds the process's last stderr line, which usually says why it
+// ended, to err.
+func (p *process) explain(err error) error {
+	if line := p.stderr.lastLine(); line != "" {
+		return fmt.Errorf("%w (last stderr line: %s)", err, line)
+	}
+	return err
+}
+
 // connect makes one attempt: start (or reach) the server, initialise, list
-// its tools.
-func (s *server) connect(ctx context.Context) (*mcp.ClientSession, *stderrLog, error) {
+// its tools. proc is nil for a URL.
+func (s *server) connect(ctx context.Context) (_ *mcp.ClientSession, _ *process, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.connectTimeout)
 	defer cancel()
 
 	var transport mcp.Transport
-	var stderr *stderrLog
+	var proc *process
 	if len(s.cfg.Command) > 0 {
-		stderr = &stderrLog{log: s.opts.log}
 		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
-		cmd.Stderr = stderr
+		proc = &process{cmd: cmd, stderr: &stderrLog{log: s.opts.log}}
+		cmd.Stderr = proc.stderr
 		cmd.WaitDelay = time.Second // children holding stderr open must not stall a restart
-		transport = &mcp.CommandTransport{Command: cmd}
+		ownGroup(cmd)
+		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: s.opts.stopTimeout}
+		defer func() {
+			if err != nil { // the SDK has reaped the command; its children may linger
+				stopGroup(cmd, s.opts.stopTimeout)
+				err = proc.explain(err)
+			}
+		}()
 	} else {
 		transport = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.opts.httpClient}
 	}
@@ -174,23 +201,23 @@ func (s *server) connect(ctx context.Context) (*mcp.ClientSession, *stderrLog, e
 	})
 	sess, err := client.Connect(ctx, transport, nil)
 	if err != nil {
-		return nil, nil, withStderr(fmt.Errorf("connect: %w", err), stderr)
+		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
 	listed, err := listTools(ctx, s.name, sess)
 	if err != nil {
 		_ = sess.Close()
-		return nil, nil, withStderr(fmt.Errorf("list tools: %w", err), stderr)
+		return nil, nil, fmt.Errorf("list tools: %w", err)
 	}
 	s.mu.Lock()
 	s.tools = listed
 	s.mu.Unlock()
 	s.opts.log.Info("mcp server connected", "tools", len(listed))
-	return sess, stderr, nil
+	return sess, proc, nil
 }
 
 // relist refreshes the tool list after the server said it changed.
 func (s *server) relist(sess *mcp.ClientSession) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.connectTimeout)
+	ctx, cancel := context.WithTimeout(s.life, s.opts.connectTimeout)
 	defer cancel()
 	listed, err := listTools(ctx, s.name, sess)
 	if err != nil {
@@ -220,14 +247,4 @@ func listTools(ctx context.Context, server string, sess *mcp.ClientSession) (map
 		out[t.Name] = Spec{Server: server, Tool: t.Name, Description: t.Description, InputSchema: schema}
 	}
 	return out, nil
-}
-
-func withStderr(err error, stderr *stderrLog) error {
-	if stderr == nil {
-		return err
-	}
-	if line := stderr.lastLine(); line != "" {
-		return fmt.Errorf("%w (last stderr line: %s)", err, line)
-	}
-	return err
 }

@@ -1,19 +1,23 @@
 // Command mcpserver is a small MCP server over stdio for the tests of
 // package mcptool, built by them with `go build`.
 //
-//	mcpserver [-gate FILE]
+//	mcpserver [-gate FILE] [-spawn]
 //
 // With -gate it exits at once, with a message on stderr, unless FILE exists:
 // tests hold a server down that way while the manager tries to restart it.
+// With -spawn it starts a long sleep in a child process, whose pid the tool
+// "child" returns: tests check that children are stopped with the server.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"log"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -22,6 +26,7 @@ import (
 
 func main() {
 	gate := flag.String("gate", "", "exit at once unless this file exists")
+	spawn := flag.Bool("spawn", false, "start a child process that sleeps")
 	flag.Parse()
 	if *gate != "" {
 		if _, err := os.Stat(*gate); err != nil {
@@ -30,7 +35,15 @@ func main() {
 		}
 	}
 	fmt.Fprintln(os.Stderr, "mcpserver: starting")
-	if err := newServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	child := 0
+	if *spawn {
+		cmd := exec.Command("sleep", "3600")
+		if err := cmd.Start(); err != nil {
+			log.Fatalf("mcpserver: spawn: %v", err)
+		}
+		child = cmd.Process.Pid
+	}
+	if err := newServer(child).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatalf("mcpserver: %v", err)
 	}
 }
@@ -56,8 +69,14 @@ func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
-func newServer() *mcp.Server {
+func newServer(child int) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptool-test", Version: "v1"}, nil)
+	if child != 0 {
+		mcp.AddTool(s, &mcp.Tool{Name: "child", Description: "Returns the child process's id."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return text(fmt.Sprint(child)), nil, nil
+			})
+	}
 	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Adds two numbers."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
 			return nil, addOut{Sum: in.A + in.B}, nil
@@ -69,6 +88,10 @@ func newServer() *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Fails with its text."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
 			return nil, nil, errors.New(in.Text)
+		})
+	s.AddTool(&mcp.Tool{Name: "broken", Description: "Fails with a protocol error.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, errors.New("database is down")
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "Returns the server's process id."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
