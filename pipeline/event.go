@@ -15,6 +15,7 @@ const (
 	EventRunStarted       EventType = "run.started"
 	EventStepStarted      EventType = "step.started"
 	EventAssistantMessage EventType = "message.assistant"
+	EventTextDelta        EventType = "message.delta" // the model's text as it streams in; data {"text"}
 	EventToolCallCreated  EventType = "tool_call.created"
 	EventToolCallStarted  EventType = "tool_call.started"
 	EventToolCallFinished EventType = "tool_call.finished"

@@ -161,4 +161,3 @@ func nextStepStarted(b *testing.B, stack *app.Stack, ctx context.Context, id str
 	}
 	return time.Time{}, false
 }
-

@@ -15,8 +15,13 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/gateway"
 	"github.com/stepwise-run/stepwise/pipeline/model/script"
 	"github.com/stepwise-run/stepwise/pipeline/stepworker"
+	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
 	"github.com/stepwise-run/stepwise/pipeline/toolworker"
 )
+
+// catalog is where tool workers publish the MCP tools' schemas for step
+// workers.
+func (s *Stack) catalog() *catalog.Catalog { return catalog.New(s.Redis, "") }
 
 // Consumer groups: one per worker kind, under the topic prefix.
 func (s *Stack) group(kind string) string { return s.Config.Kafka.TopicPrefix + kind }
@@ -42,7 +47,7 @@ func (s *Stack) router(group string) (*message.Router, message.Subscriber, error
 func (s *Stack) RunStepWorker(ctx context.Context) error {
 	id := WorkerID("stepworker")
 	w, err := stepworker.New(ctx, stepworker.Config{
-		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config,
+		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config, Catalog: s.catalog(),
 		WorkerID: id, Logger: s.Logger.With("component", "stepworker"),
 	})
 	if err != nil {
@@ -73,7 +78,7 @@ func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
 	}
 	id := WorkerID("toolworker")
 	w, err := toolworker.New(ctx, toolworker.Config{
-		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config,
+		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config, Catalog: s.catalog(),
 		WorkerID: id, Logger: s.Logger.With("component", "toolworker"),
 	})
 	if err != nil {

@@ -10,10 +10,19 @@ import (
 	"github.com/stepwise-run/stepwise/topics"
 )
 
-// budgetSpent reports whether a step or call claimed attempts times has used
-// up the retry budget.
+// budgetSpent reports whether a step claimed attempts times has used up the
+// retry budget (stepworker.max_attempts).
 func (w *Worker) budgetSpent(attempts int) bool {
 	return attempts > w.settings.MaxAttempts
+}
+
+// callBudgetSpent is budgetSpent for a call of tool: its max_attempts when it
+// sets one.
+func (w *Worker) callBudgetSpent(tool string, attempts int) bool {
+	if t, ok := w.cfg.Tool(tool); ok && t.MaxAttempts > 0 {
+		return attempts > t.MaxAttempts
+	}
+	return w.budgetSpent(attempts)
 }
 
 // giveUp ends the run with reason error and the detail.

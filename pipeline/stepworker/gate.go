@@ -1,6 +1,7 @@
 package stepworker
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -34,7 +35,7 @@ func compileConditions(cfg *config.Config) (conditions, error) {
 // call, cancels the calls after it and ends the run. Gate decisions depend
 // only on the configuration and the arguments, so replaying a step decides
 // the same.
-func (w *Worker) gate(run pipeline.Run, agent config.Agent, calls []pipeline.ToolCall, now time.Time) []pipeline.ToolCall {
+func (w *Worker) gate(run pipeline.Run, agent config.Agent, params map[string]json.RawMessage, calls []pipeline.ToolCall, now time.Time) []pipeline.ToolCall {
 	out := make([]pipeline.ToolCall, len(calls))
 	blocked := ""
 	for i, c := range calls {
@@ -43,7 +44,7 @@ func (w *Worker) gate(run pipeline.Run, agent config.Agent, calls []pipeline.Too
 			out[i] = c
 			continue
 		}
-		in := pipeline.CombineIntercepts(w.intercepts(agent, c)...)
+		in := pipeline.CombineIntercepts(w.intercepts(agent, params, c)...)
 		c.Gate = in.Action
 		switch in.Action {
 		case pipeline.GateBlock:
@@ -65,12 +66,17 @@ func (w *Worker) gate(run pipeline.Run, agent config.Agent, calls []pipeline.Too
 	return out
 }
 
-// intercepts are the voices at ToolGate for one call: availability, the
-// frontend executor, and the tool's permission policy.
-func (w *Worker) intercepts(agent config.Agent, c pipeline.ToolCall) []pipeline.Intercept {
+// intercepts are the voices at ToolGate for one call: availability and the
+// arguments' validity (checked before the gate: an unknown tool or invalid
+// arguments fail the call with a message the model can act on, and nothing
+// else is asked), then the frontend executor and the tool's permission.
+func (w *Worker) intercepts(agent config.Agent, params map[string]json.RawMessage, c pipeline.ToolCall) []pipeline.Intercept {
 	t, configured := w.cfg.Tool(c.Tool)
 	if !configured || !offers(agent, c.Tool) {
 		return []pipeline.Intercept{{Action: pipeline.GateSetResult, Error: fmt.Sprintf("tool %q is not available to this agent", c.Tool)}}
+	}
+	if err := w.schemas.check(params[c.Tool], c.Arguments); err != nil {
+		return []pipeline.Intercept{{Action: pipeline.GateSetResult, Error: fmt.Sprintf("invalid arguments for %s: %v", c.Tool, err)}}
 	}
 	var out []pipeline.Intercept
 	if t.Executor.Frontend != nil {

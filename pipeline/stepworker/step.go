@@ -74,8 +74,10 @@ func (w *Worker) runStep(run pipeline.Run, log *slog.Logger) {
 		log.Error("load messages; the sweeper will retry the step", "error", err)
 		return
 	}
+	specs := w.toolSpecs(ctx, agent.Tools)
 	resp, err := mdl.Infer(ctx, model.Request{
-		RunID: run.ID, Step: run.Step, System: agent.System, Messages: msgs, Tools: w.toolSpecs(agent.Tools),
+		RunID: run.ID, Step: run.Step, System: agent.System, Messages: msgs, Tools: specs,
+		OnText: w.streamText(ctx, run, log),
 	})
 	stopRenewing() // the commit checks the lease; renewing past it would only fail
 	if err != nil {
@@ -90,7 +92,7 @@ func (w *Worker) runStep(run pipeline.Run, log *slog.Logger) {
 		log.Error("name tool calls; the sweeper will retry the step", "error", err)
 		return
 	}
-	calls = w.gate(run, agent, calls, w.now())
+	calls = w.gate(run, agent, paramsOf(specs), calls, w.now())
 	assistant := pipeline.Message{Role: pipeline.RoleAssistant, Content: resp.Text}
 	for _, c := range calls {
 		assistant.ToolCalls = append(assistant.ToolCalls, pipeline.ToolCallRequest{ID: c.ID, Name: c.Tool, Arguments: c.Arguments})
@@ -107,15 +109,6 @@ func (w *Worker) runStep(run pipeline.Run, log *slog.Logger) {
 	}
 	w.logErr(log, "dispatch", w.dispatch(ctx, run, calls))
 	w.logErr(log, "advance", w.advance(ctx, run, calls))
-}
-
-func (w *Worker) toolSpecs(names []string) []model.ToolSpec {
-	specs := make([]model.ToolSpec, 0, len(names))
-	for _, n := range names {
-		t, _ := w.cfg.Tool(n)
-		specs = append(specs, model.ToolSpec{Name: n, Description: t.Description, Parameters: t.Parameters})
-	}
-	return specs
 }
 
 // nameCalls turns the model's proposals into call records. A call keeps the
@@ -155,5 +148,20 @@ func (w *Worker) nameCalls(ctx context.Context, run pipeline.Run, reqs []pipelin
 func (w *Worker) logErr(log *slog.Logger, what string, err error) {
 	if err != nil {
 		log.Error(what, "error", err)
+	}
+}
+
+// streamText returns the model's OnText: each delta of the answer goes to
+// the run's event log as it arrives, for SSE clients. A delta that cannot
+// be written is logged and dropped; the whole text is committed with the
+// turn all the same.
+func (w *Worker) streamText(ctx context.Context, run pipeline.Run, log *slog.Logger) func(string) {
+	return func(delta string) {
+		if delta == "" {
+			return
+		}
+		if err := w.store.AppendDelta(ctx, run.ID, run.Step, w.id, delta, w.now()); err != nil {
+			log.Debug("text delta dropped", "error", err)
+		}
 	}
 }

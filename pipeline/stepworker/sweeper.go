@@ -152,7 +152,7 @@ func (w *Worker) sweepCalls(ctx context.Context, run pipeline.Run, calls []pipel
 	var redrive []pipeline.ToolCall
 	for _, c := range calls {
 		if c.Status == pipeline.CallRunning && c.LeaseUntil.Before(now) {
-			if !w.budgetSpent(c.Attempts + 1) {
+			if !w.callBudgetSpent(c.Tool, c.Attempts+1) {
 				redrive = append(redrive, c)
 				continue
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/workpool"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -20,6 +21,7 @@ type Config struct {
 	Publisher topics.Publisher
 	Names     topics.Names
 	Config    *config.Config
+	Catalog   *catalog.Catalog // where tool workers publish MCP tools' schemas; nil: not read
 	WorkerID  string           // unique per process; owns the leases it takes
 	Now       func() time.Time // default time.Now
 	Logger    *slog.Logger     // default slog.Default()
@@ -70,6 +72,8 @@ type Worker struct {
 	pool       *workpool.Pool
 	models     *models
 	conditions conditions
+	catalog    *catalog.Catalog
+	schemas    schemas
 }
 
 // New returns a worker whose background work (inference on the pool) lives
@@ -102,6 +106,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		pool:       workpool.New(s.Concurrency),
 		models:     models,
 		conditions: conds,
+		catalog:    cfg.Catalog,
 	}, nil
 }
 

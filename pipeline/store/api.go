@@ -65,6 +65,7 @@ var _ interface {
 	WaitEvents(ctx context.Context, runID, afterID string, block time.Duration) ([]pipeline.Event, error)
 	ClaimStep(ctx context.Context, runID string, step int, lease Lease, now time.Time) (pipeline.Run, error)
 	RenewStepLease(ctx context.Context, runID string, step int, lease Lease) error
+	AppendDelta(ctx context.Context, runID string, step int, owner, text string, now time.Time) error
 	CommitStep(ctx context.Context, runID string, step int, owner string, c StepCommit, now time.Time) (pipeline.Run, []pipeline.ToolCall, error)
 	EndStep(ctx context.Context, runID string, step int, end StepEnd, now time.Time) (pipeline.Run, error)
 	FinishRun(ctx context.Context, runID string, t pipeline.Termination, now time.Time) (pipeline.Run, error)

@@ -18,6 +18,8 @@ var (
 	commitStepLua string
 	//go:embed scripts/end_step.lua
 	endStepLua string
+	//go:embed scripts/append_delta.lua
+	appendDeltaLua string
 	//go:embed scripts/renew_step_lease.lua
 	renewStepLeaseLua string
 	//go:embed scripts/finish_run.lua
@@ -43,10 +45,10 @@ var (
 )
 
 type scripts struct {
-	createRun, claimStep, renewStepLease, commitStep, endStep, finishRun *redis.Script
-	claimCall, renewCallLease, finishCall                                *redis.Script
-	setWaiting, cancelRun, applyDecision, dropHeld                       *redis.Script
-	listRuns, dueRuns                                                    *redis.Script
+	createRun, claimStep, renewStepLease, appendDelta, commitStep, endStep, finishRun *redis.Script
+	claimCall, renewCallLease, finishCall                                             *redis.Script
+	setWaiting, cancelRun, applyDecision, dropHeld                                    *redis.Script
+	listRuns, dueRuns                                                                 *redis.Script
 }
 
 func loadScripts() scripts {
@@ -54,6 +56,7 @@ func loadScripts() scripts {
 		createRun:      redis.NewScript(createRunLua),
 		claimStep:      redis.NewScript(claimStepLua),
 		renewStepLease: redis.NewScript(renewStepLeaseLua),
+		appendDelta:    redis.NewScript(appendDeltaLua),
 		commitStep:     redis.NewScript(commitStepLua),
 		endStep:        redis.NewScript(endStepLua),
 		finishRun:      redis.NewScript(finishRunLua),

@@ -56,6 +56,21 @@ func (s *Store) RenewStepLease(ctx context.Context, runID string, step int, leas
 	return err
 }
 
+// AppendDelta appends a message.delta event (data {"text"}) to the run's
+// log while owner is inferring step: the model's text as it streams in.
+// ErrLeaseLost when the step is no longer owner's to write to.
+func (s *Store) AppendDelta(ctx context.Context, runID string, step int, owner, text string, now time.Time) error {
+	ev, err := newEvent(runID, step, "", pipeline.EventTextDelta, now, struct {
+		Text string `json:"text"`
+	}{text})
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("append a text delta to step %d of run %s", step, runID)
+	_, err = s.eval(ctx, s.scripts.appendDelta, what, []string{s.runKey(runID), s.eventsKey(runID)}, step, owner, ev)
+	return err
+}
+
 // CommitStep commits the inference of step `step` by owner: it appends
 // c.Assistant, creates one call record per c.Calls in the state ToolGate
 // decided for it, adds c.Usage to the run, moves the step to tools and

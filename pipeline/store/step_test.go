@@ -67,6 +67,22 @@ var stepCases = []contractCase{
 		f.commit(t, "r1", 0, "w1", "c1")
 		wantErr(t, f.st.RenewStepLease(f.ctx, "r1", 0, lease("w1", at(200))), store.ErrLeaseLost)
 	}},
+	{"deltas_are_appended_only_by_the_step_holder", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		if err := f.st.AppendDelta(f.ctx, "r1", 0, "w1", "Hel", at(2)); err != nil {
+			t.Fatalf("AppendDelta: %v", err)
+		}
+		f.noEventsFrom(t, "r1", func() {
+			wantErr(t, f.st.AppendDelta(f.ctx, "r1", 0, "w2", "lo", at(3)), store.ErrLeaseLost)
+			wantErr(t, f.st.AppendDelta(f.ctx, "r1", 1, "w1", "lo", at(3)), store.ErrLeaseLost)
+		})
+		evs := f.events(t, "r1")
+		last := evs[len(evs)-1]
+		if last.Type != pipeline.EventTextDelta {
+			t.Fatalf("last event %s", last.Type)
+		}
+		wantJSON(t, last.Data, `{"text":"Hel"}`)
+	}},
 	{"claim_of_another_step_is_stale", func(t *testing.T, f *fixture) {
 		f.created(t, "r1")
 		f.noEventsFrom(t, "r1", func() {

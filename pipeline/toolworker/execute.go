@@ -2,6 +2,7 @@ package toolworker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,7 +39,7 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 	case err != nil:
 		return fmt.Errorf("claim call %s of run %s: %w", req.CallID, req.RunID, err)
 	}
-	if call.Attempts > w.maxTries {
+	if call.Attempts > w.attempts(call.Tool) {
 		log.Warn("tool call is past its retry budget; leaving it to the sweeper", "attempts", call.Attempts)
 		return nil
 	}
@@ -69,35 +70,63 @@ func (w *Worker) execute(call pipeline.ToolCall, log *slog.Logger) {
 	}
 }
 
-// run executes the tool under its timeout while renewing the lease. ok is
-// false when the worker's context ended: the outcome must not be committed.
+// run executes the tool under its timeout while renewing the lease. A
+// retryable tool error (see retryable) is retried with backoff until the
+// tool's attempts are spent; each try tells the executor its attempt number,
+// and the call id stays the idempotency key. ok is false when the worker's
+// context ended: the outcome must not be committed.
 func (w *Worker) run(call pipeline.ToolCall) (store.CallOutcome, bool) {
-	tool, found := w.tools[call.Tool]
+	tool, found := w.exec.byTool[call.Tool]
 	if !found {
 		return failed(fmt.Sprintf("unknown tool %q", call.Tool)), true
 	}
-	timeout := w.timeout(call.Tool)
-	ctx, cancel := context.WithTimeout(w.ctx, timeout)
-	defer cancel()
-	stopRenewing := w.renew(ctx, call)
+	stopRenewing := w.renew(w.ctx, call)
 	defer stopRenewing()
-
-	out, err := tool.Execute(ctx, tools.Call{
-		RunID: call.RunID, CallID: call.ID, Step: call.Step, Attempt: call.Attempts, Tool: call.Tool, Arguments: call.Arguments,
-	})
-	reason, pending := tools.IsPending(err)
-	switch {
-	case w.ctx.Err() != nil:
-		return store.CallOutcome{}, false
-	case pending:
-		t, _ := w.cfg.Tool(call.Tool)
-		return store.CallOutcome{Status: pipeline.CallSuspended, Parking: t.Park(call.RunID, call.ID, reason, w.now())}, true
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return failed(fmt.Sprintf("timed out after %s", timeout)), true
-	case err != nil:
-		return failed(err.Error()), true
+	tries := w.attempts(call.Tool)
+	backoff := 200 * time.Millisecond
+	for try := 1; ; try++ {
+		out, err, timedOut := w.try(tool, call, call.Attempts-1+try)
+		reason, pending := tools.IsPending(err)
+		switch {
+		case w.ctx.Err() != nil:
+			return store.CallOutcome{}, false
+		case pending:
+			t, _ := w.cfg.Tool(call.Tool)
+			return store.CallOutcome{Status: pipeline.CallSuspended, Parking: t.Park(call.RunID, call.ID, reason, w.now())}, true
+		case timedOut:
+			return failed(fmt.Sprintf("timed out after %s", w.timeout(call.Tool))), true
+		case err == nil:
+			return store.CallOutcome{Status: pipeline.CallSucceeded, Result: out}, true
+		case !retryable(err) || try >= tries:
+			return failed(err.Error()), true
+		}
+		w.log.Info("retrying a tool call", "run_id", call.RunID, "call_id", call.ID, "try", try, "error", err)
+		select {
+		case <-w.ctx.Done():
+			return store.CallOutcome{}, false
+		case <-time.After(backoff):
+		}
+		backoff *= 2
 	}
-	return store.CallOutcome{Status: pipeline.CallSucceeded, Result: out}, true
+}
+
+// try executes the tool once under its timeout.
+func (w *Worker) try(tool tools.Tool, call pipeline.ToolCall, attempt int) (json.RawMessage, error, bool) {
+	ctx, cancel := context.WithTimeout(w.ctx, w.timeout(call.Tool))
+	defer cancel()
+	out, err := tool.Execute(ctx, tools.Call{
+		RunID: call.RunID, CallID: call.ID, Step: call.Step, Attempt: attempt, Tool: call.Tool, Arguments: call.Arguments,
+	})
+	return out, err, errors.Is(ctx.Err(), context.DeadlineExceeded)
+}
+
+// attempts is how many times a call of the tool may be tried: the tool's
+// max_attempts, else stepworker.max_attempts.
+func (w *Worker) attempts(tool string) int {
+	if t, ok := w.cfg.Tool(tool); ok && t.MaxAttempts > 0 {
+		return t.MaxAttempts
+	}
+	return w.maxTries
 }
 
 func failed(msg string) store.CallOutcome {

@@ -10,7 +10,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/workpool"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/store"
-	"github.com/stepwise-run/stepwise/pipeline/tools"
+	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -22,6 +22,7 @@ type Config struct {
 	Publisher topics.Publisher
 	Names     topics.Names
 	Config    *config.Config
+	Catalog   *catalog.Catalog // where MCP tools are published for step workers; nil: not published
 	WorkerID  string
 	Now       func() time.Time // default time.Now
 	Logger    *slog.Logger     // default slog.Default()
@@ -70,7 +71,7 @@ type Worker struct {
 	now      func() time.Time
 	log      *slog.Logger
 	pool     *workpool.Pool
-	tools    map[string]tools.Tool
+	exec     *executors
 }
 
 // New returns a worker whose executions live as long as ctx. Cancelling ctx
@@ -80,10 +81,12 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	executors, err := executors(cfg.Config)
+	log := cfg.Logger.With("worker_id", cfg.WorkerID)
+	ex, err := newExecutors(ctx, cfg.Config, log)
 	if err != nil {
 		return nil, fmt.Errorf("toolworker: %w", err)
 	}
+	go ex.publishCatalog(ctx, cfg.Catalog, cfg.Config, log)
 	return &Worker{
 		ctx:      ctx,
 		store:    cfg.Store,
@@ -94,28 +97,15 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		maxTries: cfg.Config.StepWorker.MaxAttempts,
 		id:       cfg.WorkerID,
 		now:      cfg.Now,
-		log:      cfg.Logger.With("worker_id", cfg.WorkerID),
+		log:      log,
 		pool:     workpool.New(cfg.Config.ToolWorker.Concurrency),
-		tools:    executors,
+		exec:     ex,
 	}, nil
 }
 
-// Wait blocks until the executions in flight have returned.
-func (w *Worker) Wait() { w.pool.Wait() }
-
-// executors builds the executor of every configured tool. Built-in tools are
-// all this build has; other executors fail their calls with the reason.
-func executors(cfg *config.Config) (map[string]tools.Tool, error) {
-	out := map[string]tools.Tool{}
-	for name, t := range cfg.Tools {
-		if t.Executor.Builtin == "" {
-			continue
-		}
-		tool, ok := tools.Builtin(t.Executor.Builtin)
-		if !ok {
-			return nil, fmt.Errorf("tool %s: no builtin %q", name, t.Executor.Builtin)
-		}
-		out[name] = tool
-	}
-	return out, nil
+// Wait blocks until the executions in flight have returned, then stops the
+// MCP servers.
+func (w *Worker) Wait() {
+	w.pool.Wait()
+	w.exec.close()
 }
