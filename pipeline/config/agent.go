@@ -37,7 +37,7 @@ type Stop struct {
 	MaxRounds         int      `json:"max_rounds,omitempty"`         // steps before code max_rounds
 	Timeout           Duration `json:"timeout,omitzero"`             // wall time since the run started, code timeout
 	TokenBudget       int64    `json:"token_budget,omitempty"`       // input+output tokens, code token_budget
-	ConsecutiveErrors int      `json:"consecutive_errors,omitempty"` // steps in a row whose calls all failed
+	ConsecutiveErrors int      `json:"consecutive_errors,omitempty"` // steps in a row with at least one failed call
 	StopOnTool        []string `json:"stop_on_tool,omitempty"`       // a call of one of these tools ends the run
 	ContentMatch      string   `json:"content_match,omitempty"`      // a Go regexp matched against the assistant text
 	LoopDetection     int      `json:"loop_detection,omitempty"`     // this many identical rounds in a row

@@ -85,10 +85,18 @@ func (w *Worker) advance(ctx context.Context, run pipeline.Run, calls []pipeline
 }
 
 // endStep is the StepEnd phase: append the tool results in call order, then
-// end the run (no calls: natural end) or request the next step. A step that
+// end the run (a blocked call: blocked; no calls: natural end; a stop
+// condition that fires: stopped with its code) or request the next step. A step that
 // another handler already ended is a no-op.
 func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
 	end := store.StepEnd{ToolMessages: toolMessages(calls), Finish: finishOf(calls)}
+	if end.Finish == nil {
+		stop, err := w.stopped(ctx, run, calls)
+		if err != nil {
+			return fmt.Errorf("stop conditions of run %s: %w", run.ID, err)
+		}
+		end.Finish = stop
+	}
 	run, err := w.store.EndStep(ctx, run.ID, run.Step, end, w.now())
 	if errors.Is(err, store.ErrStale) {
 		return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/workpool"
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/stop"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
 	"github.com/stepwise-run/stepwise/topics"
@@ -74,6 +75,7 @@ type Worker struct {
 	conditions conditions
 	catalog    *catalog.Catalog
 	schemas    schemas
+	stops      map[string]*stop.Conditions
 }
 
 // New returns a worker whose background work (inference on the pool) lives
@@ -92,6 +94,10 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stepworker: %w", err)
 	}
+	stops, err := compileStops(cfg.Config)
+	if err != nil {
+		return nil, fmt.Errorf("stepworker: %w", err)
+	}
 	s := cfg.Config.StepWorker
 	return &Worker{
 		ctx:        ctx,
@@ -107,6 +113,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		models:     models,
 		conditions: conds,
 		catalog:    cfg.Catalog,
+		stops:      stops,
 	}, nil
 }
 
