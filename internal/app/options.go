@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"log/slog"
 	"os"
 	"strings"
@@ -18,11 +19,12 @@ const (
 // Options are the settings every program takes: the configuration file and
 // the addresses of Kafka and Redis.
 type Options struct {
-	ConfigPath string         // "" = the built-in default configuration
-	Config     *config.Config // when set, used instead of ConfigPath (tests, embedding)
-	Kafka      string         // comma-separated brokers; "" = $STEPWISE_KAFKA_BROKERS
-	Redis      string         // redis:// URL; "" = $STEPWISE_REDIS_URL
-	Logger     *slog.Logger   // default slog.Default()
+	ConfigPath string           // "" = the built-in default configuration
+	Config     *config.Config   // when set, used instead of ConfigPath (tests, embedding)
+	Plugins    *plugin.Registry // the plugins agents may enable; nil: stepwise's built-ins
+	Kafka      string           // comma-separated brokers; "" = $STEPWISE_KAFKA_BROKERS
+	Redis      string           // redis:// URL; "" = $STEPWISE_REDIS_URL
+	Logger     *slog.Logger     // default slog.Default()
 }
 
 // Register adds --config, --kafka and --redis to fs.
@@ -72,4 +74,12 @@ func (o Options) config() (*config.Config, error) {
 	default:
 		return config.Load(o.ConfigPath)
 	}
+}
+
+// plugins returns the registry of plugins agents may enable.
+func (o Options) plugins() *plugin.Registry {
+	if o.Plugins != nil {
+		return o.Plugins
+	}
+	return plugin.NewRegistry()
 }

@@ -47,7 +47,7 @@ func (s *Stack) router(group string) (*message.Router, message.Subscriber, error
 func (s *Stack) RunStepWorker(ctx context.Context) error {
 	id := WorkerID("stepworker")
 	w, err := stepworker.New(ctx, stepworker.Config{
-		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config, Catalog: s.catalog(),
+		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config, Catalog: s.catalog(), Plugins: s.Plugins,
 		WorkerID: id, Logger: s.Logger.With("component", "stepworker"),
 	})
 	if err != nil {
@@ -78,7 +78,7 @@ func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
 	}
 	id := WorkerID("toolworker")
 	w, err := toolworker.New(ctx, toolworker.Config{
-		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config, Catalog: s.catalog(),
+		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config, Catalog: s.catalog(), Plugins: s.Plugins,
 		WorkerID: id, Logger: s.Logger.With("component", "toolworker"),
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/kafka"
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -32,6 +33,7 @@ type Stack struct {
 	Store     *store.Store
 	Publisher message.Publisher
 	Logger    *slog.Logger
+	Plugins   *plugin.Registry // the plugins agents may enable
 
 	wmLogger  watermill.LoggerAdapter
 	transport transport
@@ -79,7 +81,7 @@ func Connect(ctx context.Context, o Options) (*Stack, error) {
 	}
 	return &Stack{
 		Config: cfg, Names: names, Brokers: brokers, Redis: rdb, Store: store.New(rdb),
-		Publisher: pub, Logger: log, wmLogger: wm,
+		Publisher: pub, Logger: log, wmLogger: wm, Plugins: o.plugins(),
 		transport: kafkaTransport{brokers: brokers, partitions: cfg.Kafka.Partitions, logger: wm},
 	}, nil
 }
@@ -113,7 +115,7 @@ func InProcess(ctx context.Context, o Options) (*Stack, error) {
 	ch := gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 1024, Persistent: true}, wm)
 	return &Stack{
 		Config: cfg, Names: cfg.Kafka.Names(), Redis: rdb, Store: store.New(rdb),
-		Publisher: ch, Logger: log, wmLogger: wm, transport: channelTransport{ch: ch},
+		Publisher: ch, Logger: log, wmLogger: wm, Plugins: o.plugins(), transport: channelTransport{ch: ch},
 	}, nil
 }
 

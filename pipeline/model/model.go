@@ -32,6 +32,8 @@ type Request struct {
 	// order, from the goroutine that called Infer. The Response still holds
 	// the whole text.
 	OnText func(delta string)
+	// Override changes the model, temperature or max tokens for this step.
+	Override Override
 }
 
 // Response is the model's answer: text and any tool calls it proposes.
@@ -39,4 +41,26 @@ type Response struct {
 	Text      string
 	ToolCalls []pipeline.ToolCallRequest
 	Usage     pipeline.Usage
+}
+
+// Override changes the inference parameters of one step (a plugin's
+// SetInferenceOverride). Zero fields leave the agent's settings alone.
+type Override struct {
+	Model       string   `json:"model,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	MaxTokens   *int     `json:"max_tokens,omitempty"`
+}
+
+// Merge returns o with the fields set in p taking over.
+func (o Override) Merge(p Override) Override {
+	if p.Model != "" {
+		o.Model = p.Model
+	}
+	if p.Temperature != nil {
+		o.Temperature = p.Temperature
+	}
+	if p.MaxTokens != nil {
+		o.MaxTokens = p.MaxTokens
+	}
+	return o
 }

@@ -44,11 +44,15 @@ func (w *Worker) finish(ctx context.Context, run pipeline.Run, t pipeline.Termin
 }
 
 // publishResult is RunEnd: it rejects the decisions still held for calls
-// that never parked, and publishes the done run's outcome to run-results.
+// that never parked, runs the RunEnd hooks, and publishes the done run's
+// outcome to run-results.
 func (w *Worker) publishResult(run pipeline.Run) error {
 	all := func(store.HeldDecision) bool { return true }
 	if err := w.dropHeld(w.ctx, run.ID, all, "before the run ended"); err != nil {
 		w.log.Error("reject held decisions of a done run", "run_id", run.ID, "error", err)
+	}
+	if err := w.runEnd(w.ctx, run); err != nil {
+		w.log.Error("RunEnd hooks", "run_id", run.ID, "error", err)
 	}
 	var t pipeline.Termination
 	if run.Termination != nil {

@@ -1,6 +1,7 @@
 package stepworker
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -29,13 +30,14 @@ func compileConditions(cfg *config.Config) (conditions, error) {
 }
 
 // gate is ToolGate: it decides, serially and in call order, what happens to
-// each proposed call before anything executes, and sets the calls' initial
+// each proposed call before anything executes — the worker's own intercepts
+// and those plugins schedule for the call combine by priority —, and sets the calls' initial
 // state accordingly: allowed calls stay new (to be published), suspended
 // ones are parked, set_result ones finish at once, and a block fails its
 // call, cancels the calls after it and ends the run. Gate decisions depend
 // only on the configuration and the arguments, so replaying a step decides
 // the same.
-func (w *Worker) gate(run pipeline.Run, agent config.Agent, params map[string]json.RawMessage, calls []pipeline.ToolCall, now time.Time) []pipeline.ToolCall {
+func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, agent config.Agent, params map[string]json.RawMessage, calls []pipeline.ToolCall, now time.Time) ([]pipeline.ToolCall, error) {
 	out := make([]pipeline.ToolCall, len(calls))
 	blocked := ""
 	for i, c := range calls {
@@ -44,7 +46,11 @@ func (w *Worker) gate(run pipeline.Run, agent config.Agent, params map[string]js
 			out[i] = c
 			continue
 		}
-		in := pipeline.CombineIntercepts(w.intercepts(agent, params, c)...)
+		fromPlugins, err := ph.gateCall(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		in := pipeline.CombineIntercepts(append(w.intercepts(agent, params, c), fromPlugins...)...)
 		c.Gate = in.Action
 		switch in.Action {
 		case pipeline.GateBlock:
@@ -63,7 +69,7 @@ func (w *Worker) gate(run pipeline.Run, agent config.Agent, params map[string]js
 		}
 		out[i] = c
 	}
-	return out
+	return out, nil
 }
 
 // intercepts are the voices at ToolGate for one call: availability and the

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/stepwise-run/stepwise/internal/lease"
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/model"
+	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -51,6 +54,41 @@ func (w *Worker) HandleStep(msg *message.Message) error {
 	return w.pool.Go(w.ctx, func() { w.runStep(run, log) })
 }
 
+// infer runs RunStart (first step), StepStart, BeforeInference — where
+// plugins shape the request or skip inference, ending the run
+// behavior_requested (nil response) —, the inference, and AfterInference.
+func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent config.Agent, mdl model.Model, specs []model.ToolSpec, log *slog.Logger) (*model.Response, error) {
+	if run.Step == 0 {
+		if err := ph.run(ctx, pipeline.PhaseRunStart); err != nil {
+			return nil, err
+		}
+	}
+	if err := ph.run(ctx, pipeline.PhaseStepStart); err != nil {
+		return nil, err
+	}
+	ph.pc.Request = &plugin.Request{System: agent.System, Messages: slices.Clone(ph.pc.Messages), Tools: specs}
+	if err := ph.run(ctx, pipeline.PhaseBeforeInference); err != nil {
+		return nil, err
+	}
+	req := ph.pc.Request
+	ph.pc.Request = nil
+	if ph.pc.Skip != "" {
+		return nil, w.finish(ctx, run, pipeline.Termination{Reason: pipeline.ReasonBehaviorRequested, Detail: ph.pc.Skip})
+	}
+	resp, err := mdl.Infer(ctx, model.Request{
+		RunID: run.ID, Step: run.Step, System: req.System, Messages: req.Messages, Tools: req.Tools,
+		Override: req.Override, OnText: w.streamText(ctx, run, log),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("inference failed: %w", err)
+	}
+	ph.pc.Response = &resp
+	if err := ph.run(ctx, pipeline.PhaseAfterInference); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
 // runStep runs inference for a claimed step and commits its outcome. It runs
 // on the pool, under the worker's context: when that ends, nothing is
 // committed and the lease runs out for the sweeper to re-drive.
@@ -74,31 +112,39 @@ func (w *Worker) runStep(run pipeline.Run, log *slog.Logger) {
 		log.Error("load messages; the sweeper will retry the step", "error", err)
 		return
 	}
+	ph, err := w.phases(ctx, run, msgs)
+	if err != nil {
+		log.Error("load plugin state; the sweeper will retry the step", "error", err)
+		return
+	}
 	specs := w.toolSpecs(ctx, agent.Tools)
-	resp, err := mdl.Infer(ctx, model.Request{
-		RunID: run.ID, Step: run.Step, System: agent.System, Messages: msgs, Tools: specs,
-		OnText: w.streamText(ctx, run, log),
-	})
+	resp, err := w.infer(ctx, ph, run, agent, mdl, specs, log)
 	stopRenewing() // the commit checks the lease; renewing past it would only fail
 	if err != nil {
-		if ctx.Err() != nil {
-			return
+		if ctx.Err() == nil {
+			w.logErr(log, "end run", w.giveUp(ctx, run, err.Error()))
 		}
-		w.logErr(log, "end run", w.giveUp(ctx, run, fmt.Sprintf("inference failed: %v", err)))
 		return
+	}
+	if resp == nil {
+		return // the run ended behavior_requested
 	}
 	calls, err := w.nameCalls(ctx, run, resp.ToolCalls)
 	if err != nil {
 		log.Error("name tool calls; the sweeper will retry the step", "error", err)
 		return
 	}
-	calls = w.gate(run, agent, paramsOf(specs), calls, w.now())
+	calls, err = w.gate(ctx, ph, run, agent, paramsOf(specs), calls, w.now())
+	if err != nil {
+		w.logErr(log, "end run", w.giveUp(ctx, run, err.Error()))
+		return
+	}
 	assistant := pipeline.Message{Role: pipeline.RoleAssistant, Content: resp.Text}
 	for _, c := range calls {
 		assistant.ToolCalls = append(assistant.ToolCalls, pipeline.ToolCallRequest{ID: c.ID, Name: c.Tool, Arguments: c.Arguments})
 	}
 	run, calls, err = w.store.CommitStep(ctx, run.ID, run.Step, w.id,
-		store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage}, w.now())
+		store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates()}, w.now())
 	if errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrLeaseLost) {
 		log.Info("step outcome dropped: the step moved on without this worker", "reason", err)
 		return

@@ -89,7 +89,11 @@ func (w *Worker) advance(ctx context.Context, run pipeline.Run, calls []pipeline
 // condition that fires: stopped with its code) or request the next step. A step that
 // another handler already ended is a no-op.
 func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
-	end := store.StepEnd{ToolMessages: toolMessages(calls), Finish: finishOf(calls)}
+	state, err := w.stepEnd(ctx, run, calls)
+	if err != nil {
+		return w.giveUp(ctx, run, err.Error())
+	}
+	end := store.StepEnd{ToolMessages: toolMessages(calls), Finish: finishOf(calls), State: state}
 	if end.Finish == nil {
 		stop, err := w.stopped(ctx, run, calls)
 		if err != nil {
@@ -97,7 +101,7 @@ func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline
 		}
 		end.Finish = stop
 	}
-	run, err := w.store.EndStep(ctx, run.ID, run.Step, end, w.now())
+	run, err = w.store.EndStep(ctx, run.ID, run.Step, end, w.now())
 	if errors.Is(err, store.ErrStale) {
 		return nil
 	}

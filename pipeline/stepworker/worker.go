@@ -9,6 +9,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/workpool"
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/stop"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
@@ -23,6 +24,7 @@ type Config struct {
 	Names     topics.Names
 	Config    *config.Config
 	Catalog   *catalog.Catalog // where tool workers publish MCP tools' schemas; nil: not read
+	Plugins   *plugin.Registry // the plugins agents may enable; nil: none
 	WorkerID  string           // unique per process; owns the leases it takes
 	Now       func() time.Time // default time.Now
 	Logger    *slog.Logger     // default slog.Default()
@@ -76,6 +78,7 @@ type Worker struct {
 	catalog    *catalog.Catalog
 	schemas    schemas
 	stops      map[string]*stop.Conditions
+	plugins    map[string]*plugin.Set
 }
 
 // New returns a worker whose background work (inference on the pool) lives
@@ -98,6 +101,13 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stepworker: %w", err)
 	}
+	if cfg.Plugins == nil {
+		cfg.Plugins = plugin.NewRegistry()
+	}
+	plugins, err := cfg.Plugins.ForAgents(cfg.Config)
+	if err != nil {
+		return nil, fmt.Errorf("stepworker: %w", err)
+	}
 	s := cfg.Config.StepWorker
 	return &Worker{
 		ctx:        ctx,
@@ -114,6 +124,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		conditions: conds,
 		catalog:    cfg.Catalog,
 		stops:      stops,
+		plugins:    plugins,
 	}, nil
 }
 

@@ -19,16 +19,18 @@ type Lease struct {
 // suspended (with Parking), or terminal (succeeded/failed with Result or
 // Error for set_result and block; cancelled), and its Gate.
 type StepCommit struct {
-	Assistant pipeline.Message    // the assistant turn, tool calls included
-	Calls     []pipeline.ToolCall // one record per proposed call, Index = position
-	Usage     pipeline.Usage      // tokens of this inference, added to the run's
+	Assistant pipeline.Message       // the assistant turn, tool calls included
+	Calls     []pipeline.ToolCall    // one record per proposed call, Index = position
+	Usage     pipeline.Usage         // tokens of this inference, added to the run's
+	State     []pipeline.StateUpdate // plugin state updates of the step's phases, committed with it
 }
 
 // StepEnd is what the StepEnd handler commits once every call of the step is
 // terminal.
 type StepEnd struct {
-	ToolMessages []pipeline.Message    // tool-result messages, in call order
-	Finish       *pipeline.Termination // nil: go on to step+1; else end the run
+	ToolMessages []pipeline.Message     // tool-result messages, in call order
+	Finish       *pipeline.Termination  // nil: go on to step+1; else end the run
+	State        []pipeline.StateUpdate // plugin state updates of StepEnd, committed with it
 }
 
 // CallOutcome is what a tool worker commits for a call it executed.
@@ -81,5 +83,6 @@ var _ interface {
 	ScheduleSweep(ctx context.Context, runID string, at time.Time) error
 	DueRuns(ctx context.Context, now time.Time, limit int64, recheck time.Time) ([]string, error)
 	Unschedule(ctx context.Context, runID string) error
+	RunState(ctx context.Context, runID string) (map[string]json.RawMessage, error)
 	Ping(ctx context.Context) error
 } = (*Store)(nil)

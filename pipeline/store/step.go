@@ -133,6 +133,7 @@ func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner st
 		}
 	}
 	what := fmt.Sprintf("commit step %d of run %s by %s", step, runID, owner)
+	keys, args = s.withState(runID, keys, args, c.State)
 	v, err := s.eval(ctx, s.scripts.commitStep, what, keys, args...)
 	if err != nil {
 		return pipeline.Run{}, nil, err
@@ -306,6 +307,7 @@ func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd
 			args = append(args, id)
 		}
 		args = append(args, msgs...)
+		keys, args = s.withState(runID, keys, args, end.State)
 		v, err := s.eval(ctx, s.scripts.endStep, what, keys, args...)
 		if errors.Is(err, errRetry) {
 			continue

@@ -50,7 +50,7 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 // or suspended when the tool returned pending (the call parks until a
 // decision, like one suspended at ToolGate).
 func (w *Worker) execute(call pipeline.ToolCall, log *slog.Logger) {
-	outcome, ok := w.run(call)
+	outcome, ok := w.withPhases(call, func() (store.CallOutcome, bool) { return w.run(call) })
 	if !ok {
 		return // the worker is stopping: commit nothing, the lease runs out
 	}

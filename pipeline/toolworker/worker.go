@@ -9,6 +9,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/workpool"
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
 	"github.com/stepwise-run/stepwise/topics"
@@ -23,6 +24,7 @@ type Config struct {
 	Names     topics.Names
 	Config    *config.Config
 	Catalog   *catalog.Catalog // where MCP tools are published for step workers; nil: not published
+	Plugins   *plugin.Registry // the plugins agents may enable; nil: none
 	WorkerID  string
 	Now       func() time.Time // default time.Now
 	Logger    *slog.Logger     // default slog.Default()
@@ -60,18 +62,20 @@ func (c *Config) Validate() error {
 
 // Worker executes tool calls. HandleToolCall is safe for concurrent use.
 type Worker struct {
-	ctx      context.Context
-	store    *store.Store
-	pub      topics.Publisher
-	names    topics.Names
-	cfg      *config.Config
-	settings config.ToolWorker
-	maxTries int
-	id       string
-	now      func() time.Time
-	log      *slog.Logger
-	pool     *workpool.Pool
-	exec     *executors
+	ctx        context.Context
+	store      *store.Store
+	pub        topics.Publisher
+	names      topics.Names
+	cfg        *config.Config
+	settings   config.ToolWorker
+	maxTries   int
+	id         string
+	now        func() time.Time
+	log        *slog.Logger
+	pool       *workpool.Pool
+	exec       *executors
+	plugins    map[string]*plugin.Set
+	anyPlugins bool // some agent enables a plugin: calls run the tool-worker phases
 }
 
 // New returns a worker whose executions live as long as ctx. Cancelling ctx
@@ -81,6 +85,17 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Plugins == nil {
+		cfg.Plugins = plugin.NewRegistry()
+	}
+	sets, err := cfg.Plugins.ForAgents(cfg.Config)
+	if err != nil {
+		return nil, fmt.Errorf("toolworker: %w", err)
+	}
+	anyPlugins := false
+	for _, a := range cfg.Config.Agents {
+		anyPlugins = anyPlugins || len(a.Plugins) > 0
+	}
 	log := cfg.Logger.With("worker_id", cfg.WorkerID)
 	ex, err := newExecutors(ctx, cfg.Config, log)
 	if err != nil {
@@ -88,18 +103,20 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	}
 	go ex.publishCatalog(ctx, cfg.Catalog, cfg.Config, log)
 	return &Worker{
-		ctx:      ctx,
-		store:    cfg.Store,
-		pub:      cfg.Publisher,
-		names:    cfg.Names,
-		cfg:      cfg.Config,
-		settings: cfg.Config.ToolWorker,
-		maxTries: cfg.Config.StepWorker.MaxAttempts,
-		id:       cfg.WorkerID,
-		now:      cfg.Now,
-		log:      log,
-		pool:     workpool.New(cfg.Config.ToolWorker.Concurrency),
-		exec:     ex,
+		ctx:        ctx,
+		store:      cfg.Store,
+		pub:        cfg.Publisher,
+		names:      cfg.Names,
+		cfg:        cfg.Config,
+		settings:   cfg.Config.ToolWorker,
+		maxTries:   cfg.Config.StepWorker.MaxAttempts,
+		id:         cfg.WorkerID,
+		now:        cfg.Now,
+		log:        log,
+		pool:       workpool.New(cfg.Config.ToolWorker.Concurrency),
+		exec:       ex,
+		plugins:    sets,
+		anyPlugins: anyPlugins,
 	}, nil
 }
 

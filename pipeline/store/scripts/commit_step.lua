@@ -2,11 +2,13 @@
 -- ToolGate decided (new, suspended or terminal) and move the step to tools,
 -- if the caller still holds the step.
 -- KEYS: 1 run hash, 2 events stream, 3 messages list, 4 step list,
---       5.. one call hash per call, in index order
+--       5.. one call hash per call, in index order, then last the run's
+--       plugin state hash
 -- ARGV: 1 step, 2 owner, 3 now (ms), 4 run id, 5 input tokens, 6 output
 --       tokens, 7 assistant message JSON, 8 message.assistant event JSON,
 --       then per call, in index order: id, n, n HSET arguments (the whole
---       call hash), m, m event JSON (tool_call.created and what follows it)
+--       call hash), m, m event JSON (tool_call.created and what follows it),
+--       then k state updates as key, value pairs ("" deletes) and last k
 -- Returns {run hash, call hash, call hash, ...}.
 local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state', 'lease_owner')
 local status, step, state, owner = run[1], run[2], run[3], run[4]
@@ -28,16 +30,18 @@ end
 if owner ~= ARGV[2] then
   return redis.error_reply('LEASE_LOST step ' .. step .. ' is held by ' .. (owner or ''))
 end
+local nstate = tonumber(ARGV[#ARGV])
+local argEnd = #ARGV - 1 - 2 * nstate
 local calls = {}
 local a = 9
-while a <= #ARGV do
+while a <= argEnd do
   local n = tonumber(ARGV[a + 1])
   local m = tonumber(ARGV[a + 2 + n])
   calls[#calls + 1] = {id = ARGV[a], fields = a + 2, nfields = n, events = a + 3 + n, nevents = m}
   a = a + 3 + n + m
 end
-if #calls ~= #KEYS - 4 then
-  return redis.error_reply('ERR commit_step: ' .. #calls .. ' calls for ' .. (#KEYS - 4) .. ' keys')
+if #calls ~= #KEYS - 5 then
+  return redis.error_reply('ERR commit_step: ' .. #calls .. ' calls for ' .. (#KEYS - 5) .. ' keys')
 end
 for i, c in ipairs(calls) do
   if redis.call('EXISTS', KEYS[4 + i]) == 1 then
@@ -49,6 +53,13 @@ redis.call('HINCRBY', KEYS[1], 'in_tok', ARGV[5])
 redis.call('HINCRBY', KEYS[1], 'out_tok', ARGV[6])
 redis.call('HSET', KEYS[1], 'step_state', 'tools', 'lease_owner', '', 'lease_until', '0', 'updated_at', ARGV[3])
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
+for i = argEnd + 1, #ARGV - 1, 2 do
+  if ARGV[i + 1] == '' then
+    redis.call('HDEL', KEYS[#KEYS], ARGV[i])
+  else
+    redis.call('HSET', KEYS[#KEYS], ARGV[i], ARGV[i + 1])
+  end
+end
 local out = {redis.call('HGETALL', KEYS[1])}
 for i, c in ipairs(calls) do
   local fields = {}

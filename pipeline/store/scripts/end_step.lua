@@ -1,12 +1,14 @@
 -- EndStep: once every call of the step is terminal, append the tool-result
 -- messages and either end the run or move it to the next step.
 -- KEYS: 1 run hash, 2 events stream, 3 messages list, 4 step list,
---       5.. the call hashes of the step list as the caller read it
+--       5.. the call hashes of the step list as the caller read it, then
+--       last the run's plugin state hash
 -- ARGV: 1 step, 2 now (ms), 3 terminal call statuses (",succeeded,...,"),
 --       4 finish ("1" ends the run, "0" goes on), 5 reason, 6 code,
 --       7 detail, 8 step.ended event JSON, 9 run.finished event JSON,
 --       10 n = number of calls, 11..10+n their ids in list order,
---       11+n.. tool-result message JSON
+--       11+n.. tool-result message JSON, then k state updates as key, value
+--       pairs ("" deletes) and last k
 -- Returns the run hash. "RETRY" when the step list is not what the caller
 -- read (it read before the step was committed).
 local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state')
@@ -25,7 +27,9 @@ if state ~= 'tools' then
 end
 local n = tonumber(ARGV[10])
 local ids = redis.call('LRANGE', KEYS[4], 0, -1)
-if #ids ~= n or #KEYS - 4 ~= n then
+local nstate = tonumber(ARGV[#ARGV])
+local argEnd = #ARGV - 1 - 2 * nstate
+if #ids ~= n or #KEYS - 5 ~= n then
   return redis.error_reply('RETRY step list changed')
 end
 for i = 1, n do
@@ -39,7 +43,14 @@ for i = 1, n do
     return redis.error_reply('STALE call ' .. ids[i] .. ' is ' .. cs .. ', not terminal')
   end
 end
-for i = 11 + n, #ARGV do
+for i = argEnd + 1, #ARGV - 1, 2 do
+  if ARGV[i + 1] == '' then
+    redis.call('HDEL', KEYS[#KEYS], ARGV[i])
+  else
+    redis.call('HSET', KEYS[#KEYS], ARGV[i], ARGV[i + 1])
+  end
+end
+for i = 11 + n, argEnd do
   redis.call('RPUSH', KEYS[3], ARGV[i])
 end
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])

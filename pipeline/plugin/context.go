@@ -1,0 +1,54 @@
+package plugin
+
+import (
+	"encoding/json"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/model"
+)
+
+// Context is what a hook or handler sees of the phase it runs in. The
+// fields a phase does not have are nil. Hooks must not change it directly:
+// they return a Command, and the built-in actions change the request, the
+// intercepts or the result.
+type Context struct {
+	Phase    pipeline.Phase
+	Run      pipeline.Run
+	State    State              // the run's state, with this phase's updates so far
+	Messages []pipeline.Message // the conversation so far (step worker phases)
+
+	Request  *Request            // BeforeInference: the inference about to be made
+	Response *model.Response     // AfterInference: the model's answer
+	Call     *pipeline.ToolCall  // ToolGate, BeforeToolExecute, AfterToolExecute: the call
+	Result   *Result             // AfterToolExecute: the call's outcome, which actions may change
+	Calls    []pipeline.ToolCall // StepEnd: the step's calls, all terminal
+
+	// Set by the runner: what the phase collected.
+	Intercepts []pipeline.Intercept // ToolGate: intercepts scheduled for the call
+	Skip       string               // BeforeInference: non-empty skips inference; the run ends behavior_requested
+	Updates    []Update             // every state update of the phase, in order
+	Failed     []FailedAction       // handlers that failed in the phase
+}
+
+// Request is an inference about to be made, as BeforeInference actions
+// shape it.
+type Request struct {
+	System   string
+	Messages []pipeline.Message // context messages are appended here, not to the run's history
+	Tools    []model.ToolSpec
+	Override model.Override
+}
+
+// Result is a tool call's outcome as AfterToolExecute sees it.
+type Result struct {
+	Status pipeline.ToolCallStatus
+	Value  json.RawMessage
+	Error  string
+}
+
+// FailedAction records a handler that failed; it is not retried.
+type FailedAction struct {
+	Phase pipeline.Phase `json:"phase"`
+	Key   string         `json:"key"`
+	Error string         `json:"error"`
+}

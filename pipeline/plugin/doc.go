@@ -1,0 +1,32 @@
+// Package plugin is how stepwise is extended: a plugin registers hooks for
+// any of the nine phases and handlers for scheduled actions; a hook or a
+// handler returns a Command — state updates and more actions to schedule
+// (the seeds' StateCommand). Actions run in their target phase's
+// convergence loop: a handler may schedule more, up to MaxRounds rounds;
+// past it the phase fails with ErrPhaseRunLoopExceeded and the run ends
+// with error. A failing handler is recorded in the run's failed actions and
+// not retried.
+//
+//	type greeter struct{}
+//
+//	func (greeter) Register(r *plugin.Registrar) error {
+//		r.Hook(pipeline.PhaseBeforeInference, func(ctx context.Context, pc *plugin.Context) (plugin.Command, error) {
+//			var cmd plugin.Command
+//			err := cmd.Schedule(plugin.AddContextMessage, plugin.ContextMessage{Role: "system", Content: "Be kind."})
+//			return cmd, err
+//		})
+//		return nil
+//	}
+//
+//	reg := plugin.NewRegistry()
+//	reg.Add("greeter", func(json.RawMessage) (plugin.Plugin, error) { return greeter{}, nil })
+//
+// State keys are typed (Key[T]); keys registered persistent are
+// checkpointed with the run (committed atomically with the step, so a step
+// delivered twice changes them once) and shown in GET /v1/runs/{id}. Hooks
+// may run more than once under redelivery: they must be replay-safe, which
+// they are when their effects go through the Command.
+//
+// Which process runs a phase: BeforeToolExecute and AfterToolExecute run in
+// the tool worker, every other phase in the step worker.
+package plugin

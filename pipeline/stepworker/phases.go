@@ -1,0 +1,74 @@
+package stepworker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/plugin"
+)
+
+// phases runs the plugin phases of one step in this process: it carries the
+// plugin context and the actions scheduled for phases still to come.
+type phases struct {
+	set     *plugin.Set
+	pc      *plugin.Context
+	pending []plugin.Action
+}
+
+func (w *Worker) phases(ctx context.Context, run pipeline.Run, msgs []pipeline.Message) (*phases, error) {
+	state, err := w.store.RunState(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &phases{set: w.plugins[run.Agent], pc: &plugin.Context{Run: run, State: state, Messages: msgs}}, nil
+}
+
+// run runs phase p: its hooks and its actions' convergence loop.
+func (ph *phases) run(ctx context.Context, p pipeline.Phase) error {
+	ph.pc.Phase = p
+	later, err := ph.set.Run(ctx, ph.pc, ph.pending)
+	ph.pending = later
+	if err != nil {
+		return fmt.Errorf("phase %s: %w", p, err)
+	}
+	return nil
+}
+
+// gateCall runs ToolGate for one call and returns the intercepts plugins
+// scheduled for it.
+func (ph *phases) gateCall(ctx context.Context, c pipeline.ToolCall) ([]pipeline.Intercept, error) {
+	ph.pc.Call, ph.pc.Intercepts = &c, nil
+	defer func() { ph.pc.Call = nil }()
+	if err := ph.run(ctx, pipeline.PhaseToolGate); err != nil {
+		return nil, err
+	}
+	return ph.pc.Intercepts, nil
+}
+
+// updates are the persistent state updates of the phases run so far.
+func (ph *phases) updates() []pipeline.StateUpdate { return ph.set.PersistentUpdates(ph.pc.Updates) }
+
+// stepEnd runs the StepEnd phase over a step's terminal calls and returns
+// its persistent state updates.
+func (w *Worker) stepEnd(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) ([]pipeline.StateUpdate, error) {
+	ph, err := w.phases(ctx, run, nil)
+	if err != nil {
+		return nil, err
+	}
+	ph.pc.Calls = calls
+	if err := ph.run(ctx, pipeline.PhaseStepEnd); err != nil {
+		return nil, err
+	}
+	return ph.updates(), nil
+}
+
+// runEnd runs the RunEnd phase of a done run. Its hooks observe; the run is
+// done, so state they set is not kept.
+func (w *Worker) runEnd(ctx context.Context, run pipeline.Run) error {
+	ph, err := w.phases(ctx, run, nil)
+	if err != nil {
+		return err
+	}
+	return ph.run(ctx, pipeline.PhaseRunEnd)
+}

@@ -1,0 +1,42 @@
+package toolworker
+
+import (
+	"fmt"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/plugin"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+)
+
+// withPhases runs a call's execution between its BeforeToolExecute and
+// AfterToolExecute phases, the two that run in the tool worker. Hooks of
+// BeforeToolExecute run only for calls that actually execute; an error in
+// either phase fails the call. AfterToolExecute's actions may change the
+// outcome (a result guard cutting a large result, say). Runs of agents
+// without plugins skip both and the extra read of the run.
+func (w *Worker) withPhases(call pipeline.ToolCall, execute func() (store.CallOutcome, bool)) (store.CallOutcome, bool) {
+	if !w.anyPlugins {
+		return execute()
+	}
+	ctx := w.ctx
+	run, err := w.store.GetRun(ctx, call.RunID)
+	if err != nil {
+		return failed(fmt.Sprintf("load the run for its plugins: %v", err)), true
+	}
+	set := w.plugins[run.Agent]
+	pc := &plugin.Context{Phase: pipeline.PhaseBeforeToolExecute, Run: run, Call: &call, State: plugin.State{}}
+	if _, err := set.Run(ctx, pc, nil); err != nil {
+		return failed(fmt.Sprintf("%s: %v", pipeline.PhaseBeforeToolExecute, err)), ctx.Err() == nil
+	}
+	outcome, ok := execute()
+	if !ok {
+		return outcome, false
+	}
+	pc.Phase = pipeline.PhaseAfterToolExecute
+	pc.Result = &plugin.Result{Status: outcome.Status, Value: outcome.Result, Error: outcome.Error}
+	if _, err := set.Run(ctx, pc, nil); err != nil {
+		return failed(fmt.Sprintf("%s: %v", pipeline.PhaseAfterToolExecute, err)), ctx.Err() == nil
+	}
+	outcome.Result, outcome.Error = pc.Result.Value, pc.Result.Error
+	return outcome, true
+}
