@@ -5,6 +5,7 @@ import (
 	"flag"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
+	"github.com/stepwise-run/stepwise/pipeline/plugin/builtin"
 	"log/slog"
 	"os"
 	"strings"
@@ -81,5 +82,5 @@ func (o Options) plugins() *plugin.Registry {
 	if o.Plugins != nil {
 		return o.Plugins
 	}
-	return plugin.NewRegistry()
+	return builtin.Registry()
 }

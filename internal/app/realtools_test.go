@@ -52,8 +52,12 @@ func (s *chatServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msgs, _ := body["messages"].([]any)
-	last, _ := msgs[len(msgs)-1].(map[string]any)
-	answered := last["role"] == "tool"
+	answered := false // a tool result anywhere: the second turn
+	for _, m := range msgs {
+		if mm, _ := m.(map[string]any); mm["role"] == "tool" {
+			answered = true
+		}
+	}
 	if s.stream {
 		s.writeStream(w, answered)
 		return

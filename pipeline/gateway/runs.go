@@ -32,6 +32,8 @@ type RunSummary struct {
 type RunView struct {
 	RunSummary
 	ToolCalls []ToolCallView `json:"tool_calls"`
+	// State is the run's persistent plugin state (key → value), when any.
+	State map[string]json.RawMessage `json:"state,omitempty"`
 }
 
 // ToolCallView is one tool call of RunView. Gate, Parking, Decision and
@@ -144,7 +146,12 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, what, err)
 		return
 	}
-	view := RunView{RunSummary: summaryOf(run), ToolCalls: make([]ToolCallView, 0, len(calls))}
+	state, err := s.cfg.Store.RunState(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, what, err)
+		return
+	}
+	view := RunView{RunSummary: summaryOf(run), ToolCalls: make([]ToolCallView, 0, len(calls)), State: state}
 	for _, c := range calls {
 		view.ToolCalls = append(view.ToolCalls, callViewOf(c))
 	}

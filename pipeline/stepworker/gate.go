@@ -50,7 +50,11 @@ func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, agent c
 		if err != nil {
 			return nil, err
 		}
-		in := pipeline.CombineIntercepts(append(w.intercepts(agent, params, c), fromPlugins...)...)
+		own := w.intercepts(agent, params, c)
+		if _, configured := w.cfg.Tool(c.Tool); !configured && len(fromPlugins) > 0 {
+			own = nil // a plugin answers a tool of its own (tool_search): it is not "unavailable"
+		}
+		in := pipeline.CombineIntercepts(append(own, fromPlugins...)...)
 		c.Gate = in.Action
 		switch in.Action {
 		case pipeline.GateBlock:

@@ -12,8 +12,10 @@ import (
 // AfterToolExecute phases, the two that run in the tool worker. Hooks of
 // BeforeToolExecute run only for calls that actually execute; an error in
 // either phase fails the call. AfterToolExecute's actions may change the
-// outcome (a result guard cutting a large result, say). Runs of agents
-// without plugins skip both and the extra read of the run.
+// outcome (a result guard cutting a large result, say). The hooks see the
+// run's persistent state; state they set is not kept (the run's state
+// changes with its steps, in the step worker). Runs of agents without
+// plugins skip both and the extra reads.
 func (w *Worker) withPhases(call pipeline.ToolCall, execute func() (store.CallOutcome, bool)) (store.CallOutcome, bool) {
 	if !w.anyPlugins {
 		return execute()
@@ -23,8 +25,12 @@ func (w *Worker) withPhases(call pipeline.ToolCall, execute func() (store.CallOu
 	if err != nil {
 		return failed(fmt.Sprintf("load the run for its plugins: %v", err)), true
 	}
+	state, err := w.store.RunState(ctx, call.RunID)
+	if err != nil {
+		return failed(fmt.Sprintf("load the run's plugin state: %v", err)), true
+	}
 	set := w.plugins[run.Agent]
-	pc := &plugin.Context{Phase: pipeline.PhaseBeforeToolExecute, Run: run, Call: &call, State: plugin.State{}}
+	pc := &plugin.Context{Phase: pipeline.PhaseBeforeToolExecute, Run: run, Call: &call, State: state}
 	if _, err := set.Run(ctx, pc, nil); err != nil {
 		return failed(fmt.Sprintf("%s: %v", pipeline.PhaseBeforeToolExecute, err)), ctx.Err() == nil
 	}

@@ -16,12 +16,23 @@ import (
 const emptySchema = `{"type":"object"}`
 
 // params maps a request to the Chat Completions wire format: the system
-// prompt first, then the conversation, then the tools as functions.
+// prompt first, then the conversation, then the tools as functions. The
+// step's override (a plugin's SetInferenceOverride) takes precedence over
+// the configured model, temperature and max tokens.
 func (m *Model) params(req model.Request) (oai.ChatCompletionNewParams, error) {
 	p := oai.ChatCompletionNewParams{
 		Model:       m.name,
 		Temperature: m.temperature,
 		MaxTokens:   m.maxTokens,
+	}
+	if o := req.Override; o.Model != "" {
+		p.Model = o.Model
+	}
+	if o := req.Override; o.Temperature != nil {
+		p.Temperature = oai.Float(*o.Temperature)
+	}
+	if o := req.Override; o.MaxTokens != nil {
+		p.MaxTokens = oai.Int(int64(*o.MaxTokens))
 	}
 	if req.System != "" {
 		p.Messages = append(p.Messages, oai.SystemMessage(req.System))
