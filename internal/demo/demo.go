@@ -28,12 +28,13 @@ type Options struct {
 
 // Report is the outcome of a demo batch.
 type Report struct {
-	Runs     int
-	Passed   int
-	Steps    int
-	Calls    int
-	Elapsed  time.Duration // from submitting the batch to the last result
-	Failures []string      // one line per run that did not end as its script says
+	Runs      int
+	Passed    int
+	Steps     int
+	Calls     int
+	Decisions int           // approvals the demo's approver gave or refused
+	Elapsed   time.Duration // from submitting the batch to the last result
+	Failures  []string      // one line per run that did not end as its script says
 }
 
 // OK reports whether every run ended as expected.
@@ -98,6 +99,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		batch[i] = req
 		want[req["run_id"].(string)] = sc
 	}
+	approverCtx, stopApprover := context.WithCancel(ctx)
+	approvals := make(chan int, 1)
+	go func() { approvals <- approve(approverCtx, c) }()
 	start := time.Now()
 	if err := c.post(ctx, "/v1/runs/batch", batch); err != nil {
 		return Report{}, fmt.Errorf("submit the batch: %w", err)
@@ -105,10 +109,12 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	fmt.Fprintf(o.Out, "submitted %d runs\n", o.Runs)
 	finished, err := waitAll(ctx, o.Out, results, want)
 	elapsed := time.Since(start)
+	stopApprover()
+	decided := <-approvals
 	if err != nil {
 		return Report{}, fmt.Errorf("%w (%d of %d runs finished)", err, len(finished), o.Runs)
 	}
-	rep := Report{Runs: o.Runs, Elapsed: elapsed}
+	rep := Report{Runs: o.Runs, Elapsed: elapsed, Decisions: decided}
 	for id, sc := range want {
 		var r runView
 		var msgs struct {
@@ -190,7 +196,7 @@ func summarize(out io.Writer, r Report) {
 	for _, sc := range scenarios {
 		fmt.Fprintf(out, "    - %s\n", sc.name)
 	}
-	fmt.Fprintf(out, "  steps       %d\n  tool calls  %d\n", r.Steps, r.Calls)
+	fmt.Fprintf(out, "  steps       %d\n  tool calls  %d\n  decisions   %d (by the demo's approver, through POST /v1/runs/{id}/decisions)\n", r.Steps, r.Calls, r.Decisions)
 	fmt.Fprintf(out, "  elapsed     %s\n", r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(out, "  throughput  %.0f runs/s, %.0f steps/s, %.0f tool calls/s\n",
 		float64(r.Runs)/secs, float64(r.Steps)/secs, float64(r.Calls)/secs)

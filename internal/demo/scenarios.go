@@ -39,6 +39,22 @@ var scenarios = []scenario{
 		callState: []pipeline.ToolCallStatus{"failed", "succeeded"},
 	},
 	{
+		name: "refund (waits for approval; the approver resumes it)",
+		script: `{"provider":"script","turns":[
+			{"text":"Refunding the order.","tool_calls":[{"name":"refund","arguments":{"order":"A-7","amount":250}}]},
+			{"text":"The refund of 250 went through."}]}`,
+		steps: 2, messages: 1 + 2 + 1,
+		callState: []pipeline.ToolCallStatus{"succeeded"},
+	},
+	{
+		name: "refund over the limit (the approver cancels it)",
+		script: `{"provider":"script","turns":[
+			{"text":"Refunding the order.","tool_calls":[{"name":"refund","arguments":{"order":"B-9","amount":5000}}]},
+			{"text":"The refund was refused; I will tell the customer."}]}`,
+		steps: 2, messages: 1 + 2 + 1,
+		callState: []pipeline.ToolCallStatus{"cancelled"},
+	},
+	{
 		name:   "direct (answers at once)",
 		script: `{"provider":"script","turns":[{"text":"Hello! Nothing to look up."}]}`,
 		steps:  1, messages: 2,
