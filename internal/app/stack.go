@@ -43,47 +43,40 @@ type Stack struct {
 // the topics (the static ones and one per tool queue). A missing or
 // unreachable address is an error that says which and how to give it.
 func Connect(ctx context.Context, o Options) (*Stack, error) {
-	log := o.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	cfg, err := o.config()
+	cfg, err := o.config() // its mistakes first: they need no infrastructure to be seen
 	if err != nil {
 		return nil, err
 	}
+	o.Config = cfg
 	brokers, errK := o.brokers()
-	url, errR := o.redisURL()
+	_, errR := o.redisURL()
 	if err := errors.Join(errK, errR); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
 	defer cancel()
-
-	rdb, err := connectRedis(ctx, url)
+	s, err := open(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	names := cfg.Kafka.Names()
+	fail := func(err error) (*Stack, error) {
+		_ = s.Redis.Close()
+		return nil, err
+	}
 	if err := kafka.Check(ctx, brokers); err != nil {
-		_ = rdb.Close()
-		return nil, err
+		return fail(err)
 	}
-	all := append(names.Static(), queueTopics(names, cfg.Queues())...)
-	if err := kafka.EnsureTopics(ctx, brokers, all, cfg.Kafka.Partitions); err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("create topics: %w", err)
+	all := append(s.Names.Static(), queueTopics(s.Names, s.Config.Queues())...)
+	if err := kafka.EnsureTopics(ctx, brokers, all, s.Config.Kafka.Partitions); err != nil {
+		return fail(fmt.Errorf("create topics: %w", err))
 	}
-	wm := watermill.NewSlogLogger(log)
-	pub, err := kafka.NewPublisher(brokers, wm)
+	pub, err := kafka.NewPublisher(brokers, s.wmLogger)
 	if err != nil {
-		_ = rdb.Close()
-		return nil, err
+		return fail(err)
 	}
-	return &Stack{
-		Config: cfg, Names: names, Brokers: brokers, Redis: rdb, Store: store.New(rdb),
-		Publisher: pub, Logger: log, wmLogger: wm, Plugins: o.plugins(),
-		transport: kafkaTransport{brokers: brokers, partitions: cfg.Kafka.Partitions, logger: wm},
-	}, nil
+	s.Brokers, s.Publisher = brokers, pub
+	s.transport = kafkaTransport{brokers: brokers, partitions: s.Config.Kafka.Partitions, logger: s.wmLogger}
+	return s, nil
 }
 
 // InProcess returns a stack whose messages travel through an in-process Go
@@ -91,6 +84,22 @@ func Connect(ctx context.Context, o Options) (*Stack, error) {
 // It is for measuring what the broker costs (benchmarks); it has no consumer
 // groups, so run one worker of each kind on it.
 func InProcess(ctx context.Context, o Options) (*Stack, error) {
+	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	defer cancel()
+	s, err := open(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	// Persistent: a message published before its subscriber joined still
+	// arrives (Kafka keeps it too); the channel keeps what passed through it.
+	ch := gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 1024, Persistent: true}, s.wmLogger)
+	s.Publisher, s.transport = ch, channelTransport{ch: ch}
+	return s, nil
+}
+
+// open loads the configuration and connects to Redis: what every stack has
+// before its transport.
+func open(ctx context.Context, o Options) (*Stack, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
@@ -103,19 +112,13 @@ func InProcess(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
-	defer cancel()
 	rdb, err := connectRedis(ctx, url)
 	if err != nil {
 		return nil, err
 	}
-	wm := watermill.NewSlogLogger(log)
-	// Persistent: a message published before its subscriber joined still
-	// arrives (Kafka keeps it too); the channel keeps what passed through it.
-	ch := gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 1024, Persistent: true}, wm)
 	return &Stack{
 		Config: cfg, Names: cfg.Kafka.Names(), Redis: rdb, Store: store.New(rdb),
-		Publisher: ch, Logger: log, wmLogger: wm, Plugins: o.plugins(), transport: channelTransport{ch: ch},
+		Logger: log, wmLogger: watermill.NewSlogLogger(log), Plugins: o.plugins(),
 	}, nil
 }
 

@@ -100,6 +100,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		want[req["run_id"].(string)] = sc
 	}
 	approverCtx, stopApprover := context.WithCancel(ctx)
+	defer stopApprover()
 	approvals := make(chan int, 1)
 	go func() { approvals <- approve(approverCtx, c) }()
 	start := time.Now()

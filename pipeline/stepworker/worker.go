@@ -2,7 +2,6 @@ package stepworker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -13,52 +12,12 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/stop"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
+	"github.com/stepwise-run/stepwise/pipeline/worker"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
-// Config is what a step worker needs. Store, Publisher, Config and WorkerID
-// are required; the tuning numbers come from Config.StepWorker.
-type Config struct {
-	Store     *store.Store
-	Publisher topics.Publisher
-	Names     topics.Names
-	Config    *config.Config
-	Catalog   *catalog.Catalog // where tool workers publish MCP tools' schemas; nil: not read
-	Plugins   *plugin.Registry // the plugins agents may enable; nil: none
-	WorkerID  string           // unique per process; owns the leases it takes
-	Now       func() time.Time // default time.Now
-	Logger    *slog.Logger     // default slog.Default()
-}
-
-func (c *Config) setDefaults() {
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Names == (topics.Names{}) {
-		c.Names = topics.NewNames("")
-	}
-}
-
-// Validate reports every missing dependency at once.
-func (c *Config) Validate() error {
-	var errs []error
-	if c.Store == nil {
-		errs = append(errs, errors.New("stepworker: Store is required"))
-	}
-	if c.Publisher == nil {
-		errs = append(errs, errors.New("stepworker: Publisher is required"))
-	}
-	if c.Config == nil {
-		errs = append(errs, errors.New("stepworker: Config is required"))
-	}
-	if c.WorkerID == "" {
-		errs = append(errs, errors.New("stepworker: WorkerID is required"))
-	}
-	return errors.Join(errs...)
-}
+// Config is what a step worker needs; see worker.Deps.
+type Config = worker.Deps
 
 // Worker holds the Step and StepEnd handlers and the sweeper. Its handlers
 // are safe for concurrent use by a Watermill router.
@@ -85,8 +44,8 @@ type Worker struct {
 // as long as ctx. Cancelling ctx abandons inference in flight without
 // committing; the leases expire and the sweeper re-drives the steps.
 func New(ctx context.Context, cfg Config) (*Worker, error) {
-	cfg.setDefaults()
-	if err := cfg.Validate(); err != nil {
+	cfg, err := cfg.WithDefaults("stepworker")
+	if err != nil {
 		return nil, err
 	}
 	models, err := newModels(cfg.Config)
@@ -100,9 +59,6 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	stops, err := compileStops(cfg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("stepworker: %w", err)
-	}
-	if cfg.Plugins == nil {
-		cfg.Plugins = plugin.NewRegistry()
 	}
 	plugins, err := cfg.Plugins.ForAgents(cfg.Config)
 	if err != nil {
