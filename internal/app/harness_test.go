@@ -182,6 +182,9 @@ type callView struct {
 	Arguments json.RawMessage         `json:"arguments"`
 	Result    json.RawMessage         `json:"result,omitempty"`
 	Error     string                  `json:"error,omitempty"`
+	Decision  *struct {
+		DecidedBy string `json:"decided_by"`
+	} `json:"decision,omitempty"`
 }
 
 func getRun(t *testing.T, base, id string) runView {

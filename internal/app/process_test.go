@@ -161,3 +161,28 @@ func withoutStepwiseEnv() []string {
 	}
 	return env
 }
+
+func TestProcesses_a_parked_run_resumes_after_both_workers_were_killed(t *testing.T) {
+	bin := programs(t)
+	in := newInfra(t)
+	cfgPath := writeConfig(t, approvalsConfig)
+	stack := connect(t, in, parseConfig(t, approvalsConfig))
+	base := serve(t, stack)
+	env := []string{app.EnvKafkaBrokers + "=" + strings.Join(in.brokers, ","), app.EnvRedisURL + "=" + in.redisURL}
+	steps := startProcess(t, filepath.Join(bin, "stepworker"), env, "--config", cfgPath)
+	tools := startProcess(t, filepath.Join(bin, "toolworker"), env, "--config", cfgPath)
+
+	id := createRun(t, base, "r-killed-while-waiting", "approvals", script(call("A", "tool_a", `{"n":1}`), call("B", "echo", `{"n":2}`)))
+	waitFor(t, base, id, "waiting", func(v runView) bool { return v.Status == pipeline.RunWaiting })
+	steps.kill(t)
+	tools.kill(t)
+
+	decide(t, base, id, map[string]any{"decision_id": "after-kill", "call_id": "A", "action": "resume", "decided_by": "ops"})
+	startProcess(t, filepath.Join(bin, "stepworker"), env, "--config", cfgPath)
+	startProcess(t, filepath.Join(bin, "toolworker"), env, "--config", cfgPath)
+	v := waitDone(t, base, id, 60*time.Second)
+	assertNaturalEnd(t, v, 1)
+	if c := callOf(v, "A"); c.Status != "succeeded" || c.Decision == nil || c.Decision.DecidedBy != "ops" {
+		t.Fatalf("A: %+v", c)
+	}
+}
