@@ -260,6 +260,7 @@ func TestPipeline_malformed_messages_go_to_dead_letter_with_their_reason_and_run
 		stack.Names.RunSteps():           `not json at all`,
 		stack.Names.ToolResults():        `{"run_id":"r-x","step":0,"call_id":"c","status":"exploded"}`,
 		stack.Names.ToolCalls("default"): `{"run_id":"r-x","step":0}`,
+		stack.Names.Decisions():          `{"run_id":"r-x","call_id":"c","action":"approve"}`,
 	}
 	for topic, payload := range bad {
 		publishRaw(t, stack, topic, payload)
