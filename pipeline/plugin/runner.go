@@ -34,6 +34,21 @@ type Set struct {
 	MaxRounds int
 }
 
+// Empty reports whether the set has no hooks: its phases can only run
+// actions scheduled from elsewhere, so a worker need not load the run's
+// state for it.
+func (s *Set) Empty() bool {
+	if s == nil {
+		return true
+	}
+	for _, hooks := range s.reg.hooks {
+		if len(hooks) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Persistent reports whether key is checkpointed with the run.
 func (s *Set) Persistent(key string) bool {
 	return key == FailedActionsKey.Name || s.reg.persistent[key]

@@ -17,11 +17,15 @@ type phases struct {
 }
 
 func (w *Worker) phases(ctx context.Context, run pipeline.Run, msgs []pipeline.Message) (*phases, error) {
-	state, err := w.store.RunState(ctx, run.ID)
-	if err != nil {
-		return nil, err
+	set := w.plugins[run.Agent]
+	state := plugin.State{}
+	if !set.Empty() { // without hooks nothing reads or writes the state: spare the round trip
+		var err error
+		if state, err = w.store.RunState(ctx, run.ID); err != nil {
+			return nil, err
+		}
 	}
-	return &phases{set: w.plugins[run.Agent], pc: &plugin.Context{Run: run, State: state, Messages: msgs}}, nil
+	return &phases{set: set, pc: &plugin.Context{Run: run, State: state, Messages: msgs}}, nil
 }
 
 // run runs phase p: its hooks and its actions' convergence loop.
