@@ -3,7 +3,7 @@
 // encoding and validating decoding, and the partition key (always run_id).
 //
 //	names := topics.NewNames("stepwise.")
-//	msg, err := topics.NewMessage(topics.StepRequested{RunID: "r-1", Step: 0})
+//	msg, err := topics.NewMessage(topics.StepRequested{Header: topics.Header{RunID: "r-1"}, Step: 0})
 //	err = publisher.Publish(names.RunSteps(), msg)
 //
 //	req, err := topics.Decode[topics.StepRequested](msg.Payload)

@@ -1,8 +1,12 @@
 // Command stepwise is the command line of stepwise:
 //
-//	stepwise dev   [--config FILE] [--http ADDR] [--kafka ADDR] [--redis URL]   everything in one process
-//	stepwise infra [--kafka ADDR] [--redis URL]                                 only the embedded broker and Redis
-//	stepwise demo  [--runs N]                                                   a sample batch on an embedded stack
+//	stepwise dev   [--config FILE] [--http ADDR] [--kafka ADDR] [--redis URL] [--data DIR]   everything in one process
+//	stepwise infra [--kafka ADDR] [--redis ADDR] [--data DIR]                               only the embedded broker and Redis
+//	stepwise demo  [--runs N]                                                               a sample batch on an embedded stack
+//
+// dev's --redis is the URL of a Redis to use instead of the embedded one;
+// infra's --redis is the address its embedded Redis listens on. --data keeps
+// the embedded broker's topics and offsets in DIR across restarts.
 package main
 
 import (

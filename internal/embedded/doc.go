@@ -14,6 +14,5 @@
 //	fmt.Println("kafka", strings.Join(k.Addrs(), ","), "redis", r.URL())
 //
 // Both are fakes: close to the real servers for what stepwise uses, not for
-// everything (see INFRA-NOTES for the measured differences). Neither is for
-// production.
+// everything. Neither is for production.
 package embedded
