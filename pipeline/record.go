@@ -21,6 +21,7 @@ type Run struct {
 	Attempts    int             `json:"attempts,omitempty"` // claims of the current step
 	LeaseOwner  string          `json:"-"`
 	LeaseUntil  time.Time       `json:"-"`
+	Published   bool            `json:"-"` // a done run's result is on run-results
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
 }

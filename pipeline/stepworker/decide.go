@@ -132,6 +132,11 @@ func (w *Worker) cancelRun(ctx context.Context, d topics.Decision) error {
 	case err != nil:
 		return err
 	}
+	// A waiting run may be off the sweeper's list: put it back, so the
+	// result goes out even if this worker dies before publishing it.
+	if err := w.store.ScheduleSweep(ctx, run.ID, w.now().Add(w.settings.Lease.Duration)); err != nil {
+		return err
+	}
 	return w.publishResult(run)
 }
 

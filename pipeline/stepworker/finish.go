@@ -45,7 +45,9 @@ func (w *Worker) finish(ctx context.Context, run pipeline.Run, t pipeline.Termin
 
 // publishResult is RunEnd: it rejects the decisions still held for calls
 // that never parked, runs the RunEnd hooks, and publishes the done run's
-// outcome to run-results.
+// outcome to run-results, then marks it published. A worker that dies
+// before the mark leaves the run on the sweeper's list, and the sweeper
+// publishes again: the result goes out at least once.
 func (w *Worker) publishResult(run pipeline.Run) error {
 	all := func(store.HeldDecision) bool { return true }
 	if err := w.dropHeld(w.ctx, run.ID, all, "before the run ended"); err != nil {
@@ -58,8 +60,11 @@ func (w *Worker) publishResult(run pipeline.Run) error {
 	if run.Termination != nil {
 		t = *run.Termination
 	}
-	return topics.Publish(w.pub, w.names.RunResults(), topics.RunResult{
+	if err := topics.Publish(w.pub, w.names.RunResults(), topics.RunResult{
 		Header: topics.Header{RunID: run.ID}, Agent: run.Agent, Status: run.Status,
 		Step: run.Step, Termination: t, Usage: run.Usage,
-	})
+	}); err != nil {
+		return err // the run stays on the sweeper's list, which publishes again
+	}
+	return w.store.MarkPublished(w.ctx, run.ID)
 }

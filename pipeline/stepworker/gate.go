@@ -50,11 +50,14 @@ func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, agent c
 		if err != nil {
 			return nil, err
 		}
-		own := w.intercepts(agent, params, c)
-		if _, configured := w.cfg.Tool(c.Tool); !configured && len(fromPlugins) > 0 {
-			own = nil // a plugin answers a tool of its own (tool_search): it is not "unavailable"
+		in := pipeline.CombineIntercepts(append(w.policy(c), fromPlugins...)...)
+		_, configured := w.cfg.Tool(c.Tool)
+		if pre := w.precheck(agent, params, c); pre != nil && (configured || len(fromPlugins) == 0) {
+			// An unavailable tool or invalid arguments fail the call whatever
+			// else is said; only a plugin answering a tool of its own
+			// (tool_search) is not "unavailable".
+			in = *pre
 		}
-		in := pipeline.CombineIntercepts(append(own, fromPlugins...)...)
 		c.Gate = in.Action
 		switch in.Action {
 		case pipeline.GateBlock:
@@ -76,18 +79,23 @@ func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, agent c
 	return out, nil
 }
 
-// intercepts are the voices at ToolGate for one call: availability and the
-// arguments' validity (checked before the gate: an unknown tool or invalid
-// arguments fail the call with a message the model can act on, and nothing
-// else is asked), then the frontend executor and the tool's permission.
-func (w *Worker) intercepts(agent config.Agent, params map[string]json.RawMessage, c pipeline.ToolCall) []pipeline.Intercept {
-	t, configured := w.cfg.Tool(c.Tool)
-	if !configured || !offers(agent, c.Tool) {
-		return []pipeline.Intercept{{Action: pipeline.GateSetResult, Error: fmt.Sprintf("tool %q is not available to this agent", c.Tool)}}
+// precheck fails a call before the gate when its tool is not the agent's or
+// its arguments do not fit the tool's JSON Schema, with a message the model
+// can act on; nil when the call may be gated.
+func (w *Worker) precheck(agent config.Agent, params map[string]json.RawMessage, c pipeline.ToolCall) *pipeline.Intercept {
+	if _, configured := w.cfg.Tool(c.Tool); !configured || !offers(agent, c.Tool) {
+		return &pipeline.Intercept{Action: pipeline.GateSetResult, Error: fmt.Sprintf("tool %q is not available to this agent", c.Tool)}
 	}
 	if err := w.schemas.check(params[c.Tool], c.Arguments); err != nil {
-		return []pipeline.Intercept{{Action: pipeline.GateSetResult, Error: fmt.Sprintf("invalid arguments for %s: %v", c.Tool, err)}}
+		return &pipeline.Intercept{Action: pipeline.GateSetResult, Error: fmt.Sprintf("invalid arguments for %s: %v", c.Tool, err)}
 	}
+	return nil
+}
+
+// policy is the configuration's voice at ToolGate for one call: the frontend
+// executor and the tool's permission.
+func (w *Worker) policy(c pipeline.ToolCall) []pipeline.Intercept {
+	t, _ := w.cfg.Tool(c.Tool)
 	var out []pipeline.Intercept
 	if t.Executor.Frontend != nil {
 		out = append(out, pipeline.Intercept{Action: pipeline.GateSuspend, Reason: "a frontend tool: the client supplies the result"})

@@ -9,6 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -64,9 +65,10 @@ func (w *Worker) advance(ctx context.Context, run pipeline.Run, calls []pipeline
 	if err != nil {
 		return err
 	}
-	switch pipeline.DeriveRunStatus(pipeline.CallStatuses(calls)) {
+	agent, _ := w.cfg.Agent(run.Agent)
+	switch pipeline.DeriveRunStatus(pipeline.CallStatuses(ahead(agent, calls))) {
 	case pipeline.RunRunning:
-		if agent, _ := w.cfg.Agent(run.Agent); agent.Sequential() {
+		if agent.Sequential() {
 			return w.dispatch(ctx, run, calls)
 		}
 		return nil
@@ -74,11 +76,14 @@ func (w *Worker) advance(ctx context.Context, run pipeline.Run, calls []pipeline
 		if run.Status != pipeline.RunRunning {
 			return nil
 		}
-		_, err := w.store.SetWaiting(ctx, run.ID, run.Step, w.now())
+		run, err := w.store.SetWaiting(ctx, run.ID, run.Step, agent.Sequential(), w.now())
 		if errors.Is(err, store.ErrStale) {
 			return nil // a decision got in first
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return w.scheduleWaiting(ctx, run, w.now())
 	default:
 		return w.endStep(ctx, run, calls)
 	}
@@ -112,6 +117,22 @@ func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline
 		return w.publishResult(run)
 	}
 	return w.requestStep(run)
+}
+
+// ahead returns the calls that decide the step's status: all of them in
+// parallel mode; in sequential mode those up to the first one that is not
+// terminal — the seeds' "break on first suspension": the calls after a
+// suspended one wait behind it, so the run waits.
+func ahead(agent config.Agent, calls []pipeline.ToolCall) []pipeline.ToolCall {
+	if !agent.Sequential() {
+		return calls
+	}
+	for i, c := range calls {
+		if !c.Status.Terminal() {
+			return calls[:i+1]
+		}
+	}
+	return calls
 }
 
 // finishOf says whether the step's calls end the run: a call blocked at

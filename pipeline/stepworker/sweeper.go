@@ -57,6 +57,9 @@ func (w *Worker) sweepRun(ctx context.Context, id string, now time.Time) error {
 		return err
 	}
 	if run.Status.Final() {
+		if !run.Published {
+			return w.publishResult(run) // its publisher died before marking it
+		}
 		return w.store.Unschedule(ctx, id)
 	}
 	switch run.StepState {
@@ -100,7 +103,7 @@ func (w *Worker) sweepDecisions(ctx context.Context, run pipeline.Run, calls []p
 		waited := c.Parking.Deadline.Sub(c.Parking.ParkedAt).Round(time.Second)
 		if err := w.decide(ctx, run.ID, store.Decision{
 			ID: "timeout:" + c.ID, CallID: c.ID, Action: action, DecidedBy: "stepwise",
-			Reason: fmt.Sprintf("approval timed out after %s", waited), Timeout: true,
+			Reason: fmt.Sprintf("no decision within %s", waited), Timeout: true,
 		}); err != nil {
 			return err
 		}

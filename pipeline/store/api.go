@@ -71,7 +71,7 @@ var _ interface {
 	CommitStep(ctx context.Context, runID string, step int, owner string, c StepCommit, now time.Time) (pipeline.Run, []pipeline.ToolCall, error)
 	EndStep(ctx context.Context, runID string, step int, end StepEnd, now time.Time) (pipeline.Run, error)
 	FinishRun(ctx context.Context, runID string, t pipeline.Termination, now time.Time) (pipeline.Run, error)
-	SetWaiting(ctx context.Context, runID string, step int, now time.Time) (pipeline.Run, error)
+	SetWaiting(ctx context.Context, runID string, step int, sequential bool, now time.Time) (pipeline.Run, error)
 	CancelRun(ctx context.Context, runID, by, reason string, now time.Time) (pipeline.Run, error)
 	ClaimCall(ctx context.Context, runID, callID string, lease Lease, now time.Time) (pipeline.ToolCall, error)
 	RenewCallLease(ctx context.Context, runID, callID string, lease Lease) error
@@ -83,6 +83,7 @@ var _ interface {
 	ScheduleSweep(ctx context.Context, runID string, at time.Time) error
 	DueRuns(ctx context.Context, now time.Time, limit int64, recheck time.Time) ([]string, error)
 	Unschedule(ctx context.Context, runID string) error
+	MarkPublished(ctx context.Context, runID string) error
 	RunState(ctx context.Context, runID string) (map[string]json.RawMessage, error)
 	Ping(ctx context.Context) error
 } = (*Store)(nil)

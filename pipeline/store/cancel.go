@@ -93,7 +93,7 @@ func (s *Store) CancelRun(ctx context.Context, runID, by, reason string, now tim
 		if err != nil {
 			return pipeline.Run{}, err
 		}
-		return run, errors.Join(s.Unschedule(ctx, runID), s.unindexPending(ctx, runID, ids...))
+		return run, s.unindexPending(ctx, runID, ids...)
 	}
 	return s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the run's step kept changing", ErrStale, what))
 }

@@ -55,6 +55,7 @@ func decodeRun(runID string, h map[string]string) (pipeline.Run, error) {
 		RequestHash: h["req_hash"],
 		Attempts:    int(d.int("attempts")),
 		LeaseOwner:  h["lease_owner"],
+		Published:   h["published"] == "1",
 		LeaseUntil:  d.time("lease_until"),
 		CreatedAt:   d.time("created_at"),
 		UpdatedAt:   d.time("updated_at"),

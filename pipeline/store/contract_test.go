@@ -31,7 +31,7 @@ type contractCase struct {
 func runContract(t *testing.T, newClient func(t testing.TB) *redis.Client) {
 	rdb := newClient(t)
 	var cases []contractCase
-	for _, group := range [][]contractCase{runCases, stepCases, stateCases, callCases, eventCases, listCases, sweepCases,
+	for _, group := range [][]contractCase{runCases, stepCases, stateCases, outboxCases, callCases, eventCases, listCases, sweepCases,
 		gateCases, decisionCases, cancelCases, pendingCases} {
 		cases = append(cases, group...)
 	}

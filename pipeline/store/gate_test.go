@@ -115,6 +115,20 @@ var gateCases = []contractCase{
 			t.Fatalf("a refused commit changed the run: %+v", run)
 		}
 	}},
+	{"set_waiting_in_sequential_mode_counts_the_calls_up_to_the_parked_one", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		c := suspendedCommit(pipeline.ResumeReplay, "c1", "c2")
+		c.Calls[1].Status, c.Calls[1].Parking = pipeline.CallNew, nil // waits behind c1
+		if _, _, err := f.st.CommitStep(f.ctx, "r1", 0, "w1", c, at(2)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.st.SetWaiting(f.ctx, "r1", 0, false, at(3))
+		wantErr(t, err, store.ErrStale)
+		run, err := f.st.SetWaiting(f.ctx, "r1", 0, true, at(3))
+		if err != nil || run.Status != pipeline.RunWaiting {
+			t.Fatalf("sequential SetWaiting = %+v, %v", run, err)
+		}
+	}},
 	{"set_waiting_parks_the_run_once_nothing_runs", func(t *testing.T, f *fixture) {
 		f.claimed(t, "r1")
 		c := suspendedCommit(pipeline.ResumeReplay, "c1", "c2")
@@ -123,7 +137,7 @@ var gateCases = []contractCase{
 			t.Fatal(err)
 		}
 		f.noEventsFrom(t, "r1", func() {
-			run, err := f.st.SetWaiting(f.ctx, "r1", 0, at(3))
+			run, err := f.st.SetWaiting(f.ctx, "r1", 0, false, at(3))
 			wantErr(t, err, store.ErrStale)
 			if !strings.Contains(err.Error(), "c2") {
 				t.Fatalf("the error does not name the new call: %v", err)
@@ -133,7 +147,7 @@ var gateCases = []contractCase{
 			}
 		})
 		f.done(t, "r1", "c2")
-		run, err := f.st.SetWaiting(f.ctx, "r1", 0, at(5))
+		run, err := f.st.SetWaiting(f.ctx, "r1", 0, false, at(5))
 		if err != nil {
 			t.Fatalf("SetWaiting: %v", err)
 		}
@@ -148,7 +162,7 @@ var gateCases = []contractCase{
 		}
 		wantJSON(t, last.Data, `{"reason":"suspended"}`)
 		f.noEventsFrom(t, "r1", func() {
-			run, err := f.st.SetWaiting(f.ctx, "r1", 0, at(6))
+			run, err := f.st.SetWaiting(f.ctx, "r1", 0, false, at(6))
 			wantErr(t, err, store.ErrStale)
 			if run.Status != pipeline.RunWaiting {
 				t.Fatalf("the refusal returned %+v", run)
@@ -161,27 +175,27 @@ var gateCases = []contractCase{
 	{"set_waiting_refuses_a_step_with_nothing_suspended_or_another_step", func(t *testing.T, f *fixture) {
 		f.claimed(t, "r1")
 		f.noEventsFrom(t, "r1", func() {
-			_, err := f.st.SetWaiting(f.ctx, "r1", 0, at(2)) // not committed yet
+			_, err := f.st.SetWaiting(f.ctx, "r1", 0, false, at(2)) // not committed yet
 			wantErr(t, err, store.ErrStale)
 		})
 		f.commit(t, "r1", 0, "w1", "c1")
 		f.done(t, "r1", "c1")
 		f.noEventsFrom(t, "r1", func() {
-			_, err := f.st.SetWaiting(f.ctx, "r1", 0, at(5))
+			_, err := f.st.SetWaiting(f.ctx, "r1", 0, false, at(5))
 			wantErr(t, err, store.ErrStale)
 			if !strings.Contains(err.Error(), "suspended") {
 				t.Fatalf("err = %v", err)
 			}
-			_, err = f.st.SetWaiting(f.ctx, "r1", 1, at(5))
+			_, err = f.st.SetWaiting(f.ctx, "r1", 1, false, at(5))
 			wantErr(t, err, store.ErrStale)
 		})
-		_, err := f.st.SetWaiting(f.ctx, "nope", 0, at(5))
+		_, err := f.st.SetWaiting(f.ctx, "nope", 0, false, at(5))
 		wantErr(t, err, store.ErrNotFound)
 		if _, err := f.st.FinishRun(f.ctx, "r1", pipeline.Termination{Reason: pipeline.ReasonError}, at(6)); err != nil {
 			t.Fatal(err)
 		}
 		f.noEventsFrom(t, "r1", func() {
-			_, err := f.st.SetWaiting(f.ctx, "r1", 0, at(7))
+			_, err := f.st.SetWaiting(f.ctx, "r1", 0, false, at(7))
 			wantErr(t, err, store.ErrStale)
 		})
 	}},
@@ -221,7 +235,7 @@ var gateCases = []contractCase{
 			t.Fatalf("tool_call.suspended = %+v", evs[1])
 		}
 		wantPending(t, f, store.PendingFilter{}, "r1/c1")
-		if _, err := f.st.SetWaiting(f.ctx, "r1", 0, at(5)); err != nil {
+		if _, err := f.st.SetWaiting(f.ctx, "r1", 0, false, at(5)); err != nil {
 			t.Fatalf("SetWaiting: %v", err)
 		}
 	}},
@@ -252,7 +266,7 @@ func (f *fixture) parked(t *testing.T, id string, mode pipeline.ResumeMode, now 
 	if _, _, err := f.st.CommitStep(f.ctx, id, 0, "w1", suspendedCommit(mode, callIDs...), now); err != nil {
 		t.Fatalf("CommitStep: %v", err)
 	}
-	run, err := f.st.SetWaiting(f.ctx, id, 0, now)
+	run, err := f.st.SetWaiting(f.ctx, id, 0, false, now)
 	if err != nil {
 		t.Fatalf("SetWaiting: %v", err)
 	}

@@ -128,11 +128,22 @@ func (s *Store) FinishRun(ctx context.Context, runID string, t pipeline.Terminat
 	if err != nil {
 		return s.currentRun(ctx, runID, err)
 	}
-	run, err := s.decodeRunReply(runID, v)
+	return s.decodeRunReply(runID, v)
+}
+
+// MarkPublished records that a done run's result is on run-results and takes
+// the run off the sweeper's list. Until then the sweeper keeps the run and
+// publishes the result again if its publisher died (the result's outbox).
+func (s *Store) MarkPublished(ctx context.Context, runID string) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, s.runKey(runID), "published", "1")
+		p.ZRem(ctx, s.activeKey(), runID)
+		return nil
+	})
 	if err != nil {
-		return pipeline.Run{}, err
+		return fmt.Errorf("mark the result of run %s published: %w", runID, err)
 	}
-	return run, s.Unschedule(ctx, runID)
+	return nil
 }
 
 // checkTermination refuses a termination that would not end the run.

@@ -315,14 +315,7 @@ func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd
 		if err != nil {
 			return s.currentRun(ctx, runID, err)
 		}
-		run, err := s.decodeRunReply(runID, v)
-		if err != nil {
-			return pipeline.Run{}, err
-		}
-		if end.Finish != nil {
-			return run, s.Unschedule(ctx, runID)
-		}
-		return run, nil
+		return s.decodeRunReply(runID, v)
 	}
 	return s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the step's call list kept changing", ErrStale, what))
 }
@@ -336,8 +329,10 @@ func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd
 // Refusals: ErrNotFound; ErrStale (with the current run) when the run is not
 // running, at another step, the step is not committed, a call of the step is
 // new, running or resuming (the first such call is named), or none is
-// suspended.
-func (s *Store) SetWaiting(ctx context.Context, runID string, step int, now time.Time) (pipeline.Run, error) {
+// suspended. With sequential, only the calls up to the first one that is
+// not terminal count: the ones after it wait for it, so a suspended call
+// there makes the run wait.
+func (s *Store) SetWaiting(ctx context.Context, runID string, step int, sequential bool, now time.Time) (pipeline.Run, error) {
 	ev, err := newEvent(runID, step, "", pipeline.EventRunFinished, now,
 		pipeline.Termination{Reason: pipeline.ReasonSuspended})
 	if err != nil {
@@ -357,6 +352,11 @@ func (s *Store) SetWaiting(ctx context.Context, runID string, step int, now time
 			keys = append(keys, s.callKey(runID, id))
 			args = append(args, id)
 		}
+		seq := "0"
+		if sequential {
+			seq = "1"
+		}
+		args = append(args, seq)
 		v, err := s.eval(ctx, s.scripts.setWaiting, what, keys, args...)
 		if errors.Is(err, errRetry) {
 			continue

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/stepwise-run/stepwise/pipeline"
 )
 
 var sweepCases = []contractCase{
@@ -100,6 +102,32 @@ var sweepCases = []contractCase{
 			if n != 1 {
 				t.Fatalf("run %s handed out %d times", id, n)
 			}
+		}
+	}},
+}
+
+var outboxCases = []contractCase{
+	{"a_done_run_stays_due_until_its_result_is_marked_published", func(t *testing.T, f *fixture) {
+		f.created(t, "r1")
+		if err := f.st.ScheduleSweep(f.ctx, "r1", at(10)); err != nil {
+			t.Fatal(err)
+		}
+		run, err := f.st.FinishRun(f.ctx, "r1", pipeline.Termination{Reason: pipeline.ReasonCancelled}, at(2))
+		if err != nil || run.Published {
+			t.Fatalf("FinishRun = %+v, %v", run, err)
+		}
+		ids, err := f.st.DueRuns(f.ctx, at(20), 10, at(50))
+		if err != nil || len(ids) != 1 {
+			t.Fatalf("a done run whose result is not out must stay due: %v, %v", ids, err)
+		}
+		if err := f.st.MarkPublished(f.ctx, "r1"); err != nil {
+			t.Fatal(err)
+		}
+		if run := f.run(t, "r1"); !run.Published {
+			t.Fatalf("run = %+v", run)
+		}
+		if ids, _ := f.st.DueRuns(f.ctx, at(100), 10, at(150)); len(ids) != 0 {
+			t.Fatalf("a published run is still due: %v", ids)
 		}
 	}},
 }

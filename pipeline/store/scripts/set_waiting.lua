@@ -4,7 +4,9 @@
 --       4.. the call hashes of the step list as the caller read it
 -- ARGV: 1 step, 2 now (ms), 3 call statuses that keep a run running
 --       (",new,running,resuming,"), 4 run.finished event JSON,
---       5 n = number of calls, 6..5+n their ids in list order
+--       5 n = number of calls, 6..5+n their ids in list order, 6+n "1" when
+--       the step runs its calls sequentially: then only the calls up to the
+--       first one that is not terminal count (the ones after it wait for it)
 -- Returns the run hash. "RETRY" when the step list is not what the caller
 -- read.
 local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state')
@@ -39,6 +41,9 @@ for i = 1, n do
   end
   if cs == 'suspended' then
     parked = parked + 1
+    if ARGV[6 + n] == '1' then
+      break
+    end
   end
 end
 if parked == 0 then
