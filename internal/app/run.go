@@ -67,9 +67,13 @@ func (s *Stack) RunStepWorker(ctx context.Context) error {
 	return err
 }
 
-// RunToolWorker runs the tool handler for queues (every configured queue
-// when empty) until ctx ends, then waits for executions in flight.
+// RunToolWorker runs the tool handler for queues (when empty,
+// toolworker.queues of the configuration, else every configured queue)
+// until ctx ends, then waits for executions in flight.
 func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
+	if len(queues) == 0 {
+		queues = s.Config.ToolWorker.Queues
+	}
 	if len(queues) == 0 {
 		queues = s.Config.Queues()
 	}

@@ -1,8 +1,8 @@
 // Package config reads the one YAML file every stepwise program shares: the
 // agents (model, system prompt, tools, stop conditions), the tools (executor,
 // queue, permission and approval settings), the MCP servers, the topic
-// prefix and the worker settings. The format is fixed by DESIGN.md, section
-// "Configuration".
+// prefix and the worker settings. Every key is described in
+// docs/configuration.md.
 //
 // Parsing is strict: YAML is turned into JSON and checked field by field, so
 // an unknown or misspelled key, a value of the wrong kind or a duplicate key
@@ -12,9 +12,9 @@
 //	agents.assistant.tools[1]: unknown tool "x"
 //	tools.refund.permission: "maybe"; want one of allow, deny, ask
 //
-// The built-in tools echo, sleep and fail exist in every configuration (an
-// agent may list them without defining them) unless the file defines tools
-// of those names.
+// The built-in tools (echo, sleep, fail, pending; see Builtins) exist in
+// every configuration (an agent may list them without defining them)
+// unless the file defines tools of those names.
 //
 // Usage:
 //

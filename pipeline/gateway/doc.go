@@ -43,8 +43,9 @@
 // topics.Decision to the decisions topic keyed by run_id, exactly what an
 // external system would publish, and answers 202. It does not judge the
 // call: the step worker applies the decision, or rejects it with an event
-// in the run's log when the call is not suspended, unknown, or its args_hash
-// does not match. The body is the Kafka decision message; run_id comes from
+// in the run's log when the call is finished or resuming, the run is done,
+// or its args_hash does not match; a decision for a call that has not parked
+// (yet) is held for it and rejected if it never parks. The body is the Kafka decision message; run_id comes from
 // the path (a different one in the body is a 400) and decision_id is chosen
 // by the gateway when absent. A publish failure answers 503 naming the
 // decision_id; sending it again with that id is safe, a repeated decision_id

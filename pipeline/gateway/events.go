@@ -23,7 +23,8 @@ var eventIDPattern = regexp.MustCompile(`^[0-9]+(-[0-9]+)?$`)
 // Server-Sent Events, one SSE event per log entry (id = the entry's id,
 // event = its type, data = its JSON). A Last-Event-ID header, or else an
 // ?after= query, resumes strictly after that id. The stream ends after
-// run.finished (the run is done), or when the client goes away; an idle
+// run.finished of a done run (not after one whose reason is suspended: the
+// run waits and will go on), or when the client goes away; an idle
 // stream gets a comment line every Heartbeat.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")

@@ -3,8 +3,8 @@
 // handler returns a Command — state updates and more actions to schedule
 // (the seeds' StateCommand). Actions run in their target phase's
 // convergence loop: a handler may schedule more, up to MaxRounds rounds;
-// past it the phase fails with ErrPhaseRunLoopExceeded and the run ends
-// with error. A failing handler is recorded in the run's failed actions and
+// past it the phase fails with ErrPhaseRunLoopExceeded: in the step worker
+// the run ends with error, in the tool worker the call fails. A failing handler is recorded in the run's failed actions and
 // not retried.
 //
 //	type greeter struct{}

@@ -25,7 +25,7 @@ type Hook func(ctx context.Context, pc *Context) (Command, error)
 // Handler runs a scheduled action in its phase's convergence loop.
 type Handler func(ctx context.Context, pc *Context, payload json.RawMessage) (Command, error)
 
-// Registry maps plugin names to factories. A program builds one (Builtins
+// Registry maps plugin names to factories. A program builds one (builtin.Registry()
 // has stepwise's own) and adds its custom plugins; it is not safe to add
 // while workers run.
 type Registry struct{ factories map[string]Factory }

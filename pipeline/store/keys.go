@@ -16,6 +16,7 @@ import (
 //	<p>:{<run>}:call:<call_id> HASH   one tool call record (codec.go)
 //	<p>:{<run>}:step:<n>       LIST   call ids of step n, in index order
 //	<p>:{<run>}:events         STREAM field "e" = pipeline.Event JSON without ID
+//	<p>:{<run>}:state          HASH   persistent plugin state, key → JSON (state.go)
 //	<p>:{<run>}:decisions      SET    ids of decisions applied or rejected (held ones are not)
 //	<p>:{<run>}:held           HASH   call id → the decision held for it, JSON with
 //	                                  decision_id first and hold_until_ms (decision.go)
