@@ -11,8 +11,13 @@ import (
 	"github.com/stepwise-run/stepwise/topics"
 )
 
-// SweepBatch is how many due runs one sweep takes at most.
-const SweepBatch = 256
+// SweepBatch is how many due runs the sweeper takes at once, and
+// SweepBatches how many batches one sweep takes at most (a bound, so a run
+// that keeps coming due at once cannot hold a sweep forever).
+const (
+	SweepBatch   = 256
+	SweepBatches = 64
+)
 
 // RunSweeper sweeps every StepWorker.SweepInterval until ctx ends. Any
 // number of step workers may sweep at once: each due run goes to one of them.
@@ -31,24 +36,32 @@ func (w *Worker) RunSweeper(ctx context.Context) {
 	}
 }
 
-// Sweep looks once at the runs that are due and re-drives what went missing:
-// a step request nobody took, a step or call whose lease ran out (its worker
-// died), a result nobody fanned in. It returns how many runs it looked at.
-// Every runnable run is looked at again within one lease period, so a dead
-// worker's work is re-driven within about two.
+// Sweep looks at the runs that are due and re-drives what went missing: a
+// step request nobody took, a step or call whose lease ran out (its worker
+// died), a result nobody fanned in or published. It takes due runs in
+// batches of SweepBatch until none is left (each batch is this worker's
+// alone), so thousands of active runs do not fall behind. It returns how
+// many runs it looked at. Every runnable run is looked at again within one
+// lease period, so a dead worker's work is re-driven within about two.
 func (w *Worker) Sweep(ctx context.Context) (int, error) {
-	now := w.now()
-	recheck := now.Add(w.settings.Lease.Duration)
-	ids, err := w.store.DueRuns(ctx, now, SweepBatch, recheck)
-	if err != nil {
-		return 0, fmt.Errorf("due runs: %w", err)
-	}
-	for _, id := range ids {
-		if err := w.sweepRun(ctx, id, now); err != nil {
-			w.log.Error("sweep run", "run_id", id, "error", err)
+	swept := 0
+	for batch := 0; batch < SweepBatches && ctx.Err() == nil; batch++ {
+		now := w.now()
+		ids, err := w.store.DueRuns(ctx, now, SweepBatch, now.Add(w.settings.Lease.Duration))
+		if err != nil {
+			return swept, fmt.Errorf("due runs: %w", err)
+		}
+		for _, id := range ids {
+			if err := w.sweepRun(ctx, id, now); err != nil {
+				w.log.Error("sweep run", "run_id", id, "error", err)
+			}
+		}
+		swept += len(ids)
+		if len(ids) < SweepBatch {
+			break
 		}
 	}
-	return len(ids), nil
+	return swept, nil
 }
 
 func (w *Worker) sweepRun(ctx context.Context, id string, now time.Time) error {
