@@ -1,5 +1,5 @@
 // Command gateway serves the HTTP API: it creates runs, reads them from
-// Redis and streams their events.
+// Redis, streams their events, and publishes decisions and cancels.
 //
 //	gateway --config stepwise.yaml --http :8080
 package main
@@ -9,37 +9,22 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/stepwise-run/stepwise/internal/app"
 )
 
 func main() {
-	var o app.Options
-	o.Register(flag.CommandLine)
-	addr := flag.String("http", ":8080", "HTTP listen `address`")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o, *addr); err != nil {
-		fmt.Fprintln(os.Stderr, "gateway:", err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context, o app.Options, addr string) error {
-	o.Logger = app.NewLogger("gateway")
-	stack, err := app.Connect(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer stack.Close()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	o.Logger.Info("gateway listening", "addr", l.Addr().String())
-	return stack.RunGateway(ctx, l)
+	var addr string
+	app.Main(app.Program{
+		Name:  "gateway",
+		Flags: func(fs *flag.FlagSet) { fs.StringVar(&addr, "http", ":8080", "HTTP listen `address`") },
+		Run: func(ctx context.Context, s *app.Stack) error {
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", addr, err)
+			}
+			s.Logger.Info("gateway listening", "addr", l.Addr().String())
+			return s.RunGateway(ctx, l)
+		},
+	})
 }

@@ -1,0 +1,80 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/stepwise-run/stepwise/pipeline/plugin"
+)
+
+// Program describes one of stepwise's programs for Main.
+type Program struct {
+	Name    string                                    // e.g. "stepworker"; names the logger and prefixes errors
+	Flags   func(fs *flag.FlagSet)                    // the program's own flags, besides --config, --kafka, --redis
+	Plugins *plugin.Registry                          // nil: stepwise's built-in plugins
+	Run     func(ctx context.Context, s *Stack) error // runs until ctx ends
+}
+
+// Main is the whole main of a program: it reads the flags, connects (a
+// missing or unreachable address is a clear error), and runs the program
+// until SIGINT or SIGTERM; an error goes to stderr and exits 1.
+func Main(p Program) {
+	var o Options
+	o.Register(flag.CommandLine)
+	if p.Flags != nil {
+		p.Flags(flag.CommandLine)
+	}
+	flag.Parse()
+	o.Logger, o.Plugins = NewLogger(p.Name), p.Plugins
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, o, p.Run)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", p.Name, err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o Options, program func(context.Context, *Stack) error) error {
+	stack, err := Connect(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer stack.Close()
+	return program(ctx, stack)
+}
+
+// StepWorker is the stepworker program, offering the plugins of reg (nil:
+// stepwise's built-ins).
+func StepWorker(reg *plugin.Registry) Program {
+	return Program{Name: "stepworker", Plugins: reg, Run: func(ctx context.Context, s *Stack) error { return s.RunStepWorker(ctx) }}
+}
+
+// ToolWorker is the toolworker program, offering the plugins of reg (nil:
+// stepwise's built-ins), with its --queues flag.
+func ToolWorker(reg *plugin.Registry) Program {
+	var queues string
+	return Program{
+		Name:    "toolworker",
+		Plugins: reg,
+		Flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&queues, "queues", "", "tool `queues` to consume, comma-separated (default: toolworker.queues, else every queue in the configuration)")
+		},
+		Run: func(ctx context.Context, s *Stack) error { return s.RunToolWorker(ctx, splitList(queues)) },
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, q := range strings.Split(s, ",") {
+		if q = strings.TrimSpace(q); q != "" {
+			out = append(out, q)
+		}
+	}
+	return out
+}
