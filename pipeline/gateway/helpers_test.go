@@ -119,13 +119,15 @@ func (p *switchPublisher) count(topic string) int {
 	return p.published[topic]
 }
 
-// stepRecorder keeps every StepRequested published to run-steps.
-type stepRecorder struct {
-	mu   sync.Mutex
-	msgs []topics.StepRequested
+// recorder keeps every message of one kind published to a topic, checking
+// that each is well formed and keyed by its run.
+type recorder[M topics.Message] struct {
+	mu    sync.Mutex
+	msgs  []M
+	runOf func(M) string
 }
 
-func recordSteps(t *testing.T, ps *gochannel.GoChannel, topic string) *stepRecorder {
+func record[M topics.Message](t *testing.T, ps *gochannel.GoChannel, topic string, runOf func(M) string) *recorder[M] {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -133,18 +135,18 @@ func recordSteps(t *testing.T, ps *gochannel.GoChannel, topic string) *stepRecor
 	if err != nil {
 		t.Fatalf("subscribe %s: %v", topic, err)
 	}
-	r := &stepRecorder{}
+	r := &recorder[M]{runOf: runOf}
 	go func() {
 		for msg := range ch {
-			req, err := topics.Decode[topics.StepRequested](msg.Payload)
+			m, err := topics.Decode[M](msg.Payload)
 			if err != nil {
-				t.Errorf("published a malformed StepRequested: %v", err)
+				t.Errorf("published a malformed %T: %v", m, err)
 			}
-			if got := msg.Metadata.Get(topics.MetadataRunID); got != req.RunID {
-				t.Errorf("message key %q, want the run id %q", got, req.RunID)
+			if got := msg.Metadata.Get(topics.MetadataRunID); got != runOf(m) {
+				t.Errorf("message key %q, want the run id %q", got, runOf(m))
 			}
 			r.mu.Lock()
-			r.msgs = append(r.msgs, req)
+			r.msgs = append(r.msgs, m)
 			r.mu.Unlock()
 			msg.Ack()
 		}
@@ -152,14 +154,34 @@ func recordSteps(t *testing.T, ps *gochannel.GoChannel, topic string) *stepRecor
 	return r
 }
 
+// of returns the messages published for runID, in order.
+func (r *recorder[M]) of(runID string) []M {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []M
+	for _, m := range r.msgs {
+		if r.runOf(m) == runID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// stepRecorder keeps every StepRequested published to run-steps.
+type stepRecorder struct {
+	*recorder[topics.StepRequested]
+}
+
+func recordSteps(t *testing.T, ps *gochannel.GoChannel, topic string) *stepRecorder {
+	t.Helper()
+	return &stepRecorder{record(t, ps, topic, func(m topics.StepRequested) string { return m.RunID })}
+}
+
 // count returns how many StepRequested{step 0} were published for runID,
 // and how many for other steps (the gateway must publish none).
 func (r *stepRecorder) count(runID string) (step0, other int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, m := range r.msgs {
+	for _, m := range r.of(runID) {
 		switch {
-		case m.RunID != runID:
 		case m.Step == 0:
 			step0++
 		default:
@@ -182,48 +204,12 @@ func (r *stepRecorder) waitCount(t *testing.T, runID string, want int) {
 
 // decisionRecorder keeps every Decision published to the decisions topic.
 type decisionRecorder struct {
-	mu   sync.Mutex
-	msgs []topics.Decision
+	*recorder[topics.Decision]
 }
 
 func recordDecisions(t *testing.T, ps *gochannel.GoChannel, topic string) *decisionRecorder {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	ch, err := ps.Subscribe(ctx, topic)
-	if err != nil {
-		t.Fatalf("subscribe %s: %v", topic, err)
-	}
-	r := &decisionRecorder{}
-	go func() {
-		for msg := range ch {
-			d, err := topics.Decode[topics.Decision](msg.Payload)
-			if err != nil {
-				t.Errorf("published a malformed Decision: %v", err)
-			}
-			if got := msg.Metadata.Get(topics.MetadataRunID); got != d.RunID {
-				t.Errorf("message key %q, want the run id %q", got, d.RunID)
-			}
-			r.mu.Lock()
-			r.msgs = append(r.msgs, d)
-			r.mu.Unlock()
-			msg.Ack()
-		}
-	}()
-	return r
-}
-
-// of returns the decisions published for runID, in order.
-func (r *decisionRecorder) of(runID string) []topics.Decision {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []topics.Decision
-	for _, d := range r.msgs {
-		if d.RunID == runID {
-			out = append(out, d)
-		}
-	}
-	return out
+	return &decisionRecorder{record(t, ps, topic, func(m topics.Decision) string { return m.RunID })}
 }
 
 // waitFor waits until n decisions were published for runID and returns
