@@ -42,13 +42,17 @@ var (
 	listRunsLua string
 	//go:embed scripts/due_runs.lua
 	dueRunsLua string
+	//go:embed scripts/mark_sent.lua
+	markSentLua string
+	//go:embed scripts/reschedule_if.lua
+	rescheduleIfLua string
 )
 
 type scripts struct {
 	createRun, claimStep, renewStepLease, appendDelta, commitStep, endStep, finishRun *redis.Script
 	claimCall, renewCallLease, finishCall                                             *redis.Script
 	setWaiting, cancelRun, applyDecision, dropHeld                                    *redis.Script
-	listRuns, dueRuns                                                                 *redis.Script
+	listRuns, dueRuns, markSent, rescheduleIf                                         *redis.Script
 }
 
 func loadScripts() scripts {
@@ -69,5 +73,7 @@ func loadScripts() scripts {
 		dropHeld:       redis.NewScript(dropHeldLua),
 		listRuns:       redis.NewScript(listRunsLua),
 		dueRuns:        redis.NewScript(dueRunsLua),
+		markSent:       redis.NewScript(markSentLua),
+		rescheduleIf:   redis.NewScript(rescheduleIfLua),
 	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,7 +13,9 @@ import (
 const DefaultDueLimit = 100
 
 // ScheduleSweep asks the sweeper to look at the run at `at`, replacing any
-// earlier schedule of it.
+// earlier schedule of it. Whoever moves a run out of waiting calls it after
+// the move, so a reconcile that read the run waiting finds the schedule
+// changed and leaves it (RescheduleIf).
 func (s *Store) ScheduleSweep(ctx context.Context, runID string, at time.Time) error {
 	if err := s.rdb.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(at)), Member: runID}).Err(); err != nil {
 		return fmt.Errorf("schedule sweep of run %s: %w", runID, err)
@@ -47,6 +50,26 @@ func (s *Store) DueRuns(ctx context.Context, now time.Time, limit int64, recheck
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// RescheduleIf moves the run's sweep time to next (the zero time takes the
+// run off the schedule), but only if it is still read, the sweep time the
+// caller read with the run (zero: not scheduled). It reports whether it
+// changed anything. A reconcile that finds a run waiting uses it, so it
+// never unschedules a run that a decision has meanwhile moved on.
+func (s *Store) RescheduleIf(ctx context.Context, runID string, read, next time.Time) (bool, error) {
+	score := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return strconv.FormatInt(toMillis(t), 10)
+	}
+	v, err := s.eval(ctx, s.scripts.rescheduleIf, "reschedule run "+runID, []string{s.activeKey()},
+		runID, score(read), score(next))
+	if err != nil {
+		return false, err
+	}
+	return v == int64(1), nil
 }
 
 // Unschedule takes a run out of the sweeper's index. FinishRun and a

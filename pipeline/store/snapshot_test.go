@@ -1,0 +1,184 @@
+package store_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+)
+
+var timeZero time.Time
+
+// call reads one call.
+func (f *fixture) call(t *testing.T, runID, callID string) pipeline.ToolCall {
+	t.Helper()
+	c, err := f.st.GetCall(f.ctx, runID, callID)
+	if err != nil {
+		t.Fatalf("GetCall(%s): %v", callID, err)
+	}
+	return c
+}
+
+// reconcileCases cover what a reconcile reads and the marks and schedule
+// writes it makes.
+var reconcileCases = []contractCase{
+	{"snapshot_reads_the_run_its_current_calls_held_decisions_and_schedule", func(t *testing.T, f *fixture) {
+		f.committed(t, "r1", "c1", "c2")
+		f.decide(t, "r1", store.Decision{ID: "d-early", CallID: "c1", Action: store.ActionResume}, at(3))
+		if err := f.st.ScheduleSweep(f.ctx, "r1", at(40)); err != nil {
+			t.Fatal(err)
+		}
+		for _, hint := range []int{0, 5, -1} { // right, wrong and no hint read the same
+			snap, err := f.st.Snapshot(f.ctx, "r1", hint)
+			if err != nil {
+				t.Fatalf("Snapshot(hint %d): %v", hint, err)
+			}
+			if snap.Run.Step != 0 || snap.Run.StepState != pipeline.StepTools || len(snap.Calls) != 2 ||
+				snap.Calls[0].ID != "c1" || snap.Calls[1].ID != "c2" {
+				t.Fatalf("hint %d: run %+v calls %+v", hint, snap.Run, snap.Calls)
+			}
+			if len(snap.Held) != 1 || snap.Held[0].ID != "d-early" {
+				t.Fatalf("hint %d: held %+v", hint, snap.Held)
+			}
+			if !snap.Scheduled.Equal(at(40)) {
+				t.Fatalf("hint %d: scheduled %v, want %v", hint, snap.Scheduled, at(40))
+			}
+		}
+		if _, err := f.st.Snapshot(f.ctx, "nope", -1); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Snapshot of an unknown run = %v, want ErrNotFound", err)
+		}
+	}},
+	{"an_unscheduled_run_reads_as_not_scheduled", func(t *testing.T, f *fixture) {
+		f.created(t, "r1")
+		snap, err := f.st.Snapshot(f.ctx, "r1", 0)
+		if err != nil || !snap.Scheduled.IsZero() || len(snap.Calls) != 0 {
+			t.Fatalf("Snapshot = %+v, %v", snap, err)
+		}
+	}},
+	{"a_step_request_is_marked_for_its_step_only", func(t *testing.T, f *fixture) {
+		f.created(t, "r1")
+		if f.run(t, "r1").Requested {
+			t.Fatal("a new run reads as requested")
+		}
+		if err := f.st.MarkRequested(f.ctx, "r1", 0); err != nil {
+			t.Fatal(err)
+		}
+		if !f.run(t, "r1").Requested {
+			t.Fatal("step 0 marked, but the run does not read as requested")
+		}
+		if _, err := f.st.ClaimStep(f.ctx, "r1", 0, lease("w1", at(30)), at(1)); err != nil {
+			t.Fatal(err)
+		}
+		f.commit(t, "r1", 0, "w1")
+		if _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(5)); err != nil {
+			t.Fatal(err)
+		}
+		if run := f.run(t, "r1"); run.Step != 1 || run.Requested {
+			t.Fatalf("step 1 reads as requested by step 0's mark: %+v", run)
+		}
+		if err := f.st.MarkRequested(f.ctx, "r1", 0); err != nil { // a late mark of the old step
+			t.Fatal(err)
+		}
+		if f.run(t, "r1").Requested {
+			t.Fatal("a late mark of step 0 marked step 1")
+		}
+	}},
+	{"a_mark_never_recreates_a_run_that_is_gone", func(t *testing.T, f *fixture) {
+		if err := f.st.MarkRequested(f.ctx, "gone", 3); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.st.MarkDispatched(f.ctx, "gone", []pipeline.ToolCall{{ID: "c1"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.GetRun(f.ctx, "gone"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("GetRun after marks of an unknown run = %v, want ErrNotFound", err)
+		}
+		if _, err := f.st.GetCall(f.ctx, "gone", "c1"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("GetCall after marks of an unknown run = %v, want ErrNotFound", err)
+		}
+	}},
+	{"a_dispatch_mark_holds_until_a_decision_resumes_the_call", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		_, calls, err := f.st.CommitStep(f.ctx, "r1", 0, "w1", suspendedCommit(pipeline.ResumeReplay, "c1"), at(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.st.MarkDispatched(f.ctx, "r1", calls); err != nil {
+			t.Fatal(err)
+		}
+		res := f.decide(t, "r1", store.Decision{ID: "d1", CallID: "c1", Action: store.ActionResume}, at(3))
+		if res.Call.Status != pipeline.CallResuming || res.Call.Dispatched {
+			t.Fatalf("a resumed call must read as not dispatched: %+v", res.Call)
+		}
+		if err := f.st.MarkDispatched(f.ctx, "r1", calls); err != nil { // a late mark of the call before the decision
+			t.Fatal(err)
+		}
+		if c := f.call(t, "r1", "c1"); c.Dispatched {
+			t.Fatal("a late mark of the new call marked its resumed request")
+		}
+		if err := f.st.MarkDispatched(f.ctx, "r1", []pipeline.ToolCall{res.Call}); err != nil {
+			t.Fatal(err)
+		}
+		if c := f.call(t, "r1", "c1"); !c.Dispatched {
+			t.Fatal("the resumed call's mark does not hold")
+		}
+	}},
+	{"reschedule_if_changes_only_the_schedule_that_was_read", func(t *testing.T, f *fixture) {
+		if err := f.st.ScheduleSweep(f.ctx, "r1", at(10)); err != nil {
+			t.Fatal(err)
+		}
+		// Someone moved the run on since at(5) was read: nothing changes.
+		if ok, err := f.st.RescheduleIf(f.ctx, "r1", at(5), at(100)); err != nil || ok {
+			t.Fatalf("RescheduleIf with a stale read = %v, %v", ok, err)
+		}
+		if ok, err := f.st.RescheduleIf(f.ctx, "r1", at(10), at(100)); err != nil || !ok {
+			t.Fatalf("RescheduleIf = %v, %v", ok, err)
+		}
+		if ids, _ := f.st.DueRuns(f.ctx, at(50), 10, at(200)); len(ids) != 0 {
+			t.Fatalf("due before its new time: %v", ids)
+		}
+		if ok, err := f.st.RescheduleIf(f.ctx, "r1", at(100), at(0)); err != nil || !ok {
+			t.Fatalf("RescheduleIf to another time = %v, %v", ok, err)
+		}
+		if ok, err := f.st.RescheduleIf(f.ctx, "r1", at(0), timeZero); err != nil || !ok {
+			t.Fatalf("RescheduleIf off the schedule = %v, %v", ok, err)
+		}
+		if ok, err := f.st.RescheduleIf(f.ctx, "r1", at(0), at(1)); err != nil || ok {
+			t.Fatalf("RescheduleIf of a run read scheduled that is not = %v, %v", ok, err)
+		}
+		if ok, err := f.st.RescheduleIf(f.ctx, "r1", timeZero, at(1)); err != nil || !ok {
+			t.Fatalf("RescheduleIf of a run read unscheduled = %v, %v", ok, err)
+		}
+		if ids, _ := f.st.DueRuns(f.ctx, at(1), 10, at(200)); len(ids) != 1 {
+			t.Fatalf("due at 1s = %v", ids)
+		}
+	}},
+	{"a_released_lease_is_free_to_claim_at_once", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1") // w1 until 30s
+		if err := f.st.ReleaseStepLease(f.ctx, "r1", 0, "w2"); !errors.Is(err, store.ErrLeaseLost) {
+			t.Fatalf("release by another owner = %v, want ErrLeaseLost", err)
+		}
+		if err := f.st.ReleaseStepLease(f.ctx, "r1", 0, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.ClaimStep(f.ctx, "r1", 0, lease("w2", at(60)), at(2)); err != nil {
+			t.Fatalf("claim after release, well within the old lease: %v", err)
+		}
+		f.commit(t, "r1", 0, "w2", "c1")
+		if _, err := f.st.ClaimCall(f.ctx, "r1", "c1", lease("t1", at(60)), at(3)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.st.ReleaseCallLease(f.ctx, "r1", "c1", "t1"); err != nil {
+			t.Fatal(err)
+		}
+		c, err := f.st.ClaimCall(f.ctx, "r1", "c1", lease("t2", at(60)), at(4))
+		if err != nil || c.Attempts != 2 {
+			t.Fatalf("claim after release = %+v, %v", c, err)
+		}
+		if _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", store.CallOutcome{Status: pipeline.CallSucceeded}, at(5)); !errors.Is(err, store.ErrLeaseLost) {
+			t.Fatalf("a commit by the released claim = %v, want ErrLeaseLost", err)
+		}
+	}},
+}
