@@ -177,9 +177,13 @@ func TestPipeline_step_and_result_messages_reordered_change_nothing(t *testing.T
 	}, 5)
 }
 
+// abandoning is testConfig with a tool worker that gives up on its
+// executions as soon as it is stopped, as one that dies would.
+var abandoning = strings.Replace(testConfig, "toolworker: {lease: 1s,", "toolworker: {shutdown_grace: 1ms, lease: 1s,", 1)
+
 func TestPipeline_a_tool_worker_that_dies_mid_tool_is_replaced_and_the_run_finishes(t *testing.T) {
 	in := newInfra(t)
-	stack := connect(t, in, parseConfig(t, testConfig))
+	stack := connect(t, in, parseConfig(t, abandoning))
 	start(t, stack.RunStepWorker)
 	stopFirst := start(t, func(ctx context.Context) error { return stack.RunToolWorker(ctx, nil) })
 	base := serve(t, stack)
@@ -229,7 +233,7 @@ func TestPipeline_a_slow_inference_keeps_its_step_by_renewing_the_lease(t *testi
 
 func TestPipeline_a_run_whose_tool_retry_budget_is_spent_ends_with_error(t *testing.T) {
 	in := newInfra(t)
-	cfg := parseConfig(t, strings.Replace(testConfig, "max_attempts: 3", "max_attempts: 1", 1))
+	cfg := parseConfig(t, strings.Replace(abandoning, "max_attempts: 3", "max_attempts: 1", 1))
 	stack := connect(t, in, cfg)
 	start(t, stack.RunStepWorker)
 	stopTools := start(t, func(ctx context.Context) error { return stack.RunToolWorker(ctx, nil) })

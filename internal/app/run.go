@@ -43,10 +43,13 @@ func (s *Stack) router(group string) (*message.Router, message.Subscriber, error
 }
 
 // RunStepWorker runs the Step and StepEnd handlers and the sweeper until ctx
-// ends, then waits for inference in flight.
+// ends. Then it shuts down gracefully: it stops consuming and leaves its
+// consumer group (the other members take the partitions over at once),
+// gives the inference in flight stepworker.shutdown_grace to commit, and
+// releases the leases of what is still running then.
 func (s *Stack) RunStepWorker(ctx context.Context) error {
 	id := WorkerID("stepworker")
-	w, err := stepworker.New(ctx, stepworker.Config{
+	w, err := stepworker.New(context.WithoutCancel(ctx), stepworker.Config{
 		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config, Catalog: s.catalog(), Plugins: s.Plugins,
 		WorkerID: id, Logger: s.Logger.With("component", "stepworker"),
 	})
@@ -63,13 +66,14 @@ func (s *Stack) RunStepWorker(ctx context.Context) error {
 	r.AddNoPublisherHandler("decision", s.Names.Decisions(), sub, w.HandleDecision)
 	go w.RunSweeper(ctx)
 	err = r.Run(ctx)
-	w.Wait()
+	w.Drain(s.Config.StepWorker.ShutdownGrace.Duration)
 	return err
 }
 
 // RunToolWorker runs the tool handler for queues (when empty,
 // toolworker.queues of the configuration, else every configured queue)
-// until ctx ends, then waits for executions in flight.
+// until ctx ends, then shuts down gracefully as RunStepWorker does, with
+// toolworker.shutdown_grace.
 func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
 	if len(queues) == 0 {
 		queues = s.Config.ToolWorker.Queues
@@ -81,7 +85,7 @@ func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
 		return errors.New("toolworker: no queues to consume (the configuration has no tools)")
 	}
 	id := WorkerID("toolworker")
-	w, err := toolworker.New(ctx, toolworker.Config{
+	w, err := toolworker.New(context.WithoutCancel(ctx), toolworker.Config{
 		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config, Catalog: s.catalog(), Plugins: s.Plugins,
 		WorkerID: id, Logger: s.Logger.With("component", "toolworker"),
 	})
@@ -101,7 +105,7 @@ func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
 		r.AddNoPublisherHandler("tool_"+q, s.Names.ToolCalls(q), sub, w.HandleToolCall)
 	}
 	err = r.Run(ctx)
-	w.Wait()
+	w.Drain(s.Config.ToolWorker.ShutdownGrace.Duration)
 	return err
 }
 

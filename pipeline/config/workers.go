@@ -25,6 +25,11 @@ type StepWorker struct {
 	// DecisionHold is how long a decision that arrives before its call is
 	// parked is held for it; past it the decision is rejected. Default 2m.
 	DecisionHold Duration `json:"decision_hold,omitzero"`
+	// ShutdownGrace is how long a stopping worker (SIGTERM) lets the
+	// inference in flight finish and commit after it stopped consuming;
+	// what is still running then is abandoned and its leases released, so
+	// another worker takes it over at once. Default 20s.
+	ShutdownGrace Duration `json:"shutdown_grace,omitzero"`
 }
 
 // ToolWorker holds the settings of tool workers (yaml key "toolworker").
@@ -38,6 +43,9 @@ type ToolWorker struct {
 	// Queues are the queues a tool worker consumes when --queues is not
 	// given; empty means every queue of the configuration (Config.Queues).
 	Queues []string `json:"queues,omitempty"`
+	// ShutdownGrace is stepworker.shutdown_grace for tool executions;
+	// default 20s.
+	ShutdownGrace Duration `json:"shutdown_grace,omitzero"`
 }
 
 func (w *StepWorker) setDefaults() {
@@ -59,7 +67,13 @@ func (w *StepWorker) setDefaults() {
 	if w.DecisionHold.Duration == 0 {
 		w.DecisionHold = D(2 * time.Minute)
 	}
+	if w.ShutdownGrace.Duration == 0 {
+		w.ShutdownGrace = D(DefaultShutdownGrace)
+	}
 }
+
+// DefaultShutdownGrace is the default of both workers' shutdown_grace.
+const DefaultShutdownGrace = 20 * time.Second
 
 func (w StepWorker) check(ps *problems, path string) {
 	nonNegative(ps, field(path, "concurrency"), int64(w.Concurrency))
@@ -68,6 +82,7 @@ func (w StepWorker) check(ps *problems, path string) {
 	nonNegativeDuration(ps, field(path, "sweep_interval"), w.SweepInterval)
 	nonNegativeDuration(ps, field(path, "dispatch_timeout"), w.DispatchTimeout)
 	nonNegativeDuration(ps, field(path, "decision_hold"), w.DecisionHold)
+	nonNegativeDuration(ps, field(path, "shutdown_grace"), w.ShutdownGrace)
 }
 
 func (w *ToolWorker) setDefaults() {
@@ -80,12 +95,16 @@ func (w *ToolWorker) setDefaults() {
 	if w.DefaultTimeout.Duration == 0 {
 		w.DefaultTimeout = D(60 * time.Second)
 	}
+	if w.ShutdownGrace.Duration == 0 {
+		w.ShutdownGrace = D(DefaultShutdownGrace)
+	}
 }
 
 func (w ToolWorker) check(ps *problems, path, prefix string) {
 	nonNegative(ps, field(path, "concurrency"), int64(w.Concurrency))
 	nonNegativeDuration(ps, field(path, "lease"), w.Lease)
 	nonNegativeDuration(ps, field(path, "default_timeout"), w.DefaultTimeout)
+	nonNegativeDuration(ps, field(path, "shutdown_grace"), w.ShutdownGrace)
 	for i, q := range w.Queues {
 		checkQueue(ps, fmt.Sprintf("%s[%d]", field(path, "queues"), i), q, prefix)
 	}

@@ -69,10 +69,13 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, CreateRunResponse{RunID: run.ID, Status: run.Status})
 }
 
-// start writes the run (or finds the same request's run), schedules its
-// first sweep and publishes StepRequested for step 0 when the run still
-// waits for it. created is false for an idempotent replay. Errors are
-// *apiError values ready to answer with, or store errors to classify.
+// start schedules the run's first sweep, writes the run (or finds the same
+// request's run) and publishes StepRequested for step 0 when the run still
+// waits for it, then marks it requested. The sweep comes first, so a
+// gateway that dies after the write leaves a run the sweeper will start;
+// one scheduled for a run that was never written is dropped by the
+// sweeper. created is false for an idempotent replay. Errors are *apiError
+// values ready to answer with, or store errors to classify.
 func (s *Server) start(ctx context.Context, nr newRun) (pipeline.Run, bool, error) {
 	now := s.cfg.Now()
 	run := nr.run
@@ -81,6 +84,11 @@ func (s *Server) start(ctx context.Context, nr newRun) (pipeline.Run, bool, erro
 	run.StepState = pipeline.StepPending
 	run.CreatedAt = now
 	run.UpdatedAt = now
+	if err := s.cfg.Store.ScheduleSweep(ctx, run.ID, now.Add(s.cfg.SweepAfter)); err != nil {
+		s.log.WarnContext(ctx, "schedule sweep failed", "run_id", run.ID, "err", err)
+		return pipeline.Run{}, false, apiErr(http.StatusServiceUnavailable, CodeUnavailable,
+			fmt.Sprintf("run %s could not be scheduled; retry the same request", run.ID))
+	}
 	got, created, err := s.cfg.Store.CreateRun(ctx, run, nr.input, now)
 	if errors.Is(err, store.ErrConflict) {
 		return pipeline.Run{}, false, apiErr(http.StatusConflict, CodeConflict,
@@ -92,16 +100,16 @@ func (s *Server) start(ctx context.Context, nr newRun) (pipeline.Run, bool, erro
 	// A replay of a run nobody has picked up yet kicks it again: the first
 	// attempt may have failed before or at the publish. A duplicate
 	// StepRequested is a no-op for the step worker.
-	if !created && (got.Status != pipeline.RunCreated || got.Step != 0) {
+	if !created && (got.Status != pipeline.RunCreated || got.Step != 0 || got.StepState != pipeline.StepPending) {
 		return got, false, nil
-	}
-	if err := s.cfg.Store.ScheduleSweep(ctx, run.ID, now.Add(s.cfg.SweepAfter)); err != nil {
-		s.log.WarnContext(ctx, "schedule sweep failed", "run_id", run.ID, "err", err)
-		return got, created, retryLater(run.ID, "its sweep could not be scheduled")
 	}
 	if err := s.publishStep(run.ID); err != nil {
 		s.log.WarnContext(ctx, "publish StepRequested failed", "run_id", run.ID, "err", err)
 		return got, created, retryLater(run.ID, "its first step could not be queued")
+	}
+	if err := s.cfg.Store.MarkRequested(ctx, run.ID, 0); err != nil {
+		// The step is queued; without the mark the sweeper queues it once more.
+		s.log.WarnContext(ctx, "mark step 0 requested failed", "run_id", run.ID, "err", err)
 	}
 	return got, created, nil
 }

@@ -1,7 +1,6 @@
 package stepworker
 
 import (
-	"context"
 	"errors"
 
 	"github.com/stepwise-run/stepwise/pipeline"
@@ -33,12 +32,8 @@ func (w *Worker) dispatchable(run pipeline.Run, calls []pipeline.ToolCall) []pip
 	return out
 }
 
-// dispatch publishes ToolCallRequested for the dispatchable calls. Publishing
-// a call twice is harmless: the second claim finds it taken.
-func (w *Worker) dispatch(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
-	return w.publishCalls(w.dispatchable(run, calls))
-}
-
+// publishCalls publishes ToolCallRequested for calls. Publishing a call
+// twice is harmless: the second claim finds it taken.
 func (w *Worker) publishCalls(calls []pipeline.ToolCall) error {
 	var errs []error
 	for _, c := range calls {
@@ -47,15 +42,6 @@ func (w *Worker) publishCalls(calls []pipeline.ToolCall) error {
 		}))
 	}
 	return errors.Join(errs...)
-}
-
-// redispatch re-publishes the undispatched calls of a committed step.
-func (w *Worker) redispatch(ctx context.Context, run pipeline.Run) error {
-	calls, err := w.store.StepCalls(ctx, run.ID, run.Step)
-	if err != nil {
-		return err
-	}
-	return w.dispatch(ctx, run, calls)
 }
 
 func queueOf(q string) string {

@@ -14,5 +14,5 @@
 //	router.AddNoPublisherHandler("step", names.RunSteps(), sub, w.HandleStep)
 //	router.AddNoPublisherHandler("step-end", names.ToolResults(), sub, w.HandleToolResult)
 //	go w.RunSweeper(ctx)
-//	defer w.Wait()
+//	defer w.Drain(cfg.StepWorker.ShutdownGrace.Duration) // after the router stopped
 package stepworker

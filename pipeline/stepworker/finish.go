@@ -25,35 +25,51 @@ func (w *Worker) callBudgetSpent(tool string, attempts int) bool {
 	return w.budgetSpent(attempts)
 }
 
-// giveUp ends the run with reason error and the detail.
+// giveUp ends the run with reason error and the detail, and publishes its
+// result.
 func (w *Worker) giveUp(ctx context.Context, run pipeline.Run, detail string) error {
 	return w.finish(ctx, run, pipeline.Termination{Reason: pipeline.ReasonError, Detail: detail})
 }
 
-// finish is the one way a run ends outside StepEnd. A run already done is
-// left as it is.
+// finish is the one way a run ends outside StepEnd; RunEnd and the result
+// follow through the reconcile. A run already done is reconciled as it is
+// (its result may still be unpublished).
 func (w *Worker) finish(ctx context.Context, run pipeline.Run, t pipeline.Termination) error {
+	next, err := w.finishFrom(ctx, run, t)
+	if err != nil {
+		return err
+	}
+	return w.reconcileFrom(ctx, next)
+}
+
+// giveUpFrom is giveUp inside a reconcile: it returns the state to go on
+// from.
+func (w *Worker) giveUpFrom(ctx context.Context, run pipeline.Run, detail string) (*store.Snapshot, error) {
+	return w.finishFrom(ctx, run, pipeline.Termination{Reason: pipeline.ReasonError, Detail: detail})
+}
+
+func (w *Worker) finishFrom(ctx context.Context, run pipeline.Run, t pipeline.Termination) (*store.Snapshot, error) {
 	done, err := w.store.FinishRun(ctx, run.ID, t, w.now())
 	if errors.Is(err, store.ErrStale) {
-		return nil
+		return w.reread(ctx, run)
 	}
 	if err != nil {
-		return fmt.Errorf("finish run %s: %w", run.ID, err)
+		return nil, fmt.Errorf("finish run %s: %w", run.ID, err)
 	}
-	return w.publishResult(done)
+	return &store.Snapshot{Run: done}, nil
 }
 
 // publishResult is RunEnd: it rejects the decisions still held for calls
 // that never parked, runs the RunEnd hooks, and publishes the done run's
-// outcome to run-results, then marks it published. A worker that dies
-// before the mark leaves the run on the sweeper's list, and the sweeper
-// publishes again: the result goes out at least once.
-func (w *Worker) publishResult(run pipeline.Run) error {
-	all := func(store.HeldDecision) bool { return true }
-	if err := w.dropHeld(w.ctx, run.ID, all, "before the run ended"); err != nil {
+// outcome to run-results, then marks it published (which takes the run
+// off the schedule). A worker that dies before the mark leaves the run
+// scheduled, and the next reconcile publishes again: the result goes out
+// at least once, and consumers dedupe by run_id.
+func (w *Worker) publishResult(ctx context.Context, run pipeline.Run) error {
+	if err := w.dropHeld(ctx, run.ID); err != nil {
 		w.log.Error("reject held decisions of a done run", "run_id", run.ID, "error", err)
 	}
-	if err := w.runEnd(w.ctx, run); err != nil {
+	if err := w.runEnd(ctx, run); err != nil {
 		w.log.Error("RunEnd hooks", "run_id", run.ID, "error", err)
 	}
 	var t pipeline.Termination
@@ -64,7 +80,24 @@ func (w *Worker) publishResult(run pipeline.Run) error {
 		Header: topics.Header{RunID: run.ID}, Agent: run.Agent, Status: run.Status,
 		Step: run.Step, Termination: t, Usage: run.Usage,
 	}); err != nil {
-		return err // the run stays on the sweeper's list, which publishes again
+		return err // the run stays scheduled; the next reconcile publishes again
 	}
-	return w.store.MarkPublished(w.ctx, run.ID)
+	return w.store.MarkPublished(ctx, run.ID)
+}
+
+// dropHeld rejects the decisions still held when the run ended: their
+// calls will never park.
+func (w *Worker) dropHeld(ctx context.Context, runID string) error {
+	held, err := w.store.HeldDecisions(ctx, runID)
+	if err != nil {
+		return err
+	}
+	for _, h := range held {
+		reason := fmt.Sprintf("call %s did not park before the run ended", h.CallID)
+		err := w.store.DropHeld(ctx, runID, h.CallID, h.ID, reason, w.now())
+		if err != nil && !errors.Is(err, store.ErrStale) {
+			return err
+		}
+	}
+	return nil
 }

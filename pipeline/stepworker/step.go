@@ -6,52 +6,60 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/stepwise-run/stepwise/internal/lease"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/model"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/worker"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
-// HandleStep handles StepRequested: it claims the step with a lease (RunStart
-// on the first step happens in the claim), hands inference to the pool and
-// acknowledges. A request for a step that is no longer current, or whose
-// lease someone holds, is a no-op; one for a step already committed
-// re-publishes its undispatched calls (the previous holder may have died
-// between commit and publish).
+// HandleStep handles StepRequested: it takes a pool slot (waiting while
+// the pool is full: the back-pressure), claims the step with a lease of its
+// own (RunStart on the first step happens in the claim), hands inference to
+// the slot and acknowledges. A request whose step is held under a live
+// lease is a no-op; any other refusal (the step was committed, the run
+// waits or is done) reconciles the run, so a request redelivered after its
+// holder died between commit and publish finishes that holder's job.
 func (w *Worker) HandleStep(msg *message.Message) error {
 	req, err := topics.Decode[topics.StepRequested](msg.Payload)
 	if err != nil {
 		return err
 	}
 	ctx := msg.Context()
+	slot, err := w.pool.Take(ctx)
+	if err != nil {
+		return err // stopping: the message comes back to whoever owns the partition next
+	}
 	now := w.now()
 	log := w.log.With("run_id", req.RunID, "step", req.Step)
-	run, err := w.store.ClaimStep(ctx, req.RunID, req.Step, w.lease(now), now)
+	run, err := w.store.ClaimStep(ctx, req.RunID, req.Step, w.lease(w.claims.Next(), now), now)
+	if err != nil {
+		slot.Release()
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return topics.Permanent(fmt.Errorf("step %d of run %s: %w", req.Step, req.RunID, err))
 	case errors.Is(err, store.ErrStale):
-		if run.Status == pipeline.RunRunning && run.Step == req.Step && run.StepState == pipeline.StepTools {
-			return w.redispatch(ctx, run)
-		}
-		log.Debug("step request is stale", "reason", err)
-		return nil
+		log.Debug("step request is stale; reconciling", "reason", err)
+		return w.reconcile(ctx, req.RunID, run.Step)
 	case errors.Is(err, store.ErrLeaseHeld):
-		log.Debug("step is held by another worker", "reason", err)
+		log.Debug("step is held by another claim", "reason", err)
 		return nil
 	case err != nil:
 		return fmt.Errorf("claim step %d of run %s: %w", req.Step, req.RunID, err)
 	}
 	if w.budgetSpent(run.Attempts) {
+		slot.Release()
 		return w.giveUp(ctx, run, fmt.Sprintf("step %d was claimed %d times without finishing", run.Step, run.Attempts-1))
 	}
-	return w.pool.Go(w.ctx, func() { w.runStep(run, log) })
+	slot.Go(func() { w.runStep(run, log) })
+	return nil
 }
 
 // infer runs RunStart (first step), StepStart, BeforeInference — where
@@ -89,20 +97,26 @@ func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent 
 	return &resp, nil
 }
 
-// runStep runs inference for a claimed step and commits its outcome. It runs
-// on the pool, under the worker's context: when that ends, nothing is
-// committed and the lease runs out for the sweeper to re-drive.
+// runStep runs inference for a claimed step and commits its outcome as
+// the claim's owner (run.LeaseOwner). It runs on the pool, under the
+// worker's context: when that ends (Drain gave up), nothing is committed
+// and the lease is released for another worker to take the step over.
 func (w *Worker) runStep(run pipeline.Run, log *slog.Logger) {
-	ctx := w.ctx
+	ctx, owner := w.ctx, run.LeaseOwner
+	defer func() {
+		if ctx.Err() != nil {
+			w.abandonStep(run, log)
+		}
+	}()
 	agent, _ := w.cfg.Agent(run.Agent)
 	mdl, err := w.models.forRun(run)
 	if err != nil {
 		w.logErr(log, "end run", w.giveUp(ctx, run, err.Error()))
 		return
 	}
-	stopRenewing := lease.Keep(ctx, w.settings.Lease.Duration,
+	stopRenewing := worker.KeepLease(ctx, w.settings.Lease.Duration,
 		func(ctx context.Context) error {
-			return w.store.RenewStepLease(ctx, run.ID, run.Step, w.lease(w.now()))
+			return w.store.RenewStepLease(ctx, run.ID, run.Step, w.lease(owner, w.now()))
 		},
 		func(err error) bool { return errors.Is(err, store.ErrLeaseLost) },
 		func() { log.Warn("lease lost while inferring; the outcome will be dropped") })
@@ -143,19 +157,38 @@ func (w *Worker) runStep(run pipeline.Run, log *slog.Logger) {
 	for _, c := range calls {
 		assistant.ToolCalls = append(assistant.ToolCalls, pipeline.ToolCallRequest{ID: c.ID, Name: c.Tool, Arguments: c.Arguments})
 	}
-	run, calls, err = w.store.CommitStep(ctx, run.ID, run.Step, w.id,
+	run, calls, err = w.store.CommitStep(ctx, run.ID, run.Step, owner,
 		store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates()}, w.now())
 	if errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrLeaseLost) {
-		log.Info("step outcome dropped: the step moved on without this worker", "reason", err)
+		log.Info("step outcome dropped: the step moved on without this claim", "reason", err)
 		return
 	}
 	if err != nil {
 		log.Error("commit step; the sweeper will retry it", "error", err)
 		return
 	}
-	w.logErr(log, "dispatch", w.dispatch(ctx, run, calls))
-	w.logErr(log, "advance", w.advance(ctx, run, calls))
+	w.logErr(log, "reconcile after commit", w.reconcileCommitted(ctx, run, calls))
 }
+
+// abandonStep releases the lease of a step whose inference the worker gave
+// up on while stopping, and asks the sweeper to look at the run now, so
+// another worker takes the step over without waiting for the lease to run
+// out. It uses a context of its own: the worker's has ended.
+func (w *Worker) abandonStep(run pipeline.Run, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), releaseTimeout)
+	defer cancel()
+	err := w.store.ReleaseStepLease(ctx, run.ID, run.Step, run.LeaseOwner)
+	if errors.Is(err, store.ErrLeaseLost) {
+		return // committed or taken over meanwhile
+	}
+	if err == nil {
+		err = w.store.ScheduleSweep(ctx, run.ID, w.now())
+	}
+	w.logErr(log, "release the lease of an abandoned step", err)
+}
+
+// releaseTimeout bounds the writes that release an abandoned claim.
+const releaseTimeout = 5 * time.Second
 
 // nameCalls turns the model's proposals into call records. A call keeps the
 // model's id when the run has no call of that id yet; otherwise (or with no
@@ -206,7 +239,7 @@ func (w *Worker) streamText(ctx context.Context, run pipeline.Run, log *slog.Log
 		if delta == "" {
 			return
 		}
-		if err := w.store.AppendDelta(ctx, run.ID, run.Step, w.id, delta, w.now()); err != nil {
+		if err := w.store.AppendDelta(ctx, run.ID, run.Step, run.LeaseOwner, delta, w.now()); err != nil {
 			log.Debug("text delta dropped", "error", err)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/stepwise-run/stepwise/internal/workpool"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/stop"
@@ -23,15 +22,16 @@ type Config = worker.Deps
 // are safe for concurrent use by a Watermill router.
 type Worker struct {
 	ctx        context.Context // bounds the work on the pool
+	cancel     context.CancelFunc
 	store      *store.Store
 	pub        topics.Publisher
 	names      topics.Names
 	cfg        *config.Config
 	settings   config.StepWorker
-	id         string
 	now        func() time.Time
 	log        *slog.Logger
-	pool       *workpool.Pool
+	pool       *worker.Pool
+	claims     *worker.Claims
 	models     *models
 	conditions conditions
 	catalog    *catalog.Catalog
@@ -41,8 +41,9 @@ type Worker struct {
 }
 
 // New returns a worker whose background work (inference on the pool) lives
-// as long as ctx. Cancelling ctx abandons inference in flight without
-// committing; the leases expire and the sweeper re-drives the steps.
+// as long as ctx, or until Drain gives up on it. Work that ends that way is
+// abandoned without committing and its leases are released, so another
+// worker's sweeper re-drives the steps at once.
 func New(ctx context.Context, cfg Config) (*Worker, error) {
 	cfg, err := cfg.WithDefaults("stepworker")
 	if err != nil {
@@ -65,17 +66,19 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("stepworker: %w", err)
 	}
 	s := cfg.Config.StepWorker
+	ctx, cancel := context.WithCancel(ctx)
 	return &Worker{
 		ctx:        ctx,
+		cancel:     cancel,
 		store:      cfg.Store,
 		pub:        cfg.Publisher,
 		names:      cfg.Names,
 		cfg:        cfg.Config,
 		settings:   s,
-		id:         cfg.WorkerID,
 		now:        cfg.Now,
 		log:        cfg.Logger.With("worker_id", cfg.WorkerID),
-		pool:       workpool.New(s.Concurrency),
+		pool:       worker.NewPool(s.Concurrency),
+		claims:     worker.NewClaims(cfg.WorkerID),
 		models:     models,
 		conditions: conds,
 		catalog:    cfg.Catalog,
@@ -84,9 +87,14 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	}, nil
 }
 
-// Wait blocks until the inference in flight has returned.
-func (w *Worker) Wait() { w.pool.Wait() }
+// Drain is the end of a graceful shutdown, called once the handlers get no
+// more messages: it waits up to grace for the inference in flight to commit,
+// then abandons what is left (each abandoned step releases its lease, so
+// another worker takes it over at once) and returns when nothing runs.
+func (w *Worker) Drain(grace time.Duration) {
+	worker.Drain(w.pool, grace, w.cancel)
+}
 
-func (w *Worker) lease(now time.Time) store.Lease {
-	return store.Lease{Owner: w.id, Until: now.Add(w.settings.Lease.Duration)}
+func (w *Worker) lease(owner string, now time.Time) store.Lease {
+	return store.Lease{Owner: owner, Until: now.Add(w.settings.Lease.Duration)}
 }

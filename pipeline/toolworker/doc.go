@@ -11,5 +11,5 @@
 //	for _, q := range cfg.Queues() {
 //		router.AddNoPublisherHandler("tool-"+q, names.ToolCalls(q), sub, w.HandleToolCall)
 //	}
-//	defer w.Wait()
+//	defer w.Drain(cfg.ToolWorker.ShutdownGrace.Duration) // after the router stopped
 package toolworker

@@ -10,65 +10,113 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/stepwise-run/stepwise/internal/lease"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tools"
+	"github.com/stepwise-run/stepwise/pipeline/worker"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
-// HandleToolCall handles ToolCallRequested: claim the call, hand it to the
-// pool, acknowledge. A call that is finished, or held under an unexpired
-// lease, is a no-op; so is one past its retry budget (the sweeper ends its
-// run).
+// HandleToolCall handles ToolCallRequested: take a pool slot (waiting
+// while the pool is full), claim the call with a lease of its own, hand it
+// to the slot, acknowledge. A call held under a live lease is a no-op; so
+// is one past its retry budget (the sweeper ends its run). A call that has
+// already finished — or parked — gets its ToolCallFinished published
+// again: the worker that finished it may have died before publishing, and
+// the step's fan-in must still happen; a duplicate is a no-op there.
 func (w *Worker) HandleToolCall(msg *message.Message) error {
 	req, err := topics.Decode[topics.ToolCallRequested](msg.Payload)
 	if err != nil {
 		return err
 	}
 	ctx := msg.Context()
+	slot, err := w.pool.Take(ctx)
+	if err != nil {
+		return err // stopping: the message comes back to whoever owns the partition next
+	}
 	now := w.now()
 	log := w.log.With("run_id", req.RunID, "step", req.Step, "call_id", req.CallID, "tool", req.Tool)
-	call, err := w.store.ClaimCall(ctx, req.RunID, req.CallID, w.lease(now), now)
+	call, err := w.store.ClaimCall(ctx, req.RunID, req.CallID, w.lease(w.claims.Next(), now), now)
+	if err != nil {
+		slot.Release()
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return topics.Permanent(fmt.Errorf("call %s of run %s: %w", req.CallID, req.RunID, err))
-	case errors.Is(err, store.ErrStale), errors.Is(err, store.ErrLeaseHeld):
+	case errors.Is(err, store.ErrStale):
+		if call.Status.Terminal() || call.Status == pipeline.CallSuspended {
+			log.Debug("tool call already finished; reporting it again", "status", call.Status)
+			return w.report(call)
+		}
 		log.Debug("tool call request is a no-op", "reason", err)
+		return nil
+	case errors.Is(err, store.ErrLeaseHeld):
+		log.Debug("tool call is held by another claim", "reason", err)
 		return nil
 	case err != nil:
 		return fmt.Errorf("claim call %s of run %s: %w", req.CallID, req.RunID, err)
 	}
 	if call.Attempts > w.attempts(call.Tool) {
+		slot.Release()
 		log.Warn("tool call is past its retry budget; leaving it to the sweeper", "attempts", call.Attempts)
 		return nil
 	}
-	return w.pool.Go(w.ctx, func() { w.execute(call, log) })
+	slot.Go(func() { w.execute(call, log) })
+	return nil
 }
 
-// execute runs a claimed call and commits its outcome: succeeded, failed,
-// or suspended when the tool returned pending (the call parks until a
-// decision, like one suspended at ToolGate).
+// execute runs a claimed call and commits its outcome as the claim's owner
+// (call.LeaseOwner): succeeded, failed, or suspended when the tool returned
+// pending (the call parks until a decision, like one suspended at
+// ToolGate). An execution the worker gives up on while stopping commits
+// nothing and releases its lease.
 func (w *Worker) execute(call pipeline.ToolCall, log *slog.Logger) {
 	outcome, ok := w.withPhases(call, func() (store.CallOutcome, bool) { return w.run(call) })
 	if !ok {
-		return // the worker is stopping: commit nothing, the lease runs out
+		w.abandon(call, log)
+		return
 	}
-	done, err := w.store.FinishCall(w.ctx, call.RunID, call.ID, w.id, outcome, w.now())
+	done, err := w.store.FinishCall(w.ctx, call.RunID, call.ID, call.LeaseOwner, outcome, w.now())
 	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrStale) {
-		log.Info("tool outcome dropped: another worker took the call over", "reason", err)
+		log.Info("tool outcome dropped: another claim took the call over", "reason", err)
 		return
 	}
 	if err != nil {
 		log.Error("commit tool outcome; the sweeper will re-drive the call", "error", err)
 		return
 	}
-	if err := topics.Publish(w.pub, w.names.ToolResults(), topics.ToolCallFinished{
-		Header: topics.Header{RunID: done.RunID}, Step: done.Step, CallID: done.ID, Status: done.Status,
-	}); err != nil {
+	if err := w.report(done); err != nil {
 		log.Error("report tool outcome; the sweeper will fan it in", "error", err)
 	}
 }
+
+// report publishes ToolCallFinished for a call whose outcome is committed.
+func (w *Worker) report(c pipeline.ToolCall) error {
+	return topics.Publish(w.pub, w.names.ToolResults(), topics.ToolCallFinished{
+		Header: topics.Header{RunID: c.RunID}, Step: c.Step, CallID: c.ID, Status: c.Status,
+	})
+}
+
+// abandon releases the lease of a call whose execution the worker gave up
+// on while stopping, and asks the sweeper to look at the run now, so
+// another worker runs the call without waiting for the lease to run out.
+func (w *Worker) abandon(call pipeline.ToolCall, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), releaseTimeout)
+	defer cancel()
+	err := w.store.ReleaseCallLease(ctx, call.RunID, call.ID, call.LeaseOwner)
+	if errors.Is(err, store.ErrLeaseLost) {
+		return
+	}
+	if err == nil {
+		err = w.store.ScheduleSweep(ctx, call.RunID, w.now())
+	}
+	if err != nil {
+		log.Error("release the lease of an abandoned call", "error", err)
+	}
+}
+
+// releaseTimeout bounds the writes that release an abandoned claim.
+const releaseTimeout = 5 * time.Second
 
 // run executes the tool under its timeout while renewing the lease. A
 // retryable tool error (see retryable) is retried with backoff until the
@@ -140,17 +188,17 @@ func (w *Worker) timeout(tool string) time.Duration {
 	return w.settings.DefaultTimeout.Duration
 }
 
-func (w *Worker) lease(now time.Time) store.Lease {
-	return store.Lease{Owner: w.id, Until: now.Add(w.settings.Lease.Duration)}
+func (w *Worker) lease(owner string, now time.Time) store.Lease {
+	return store.Lease{Owner: owner, Until: now.Add(w.settings.Lease.Duration)}
 }
 
 // renew extends the call's lease every third of the lease period until the
 // returned function is called. A lost lease is logged; the execution goes on
 // and its commit will be refused.
 func (w *Worker) renew(ctx context.Context, call pipeline.ToolCall) (stop func()) {
-	return lease.Keep(ctx, w.settings.Lease.Duration,
+	return worker.KeepLease(ctx, w.settings.Lease.Duration,
 		func(ctx context.Context) error {
-			return w.store.RenewCallLease(ctx, call.RunID, call.ID, w.lease(w.now()))
+			return w.store.RenewCallLease(ctx, call.RunID, call.ID, w.lease(call.LeaseOwner, w.now()))
 		},
 		func(err error) bool { return errors.Is(err, store.ErrLeaseLost) },
 		func() { w.log.Warn("lease lost while executing", "run_id", call.RunID, "call_id", call.ID) })

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/stepwise-run/stepwise/internal/workpool"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/store"
@@ -20,23 +19,26 @@ type Config = worker.Deps
 // Worker executes tool calls. HandleToolCall is safe for concurrent use.
 type Worker struct {
 	ctx        context.Context
+	cancel     context.CancelFunc
 	store      *store.Store
 	pub        topics.Publisher
 	names      topics.Names
 	cfg        *config.Config
 	settings   config.ToolWorker
 	maxTries   int
-	id         string
 	now        func() time.Time
 	log        *slog.Logger
-	pool       *workpool.Pool
+	pool       *worker.Pool
+	claims     *worker.Claims
 	exec       *executors
 	plugins    map[string]*plugin.Set
 	anyPlugins bool // some agent enables a plugin: calls run the tool-worker phases
 }
 
-// New returns a worker whose executions live as long as ctx. Cancelling ctx
-// abandons executions in flight without committing them.
+// New returns a worker whose executions live as long as ctx, or until
+// Drain gives up on them. An execution that ends that way is abandoned
+// without committing and its lease is released, so another worker takes
+// the call over at once.
 func New(ctx context.Context, cfg Config) (*Worker, error) {
 	cfg, err := cfg.WithDefaults("toolworker")
 	if err != nil {
@@ -51,32 +53,38 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		anyPlugins = anyPlugins || len(a.Plugins) > 0
 	}
 	log := cfg.Logger.With("worker_id", cfg.WorkerID)
+	ctx, cancel := context.WithCancel(ctx)
 	ex, err := newExecutors(ctx, cfg.Config, log)
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("toolworker: %w", err)
 	}
 	go ex.publishCatalog(ctx, cfg.Catalog, cfg.Config, log)
 	return &Worker{
 		ctx:        ctx,
+		cancel:     cancel,
 		store:      cfg.Store,
 		pub:        cfg.Publisher,
 		names:      cfg.Names,
 		cfg:        cfg.Config,
 		settings:   cfg.Config.ToolWorker,
 		maxTries:   cfg.Config.StepWorker.MaxAttempts,
-		id:         cfg.WorkerID,
 		now:        cfg.Now,
 		log:        log,
-		pool:       workpool.New(cfg.Config.ToolWorker.Concurrency),
+		pool:       worker.NewPool(cfg.Config.ToolWorker.Concurrency),
+		claims:     worker.NewClaims(cfg.WorkerID),
 		exec:       ex,
 		plugins:    sets,
 		anyPlugins: anyPlugins,
 	}, nil
 }
 
-// Wait blocks until the executions in flight have returned, then stops the
-// MCP servers.
-func (w *Worker) Wait() {
-	w.pool.Wait()
+// Drain is the end of a graceful shutdown, called once the handler gets no
+// more messages: it waits up to grace for the executions in flight to
+// commit, then abandons what is left (each abandoned call releases its
+// lease, so another worker takes it over at once), and stops the MCP
+// servers once nothing runs.
+func (w *Worker) Drain(grace time.Duration) {
+	worker.Drain(w.pool, grace, w.cancel)
 	w.exec.close()
 }

@@ -1,4 +1,4 @@
-package lease_test
+package worker_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stepwise-run/stepwise/internal/lease"
+	"github.com/stepwise-run/stepwise/pipeline/worker"
 )
 
 var errGone = errors.New("gone")
@@ -16,7 +16,7 @@ func isGone(err error) bool { return errors.Is(err, errGone) }
 
 func TestKeep_renews_until_stopped(t *testing.T) {
 	var renewals atomic.Int32
-	stop := lease.Keep(context.Background(), 3*time.Millisecond, func(context.Context) error {
+	stop := worker.KeepLease(context.Background(), 3*time.Millisecond, func(context.Context) error {
 		renewals.Add(1)
 		return nil
 	}, isGone, func() { t.Error("lost a lease that was renewed") })
@@ -33,7 +33,7 @@ func TestKeep_renews_until_stopped(t *testing.T) {
 func TestKeep_gives_up_once_the_lease_is_lost_and_retries_other_errors(t *testing.T) {
 	var calls atomic.Int32
 	lost := make(chan struct{})
-	stop := lease.Keep(context.Background(), 3*time.Millisecond, func(context.Context) error {
+	stop := worker.KeepLease(context.Background(), 3*time.Millisecond, func(context.Context) error {
 		if calls.Add(1) == 1 {
 			return errors.New("redis hiccup") // retried
 		}

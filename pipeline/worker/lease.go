@@ -1,4 +1,4 @@
-package lease
+package worker
 
 import (
 	"context"
@@ -6,11 +6,12 @@ import (
 	"time"
 )
 
-// Keep calls renew every period/3 until the returned stop is called or ctx
-// ends. When renew reports an error for which lost returns true, Keep calls
+// KeepLease keeps a claim alive while slow work runs: it calls renew every
+// period/3 until the returned stop is called or ctx ends. When renew reports
+// an error for which lost returns true, KeepLease calls
 // onLost once and stops renewing; other errors are retried at the next tick.
 // stop waits for the renewing goroutine to end; calling it again does nothing.
-func Keep(ctx context.Context, period time.Duration, renew func(context.Context) error, lost func(error) bool, onLost func()) (stop func()) {
+func KeepLease(ctx context.Context, period time.Duration, renew func(context.Context) error, lost func(error) bool, onLost func()) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

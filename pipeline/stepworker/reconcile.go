@@ -1,0 +1,251 @@
+package stepworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// reconcileRounds bounds one reconcile. Each round acts on the state the
+// last one left; a step ends in at most a handful (apply held decisions,
+// end the step, request the next), so reaching the bound means the run
+// keeps changing under it, and the sweeper comes back to it.
+const reconcileRounds = 16
+
+// reconcile brings a run forward from what Redis holds, whatever happened
+// before: which messages were lost, which process died between which
+// writes. It is level-triggered and idempotent, like a controller-runtime
+// Reconcile: every handler calls it after its own write, also when that
+// write was a duplicate or stale, and the sweeper calls it for every run
+// that comes due. stepHint is the step the caller expects the run at (-1:
+// none); it saves a round trip when right.
+//
+// Each round does what the run's state asks for, then looks again:
+//   - a done run whose result is not marked published: RunEnd, publish it,
+//     mark it (the result's outbox); a published one leaves the schedule;
+//   - a pending step whose request is not marked sent: publish
+//     StepRequested, mark it; a step being inferred whose lease ran out
+//     (its worker died): request it again — the claim counts the attempt;
+//   - decisions held for calls that have parked since: apply them; held
+//     past their hold: reject them; parked calls past their approval
+//     deadline: apply their on_timeout;
+//   - running calls whose lease ran out: publish them again, or end the
+//     run once their retry budget is spent;
+//   - then by derive_run_status of the calls ahead: running → publish the
+//     dispatchable calls not marked dispatched and mark them; waiting → set
+//     the run waiting and schedule the next look at its earliest deadline
+//     (none: off the schedule, a decision wakes it); all terminal → StepEnd.
+//
+// A message marked sent is published again only when it has waited for
+// its claim longer than stepworker.dispatch_timeout: the marks keep a
+// backlog in Kafka from being re-published on every reconcile.
+func (w *Worker) reconcile(ctx context.Context, runID string, stepHint int) error {
+	snap, err := w.store.Snapshot(ctx, runID, stepHint)
+	if err != nil {
+		return err
+	}
+	return w.reconcileFrom(ctx, &snap)
+}
+
+// reconcileFrom is reconcile from a snapshot the caller has.
+func (w *Worker) reconcileFrom(ctx context.Context, snap *store.Snapshot) error {
+	for range reconcileRounds {
+		next, err := w.reconcileOnce(ctx, *snap, w.now())
+		if err != nil || next == nil {
+			return err
+		}
+		snap = next
+	}
+	return fmt.Errorf("reconcile run %s: still changing after %d rounds; the sweeper will come back to it", snap.Run.ID, reconcileRounds)
+}
+
+// reconcileCommitted reconciles a run whose step was just committed, from
+// what the commit returned: with no call parked, the commit's view is all a
+// round needs; a parked call needs the held decisions and the schedule, so
+// the run is read again.
+func (w *Worker) reconcileCommitted(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
+	for _, c := range calls {
+		if c.Status == pipeline.CallSuspended {
+			return w.reconcile(ctx, run.ID, run.Step)
+		}
+	}
+	return w.reconcileFrom(ctx, &store.Snapshot{Run: run, Calls: calls})
+}
+
+// reconcileOnce does the first thing snap asks for. It returns the state to
+// look at next, or nil when the run needs nothing more now.
+func (w *Worker) reconcileOnce(ctx context.Context, snap store.Snapshot, now time.Time) (*store.Snapshot, error) {
+	run := snap.Run
+	if run.Status.Final() {
+		if run.Published {
+			return nil, w.store.Unschedule(ctx, run.ID)
+		}
+		return nil, w.publishResult(ctx, run)
+	}
+	switch run.StepState {
+	case pipeline.StepPending:
+		if run.Requested && now.Sub(run.UpdatedAt) < w.settings.DispatchTimeout.Duration {
+			return nil, nil
+		}
+		if err := w.requestStep(run); err != nil {
+			return nil, err
+		}
+		return nil, w.store.MarkRequested(ctx, run.ID, run.Step)
+	case pipeline.StepInferring:
+		if run.LeaseUntil.Before(now) {
+			return nil, w.requestStep(run)
+		}
+		return nil, nil
+	case pipeline.StepTools:
+		return w.reconcileTools(ctx, snap, now)
+	}
+	return nil, fmt.Errorf("run %s is in step state %q", run.ID, run.StepState)
+}
+
+// reconcileTools handles a committed step: decisions first, then expired
+// leases, then whatever derive_run_status says.
+func (w *Worker) reconcileTools(ctx context.Context, snap store.Snapshot, now time.Time) (*store.Snapshot, error) {
+	run, calls := snap.Run, snap.Calls
+	decided, err := w.applyDue(ctx, snap, now)
+	if err != nil {
+		return nil, err
+	}
+	if decided {
+		if run.Status == pipeline.RunWaiting {
+			// The run may be running again: whoever moves it out of
+			// waiting reschedules it, so no reconcile that read it
+			// waiting can take it off the schedule (RescheduleIf).
+			if err := w.store.ScheduleSweep(ctx, run.ID, now.Add(w.settings.Lease.Duration)); err != nil {
+				return nil, err
+			}
+		}
+		return w.reread(ctx, run)
+	}
+
+	var redrive []pipeline.ToolCall
+	for _, c := range calls {
+		if c.Status != pipeline.CallRunning || !c.LeaseUntil.Before(now) {
+			continue
+		}
+		if w.callBudgetSpent(c.Tool, c.Attempts+1) {
+			return w.giveUpFrom(ctx, run, fmt.Sprintf("tool call %s (%s) was claimed %d times without finishing", c.ID, c.Tool, c.Attempts))
+		}
+		redrive = append(redrive, c) // its worker died: the claim counts the attempt
+	}
+
+	agent, _ := w.cfg.Agent(run.Agent)
+	switch pipeline.DeriveRunStatus(pipeline.CallStatuses(ahead(agent, calls))) {
+	case pipeline.RunRunning:
+		var fresh []pipeline.ToolCall
+		for _, c := range w.dispatchable(run, calls) {
+			if !c.Dispatched || now.Sub(c.UpdatedAt) >= w.settings.DispatchTimeout.Duration {
+				fresh = append(fresh, c)
+			}
+		}
+		if err := w.publishCalls(append(redrive, fresh...)); err != nil {
+			return nil, err
+		}
+		return nil, w.store.MarkDispatched(ctx, run.ID, fresh)
+	case pipeline.RunWaiting:
+		if run.Status == pipeline.RunRunning {
+			_, err := w.store.SetWaiting(ctx, run.ID, run.Step, agent.Sequential(), now)
+			if errors.Is(err, store.ErrStale) {
+				return w.reread(ctx, run) // a decision got in first
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		_, err := w.store.RescheduleIf(ctx, run.ID, snap.Scheduled, nextLook(snap))
+		return nil, err
+	default:
+		return w.endStep(ctx, run, calls)
+	}
+}
+
+// applyDue applies what is due to the step's parked calls: the decisions
+// held for calls that have parked since they arrived, and the on_timeout
+// decision of calls whose approval deadline has passed (recorded as a
+// timeout, not as somebody's decision); and it rejects the decisions held
+// past their hold. It reports whether it changed anything.
+func (w *Worker) applyDue(ctx context.Context, snap store.Snapshot, now time.Time) (bool, error) {
+	run := snap.Run
+	parked := map[string]bool{}
+	for _, c := range snap.Calls {
+		parked[c.ID] = c.Status == pipeline.CallSuspended
+	}
+	changed := false
+	for _, h := range snap.Held {
+		switch {
+		case parked[h.CallID]:
+			if _, err := w.store.ApplyDecision(ctx, run.ID, h.Decision, h.Until, now); err != nil {
+				return changed, err
+			}
+			parked[h.CallID] = false
+		case !h.Until.After(now):
+			reason := fmt.Sprintf("call %s did not park within %s of the decision", h.CallID, w.settings.DecisionHold.Duration)
+			err := w.store.DropHeld(ctx, run.ID, h.CallID, h.ID, reason, now)
+			if err != nil && !errors.Is(err, store.ErrStale) { // stale: applied or dropped meanwhile
+				return changed, err
+			}
+		default:
+			continue
+		}
+		changed = true
+	}
+	for _, c := range snap.Calls {
+		if !parked[c.ID] || c.Parking == nil || c.Parking.Deadline.IsZero() || c.Parking.Deadline.After(now) {
+			continue
+		}
+		action := topics.ActionCancel
+		if c.Parking.OnTimeout == config.OnTimeoutResume {
+			action = topics.ActionResume
+		}
+		waited := c.Parking.Deadline.Sub(c.Parking.ParkedAt).Round(time.Second)
+		if _, err := w.store.ApplyDecision(ctx, run.ID, store.Decision{
+			ID: "timeout:" + c.ID, CallID: c.ID, Action: action, DecidedBy: "stepwise",
+			Reason: fmt.Sprintf("no decision within %s", waited), Timeout: true,
+		}, now, now); err != nil {
+			return changed, err
+		}
+		changed = true
+	}
+	return changed, nil
+}
+
+// nextLook is when the sweeper must next look at a waiting run: its
+// earliest approval deadline or end of a hold, or never (zero: a decision
+// wakes it) when it has neither.
+func nextLook(snap store.Snapshot) time.Time {
+	var next time.Time
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, c := range snap.Calls {
+		if c.Status == pipeline.CallSuspended && c.Parking != nil {
+			earliest(c.Parking.Deadline)
+		}
+	}
+	for _, h := range snap.Held {
+		earliest(h.Until)
+	}
+	return next
+}
+
+// reread is the next round's snapshot after a write that changed more
+// than the caller knows.
+func (w *Worker) reread(ctx context.Context, run pipeline.Run) (*store.Snapshot, error) {
+	snap, err := w.store.Snapshot(ctx, run.ID, run.Step)
+	if err != nil {
+		return nil, err
+	}
+	return &snap, nil
+}

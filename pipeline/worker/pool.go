@@ -1,0 +1,82 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Pool runs slow work (inference, tools) on at most Size goroutines, so a
+// Kafka handler can hand work off and acknowledge its message instead of
+// holding the partition. A handler takes a slot before it claims the work:
+// a full pool blocks Take, which is the back-pressure, and a claim is never
+// held while it waits for a slot (its lease could run out meanwhile). It is
+// safe for concurrent use.
+type Pool struct {
+	slots chan struct{}
+	wg    sync.WaitGroup
+}
+
+// NewPool returns a pool of size slots (at least 1).
+func NewPool(size int) *Pool {
+	if size < 1 {
+		size = 1
+	}
+	return &Pool{slots: make(chan struct{}, size)}
+}
+
+// Slot is one place on the pool, taken by Take. Run work on it with Go, or
+// give it back unused with Release.
+type Slot struct {
+	p    *Pool
+	once sync.Once
+}
+
+// Take waits for a free slot. It returns ctx's error if ctx ends first.
+func (p *Pool) Take(ctx context.Context) (*Slot, error) {
+	select {
+	case p.slots <- struct{}{}:
+		return &Slot{p: p}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Go runs fn on the slot in a goroutine of its own; the slot is free again
+// when fn returns.
+func (s *Slot) Go(fn func()) {
+	s.p.wg.Add(1)
+	go func() {
+		defer s.p.wg.Done()
+		defer s.Release()
+		fn()
+	}()
+}
+
+// Release gives the slot back. Calling it again does nothing.
+func (s *Slot) Release() { s.once.Do(func() { <-s.p.slots }) }
+
+// Busy is the number of slots in use.
+func (p *Pool) Busy() int { return len(p.slots) }
+
+// Size is the number of slots.
+func (p *Pool) Size() int { return cap(p.slots) }
+
+// Wait blocks until every function started with Slot.Go has returned.
+func (p *Pool) Wait() { p.wg.Wait() }
+
+// Drain waits up to grace for the work on p to return, then calls abandon
+// (which cancels the work's context) and waits for the rest. A grace of 0
+// abandons at once.
+func Drain(p *Pool, grace time.Duration, abandon func()) {
+	done := make(chan struct{})
+	go func() { p.Wait(); close(done) }()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	abandon()
+	<-done
+}
