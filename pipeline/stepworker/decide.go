@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
@@ -45,6 +46,10 @@ func (w *Worker) HandleDecision(msg *message.Message) error {
 // decide applies one decision, then reconciles the run.
 func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
 	now := w.now()
+	before, err := w.schedule(ctx, d.RunID, time.Time{})
+	if err != nil {
+		return err
+	}
 	res, err := w.store.ApplyDecision(ctx, d.RunID, store.Decision{
 		ID: d.DecisionID, CallID: d.CallID, Action: d.Action, Payload: d.Payload,
 		ArgsHash: d.ArgsHash, DecidedBy: d.DecidedBy, Reason: d.Reason,
@@ -56,7 +61,7 @@ func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
 		w.log.Info("decision not applied", "run_id", d.RunID, "call_id", d.CallID, "decision_id", d.DecisionID,
 			"outcome", res.Outcome, "reason", res.Reason)
 	}
-	return w.rescheduleAndReconcile(ctx, d.RunID, res.Run.Step)
+	return w.rescheduleAndReconcile(ctx, d.RunID, res.Run.Step, before)
 }
 
 // cancelRun ends a run cancelled, from whatever status it is in; its
@@ -67,21 +72,36 @@ func (w *Worker) cancelRun(ctx context.Context, d topics.Decision) error {
 	if by == "" {
 		by = "someone"
 	}
+	before, err := w.schedule(ctx, d.RunID, time.Time{})
+	if err != nil {
+		return err
+	}
 	run, err := w.store.CancelRun(ctx, d.RunID, by, d.Reason, w.now())
 	if errors.Is(err, store.ErrStale) {
 		w.log.Info("cancel of a run that is already done", "run_id", d.RunID, "decision_id", d.DecisionID)
 	} else if err != nil {
 		return err
 	}
-	return w.rescheduleAndReconcile(ctx, d.RunID, run.Step)
+	return w.rescheduleAndReconcile(ctx, d.RunID, run.Step, before)
 }
 
-// rescheduleAndReconcile follows a decision: the run may have left waiting
-// (where it can be off the schedule), so it is scheduled again, after the
-// write, so that no reconcile that read it waiting can unschedule it; then
-// it is reconciled.
-func (w *Worker) rescheduleAndReconcile(ctx context.Context, runID string, stepHint int) error {
-	if err := w.store.ScheduleSweep(ctx, runID, w.now().Add(w.settings.Lease.Duration)); err != nil {
+// A decision may take a run out of waiting, where it can be off the
+// schedule. So the run is scheduled before the write (a worker that dies
+// after it leaves a run the sweeper will look at) and again after it (a
+// reconcile that read the run waiting and takes it off the schedule only
+// if its sweep time is unchanged then finds it changed), then reconciled.
+// schedule sets the sweep one lease from now, and always later than after,
+// so the second schedule differs from the first even within a millisecond.
+func (w *Worker) schedule(ctx context.Context, runID string, after time.Time) (time.Time, error) {
+	at := w.now().Add(w.settings.Lease.Duration)
+	if !at.After(after) {
+		at = after.Add(time.Millisecond)
+	}
+	return at, w.store.ScheduleSweep(ctx, runID, at)
+}
+
+func (w *Worker) rescheduleAndReconcile(ctx context.Context, runID string, stepHint int, before time.Time) error {
+	if _, err := w.schedule(ctx, runID, before); err != nil {
 		return err
 	}
 	return w.reconcile(ctx, runID, stepHint)

@@ -87,6 +87,9 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	}, nil
 }
 
+// Wait blocks until the work handed to the pool so far has returned.
+func (w *Worker) Wait() { w.pool.Wait() }
+
 // Drain is the end of a graceful shutdown, called once the handlers get no
 // more messages: it waits up to grace for the inference in flight to commit,
 // then abandons what is left (each abandoned step releases its lease, so

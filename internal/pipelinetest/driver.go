@@ -1,0 +1,354 @@
+package pipelinetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/gateway"
+	"github.com/stepwise-run/stepwise/pipeline/model/script"
+	"github.com/stepwise-run/stepwise/pipeline/stepworker"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/toolworker"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// Side names the worker a crash hits.
+type Side int
+
+// The sides.
+const (
+	None Side = iota
+	StepWorker
+	ToolWorker
+)
+
+func (s Side) String() string { return [...]string{"none", "stepworker", "toolworker"}[s] }
+
+// Scenario is one run to drive: the configuration, the run's agent and
+// script model, and optionally a decision sent to it (Early: before its
+// first step, so it is held until the call parks; else once the run waits).
+type Scenario struct {
+	Name     string
+	Config   string
+	Agent    string
+	Script   string
+	Decision *topics.Decision
+	Early    bool
+}
+
+// RunID is the id of every scenario's run.
+const RunID = "r1"
+
+// Harness drives a scenario many times on one Redis, each time under a
+// key prefix of its own.
+type Harness struct {
+	t     *testing.T
+	sc    Scenario
+	cfg   *config.Config
+	url   string
+	names topics.Names
+	n     int
+}
+
+// New returns a harness for sc on a Redis private to t.
+func New(t *testing.T, sc Scenario) *Harness {
+	t.Helper()
+	cfg, err := config.Parse([]byte(sc.Config))
+	if err != nil {
+		t.Fatalf("scenario %s: config: %v", sc.Name, err)
+	}
+	return &Harness{t: t, sc: sc, cfg: cfg, url: testinfra.Redis(t), names: topics.NewNames("")}
+}
+
+// Undisturbed drives the scenario with no crash.
+func (h *Harness) Undisturbed() Outcome {
+	out, _ := h.drive(None, 0)
+	return out
+}
+
+// Crash drives the scenario with side crashing at its n-th operation
+// (Redis command or publish), then replaced. cut is false when side made
+// fewer than n operations: n is past the last cut point.
+func (h *Harness) Crash(side Side, n int) (out Outcome, cut bool) {
+	return h.drive(side, n)
+}
+
+// Outcome is what a driven run came to.
+type Outcome struct {
+	Run      pipeline.Run
+	Messages []pipeline.Message
+	Commits  map[string]int     // events that commit something, by "type step call"
+	Results  []topics.RunResult // every RunResult published for the run
+	Ops      int                // operations of the side that crashed (or would have)
+}
+
+// driver is one drive of the scenario.
+type driver struct {
+	*Harness
+	ctx      context.Context
+	clock    *clock
+	bus      *Bus
+	observer *store.Store
+	side     Side
+	inj      *Injector
+	steps    *stepworker.Worker
+	tools    *toolworker.Worker
+	workers  int
+	decided  bool
+}
+
+// maxRounds bounds the idle rounds (clock forward, sweep) of one drive,
+// and maxDeliveries its deliveries: a run still not done then is stuck.
+const (
+	maxRounds     = 60
+	maxDeliveries = 2000
+)
+
+func (h *Harness) drive(side Side, n int) (Outcome, bool) {
+	t := h.t
+	t.Helper()
+	h.n++
+	d := &driver{
+		Harness: h, ctx: context.Background(), clock: &clock{now: time.UnixMilli(1_750_000_000_000)},
+		bus: &Bus{}, side: side, inj: &Injector{At: n},
+	}
+	prefix := fmt.Sprintf("pt%d", h.n)
+	d.observer = store.New(d.client(nil), store.WithPrefix(prefix))
+	d.steps = d.stepWorker(prefix, side == StepWorker)
+	d.tools = d.toolWorker(prefix, side == ToolWorker)
+
+	if d.sc.Decision != nil && d.sc.Early {
+		d.decide()
+	}
+	d.create()
+	deliveries := 0
+	for round := 0; ; round++ {
+		for e, ok := d.bus.next(); ok; e, ok = d.bus.next() {
+			if deliveries++; deliveries > maxDeliveries {
+				t.Fatalf("%s, %s crashing at %d: more than %d deliveries; the run never settles", d.sc.Name, side, n, maxDeliveries)
+			}
+			d.deliver(e, prefix)
+		}
+		snap, err := d.observer.Snapshot(d.ctx, RunID, -1)
+		if err != nil {
+			t.Fatalf("%s: snapshot: %v", d.sc.Name, err)
+		}
+		if snap.Run.Status.Final() && snap.Run.Published {
+			break
+		}
+		if round >= maxRounds {
+			t.Fatalf("%s, %s crashing at %d: the run is stuck: %+v, calls %+v", d.sc.Name, side, n, snap.Run, snap.Calls)
+		}
+		if d.sc.Decision != nil && !d.decided && snap.Run.Status == pipeline.RunWaiting {
+			d.decide()
+			continue
+		}
+		// Nothing in flight: let the leases of a dead worker run out and
+		// the sweeper look, as time would.
+		d.clock.advance(d.cfg.StepWorker.Lease.Duration + time.Second)
+		if _, err := d.steps.Sweep(d.ctx); err != nil && !d.crashed(StepWorker) {
+			t.Fatalf("%s: sweep: %v", d.sc.Name, err)
+		}
+		d.settle(prefix)
+	}
+	return d.outcome(), d.inj.Crashed()
+}
+
+// deliver hands one message to its handler, as a consumer would, and waits
+// for the work the handler put on the pool.
+func (d *driver) deliver(e envelope, prefix string) {
+	var handle message.NoPublishHandlerFunc
+	var side Side
+	switch {
+	case e.Topic == d.names.RunSteps():
+		handle, side = d.steps.HandleStep, StepWorker
+	case e.Topic == d.names.ToolResults():
+		handle, side = d.steps.HandleToolResult, StepWorker
+	case e.Topic == d.names.Decisions():
+		handle, side = d.steps.HandleDecision, StepWorker
+	case strings.HasPrefix(e.Topic, strings.TrimSuffix(d.names.ToolCalls("q"), "q")):
+		handle, side = d.tools.HandleToolCall, ToolWorker
+	default:
+		return // run results, dead letters: nobody here consumes them
+	}
+	msg := e.Msg.Copy()
+	msg.SetContext(d.ctx)
+	err := handle(msg)
+	crashedHere := d.crashed(side)
+	d.settle(prefix)
+	switch {
+	case crashedHere && err != nil:
+		d.bus.redeliver(e) // never acknowledged: it comes back to the replacement
+	case err != nil && topics.IsPermanent(err):
+		d.t.Fatalf("%s: %s dead-lettered %s: %v", d.sc.Name, side, e.Topic, err)
+	case err != nil:
+		_ = d.bus.Publish(e.Topic, e.Msg) // nacked: delivered again later
+	}
+}
+
+// settle waits for both workers' pools, then replaces a crashed worker.
+func (d *driver) settle(prefix string) {
+	d.steps.Wait()
+	d.tools.Wait()
+	if d.crashed(d.side) && d.inj.At > 0 {
+		switch d.side {
+		case StepWorker:
+			d.steps = d.stepWorker(prefix, false)
+		case ToolWorker:
+			d.tools = d.toolWorker(prefix, false)
+		}
+		d.side = None // the replacement does not crash
+	}
+}
+
+func (d *driver) crashed(side Side) bool { return side != None && side == d.side && d.inj.Crashed() }
+
+// client returns a Redis client, counting and crashing through inj when set.
+func (d *driver) client(inj *Injector) *redis.Client {
+	opts, err := redis.ParseURL(d.url)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	if inj != nil {
+		rdb.AddHook(inj.Hook())
+	}
+	d.t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// deps are a worker process's dependencies; crashing ones go through the
+// injector.
+func (d *driver) deps(prefix, kind string, crashing bool) stepworker.Config {
+	var inj *Injector
+	var pub message.Publisher = d.bus
+	if crashing {
+		inj, pub = d.inj, d.inj.Publisher(d.bus)
+	}
+	d.workers++
+	return stepworker.Config{
+		Store: store.New(d.client(inj), store.WithPrefix(prefix)), Publisher: pub, Names: d.names,
+		Config: d.cfg, WorkerID: fmt.Sprintf("%s-%d", kind, d.workers), Now: d.clock.Now, Logger: quiet,
+	}
+}
+
+func (d *driver) stepWorker(prefix string, crashing bool) *stepworker.Worker {
+	w, err := stepworker.New(d.ctx, d.deps(prefix, "sw", crashing))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return w
+}
+
+func (d *driver) toolWorker(prefix string, crashing bool) *toolworker.Worker {
+	w, err := toolworker.New(d.ctx, d.deps(prefix, "tw", crashing))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { w.Drain(0) })
+	return w
+}
+
+// create starts the run through the gateway's HTTP handler.
+func (d *driver) create() {
+	gw, err := gateway.New(gateway.Config{
+		Store: d.observer, Publisher: d.bus, Names: d.names,
+		Agents:        func(name string) bool { _, ok := d.cfg.Agent(name); return ok },
+		ValidateModel: func(raw json.RawMessage) error { _, err := script.Parse(raw); return err },
+		SweepAfter:    d.cfg.StepWorker.Lease.Duration, Now: d.clock.Now, Logger: quiet,
+	})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"run_id":%q,"agent":%q,"input":"go","model":%s}`, RunID, d.sc.Agent, d.sc.Script)
+	rec := httptest.NewRecorder()
+	gw.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/runs", strings.NewReader(body)))
+	if rec.Code != http.StatusCreated {
+		d.t.Fatalf("%s: create run: %d %s", d.sc.Name, rec.Code, rec.Body)
+	}
+}
+
+// decide publishes the scenario's decision, as an outside system would.
+func (d *driver) decide() {
+	d.decided = true
+	dec := *d.sc.Decision
+	dec.RunID = RunID
+	if err := topics.Publish(d.bus, d.names.Decisions(), dec); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+func (d *driver) outcome() Outcome {
+	t := d.t
+	run, err := d.observer.GetRun(d.ctx, RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := d.observer.Messages(d.ctx, RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := d.observer.Events(d.ctx, RunID, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := Outcome{Run: run, Messages: msgs, Commits: map[string]int{}, Ops: d.inj.Ops()}
+	for _, ev := range events {
+		if commits[ev.Type] {
+			out.Commits[fmt.Sprintf("%s %d %s", ev.Type, ev.Step, ev.CallID)]++
+		}
+	}
+	for _, m := range d.bus.published(d.names.RunResults()) {
+		r, err := topics.Decode[topics.RunResult](m.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Results = append(out.Results, r)
+	}
+	return out
+}
+
+// commits are the events that record a commit: each must appear exactly
+// as often as in the undisturbed run, whatever was redone.
+var commits = map[pipeline.EventType]bool{
+	pipeline.EventRunStarted: true, pipeline.EventAssistantMessage: true, pipeline.EventToolCallCreated: true,
+	pipeline.EventToolCallFinished: true, pipeline.EventToolCallParked: true, pipeline.EventStepEnded: true,
+	pipeline.EventRunFinished: true, pipeline.EventRunResumed: true, pipeline.EventDecisionApplied: true,
+	pipeline.EventDecisionRejected: true, pipeline.EventDecisionHeld: true,
+}
+
+// clock is the drive's time; it moves only when the driver moves it.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// Now returns the clock's time.
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
