@@ -3,6 +3,7 @@ package pipelinetest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,9 +36,10 @@ const (
 	None Side = iota
 	StepWorker
 	ToolWorker
+	Gateway
 )
 
-func (s Side) String() string { return [...]string{"none", "stepworker", "toolworker"}[s] }
+func (s Side) String() string { return [...]string{"none", "stepworker", "toolworker", "gateway"}[s] }
 
 // Scenario is one run to drive: the configuration, the run's agent and
 // script model, and optionally a decision sent to it (Early: before its
@@ -135,7 +137,7 @@ func (h *Harness) drive(side Side, n int) (Outcome, bool) {
 	if d.sc.Decision != nil && d.sc.Early {
 		d.decide()
 	}
-	d.create()
+	d.create(prefix)
 	deliveries := 0
 	for round := 0; ; round++ {
 		for e, ok := d.bus.next(); ok; e, ok = d.bus.next() {
@@ -264,10 +266,28 @@ func (d *driver) toolWorker(prefix string, crashing bool) *toolworker.Worker {
 	return w
 }
 
-// create starts the run through the gateway's HTTP handler.
-func (d *driver) create() {
+// create starts the run through the gateway's HTTP handler. A gateway that
+// crashes answers with an error; its client sends the same request again,
+// to a healthy gateway, only when the run was not written (had it been
+// written, the client may never learn of it: the sweeper must start it).
+func (d *driver) create(prefix string) {
+	if d.side != Gateway {
+		d.post(d.observer, d.bus)
+		return
+	}
+	d.post(store.New(d.client(d.inj), store.WithPrefix(prefix)), d.inj.Publisher(d.bus))
+	if !d.inj.Crashed() {
+		return
+	}
+	d.side = None
+	if _, err := d.observer.GetRun(d.ctx, RunID); errors.Is(err, store.ErrNotFound) {
+		d.post(d.observer, d.bus)
+	}
+}
+
+func (d *driver) post(st *store.Store, pub message.Publisher) {
 	gw, err := gateway.New(gateway.Config{
-		Store: d.observer, Publisher: d.bus, Names: d.names,
+		Store: st, Publisher: pub, Names: d.names,
 		Agents:        func(name string) bool { _, ok := d.cfg.Agent(name); return ok },
 		ValidateModel: func(raw json.RawMessage) error { _, err := script.Parse(raw); return err },
 		SweepAfter:    d.cfg.StepWorker.Lease.Duration, Now: d.clock.Now, Logger: quiet,
@@ -278,7 +298,7 @@ func (d *driver) create() {
 	body := fmt.Sprintf(`{"run_id":%q,"agent":%q,"input":"go","model":%s}`, RunID, d.sc.Agent, d.sc.Script)
 	rec := httptest.NewRecorder()
 	gw.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/runs", strings.NewReader(body)))
-	if rec.Code != http.StatusCreated {
+	if rec.Code != http.StatusCreated && !d.inj.Crashed() {
 		d.t.Fatalf("%s: create run: %d %s", d.sc.Name, rec.Code, rec.Body)
 	}
 }
