@@ -53,7 +53,8 @@ type ListFilter struct {
 // state change is one Lua script over the run's keys (hash tag {run_id}) that
 // checks the expected state and appends the events it reports to the run's
 // stream in the same script. The global indexes (runs, active, pending) are
-// written by commands of their own after the script.
+// written by commands (or single-key scripts) of their own, around the
+// per-run script.
 var _ interface {
 	CreateRun(ctx context.Context, run pipeline.Run, input []pipeline.Message, now time.Time) (pipeline.Run, bool, error)
 	GetRun(ctx context.Context, runID string) (pipeline.Run, error)
@@ -80,7 +81,13 @@ var _ interface {
 	HeldDecisions(ctx context.Context, runID string) ([]HeldDecision, error)
 	DropHeld(ctx context.Context, runID, callID, decisionID, reason string, now time.Time) error
 	ListPending(ctx context.Context, f PendingFilter) ([]PendingCall, error)
+	Snapshot(ctx context.Context, runID string, stepHint int) (Snapshot, error)
+	MarkRequested(ctx context.Context, runID string, step int) error
+	MarkDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall) error
+	ReleaseStepLease(ctx context.Context, runID string, step int, owner string) error
+	ReleaseCallLease(ctx context.Context, runID, callID, owner string) error
 	ScheduleSweep(ctx context.Context, runID string, at time.Time) error
+	RescheduleIf(ctx context.Context, runID string, read, next time.Time) (bool, error)
 	DueRuns(ctx context.Context, now time.Time, limit int64, recheck time.Time) ([]string, error)
 	Unschedule(ctx context.Context, runID string) error
 	MarkPublished(ctx context.Context, runID string) error

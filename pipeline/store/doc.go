@@ -13,7 +13,16 @@
 // suspended and terminal calls are left, ApplyDecision applies, holds or
 // rejects a decision (a repeated decision id is a duplicate), and
 // ListPending lists what awaits a decision. CancelRun ends a run from
-// outside, cancelling its unfinished calls. Every state change is one script that checks the state it expects
+// outside, cancelling its unfinished calls.
+//
+// Recovery: Snapshot reads what a reconcile needs (the run, its current
+// step's calls, its held decisions, its sweep time); the outbox marks
+// (MarkRequested, MarkDispatched, and MarkPublished for results) record
+// which of the messages a state asks for are on Kafka; RescheduleIf moves a
+// run's sweep time only if nobody moved it since it was read; the Release
+// methods give up a lease at once.
+//
+// Every state change is one script that checks the state it expects
 // (status, step, step state, lease owner) before writing; when the
 // expectation no longer holds it changes nothing, appends no event and
 // returns an error wrapping ErrStale (or ErrLeaseHeld, ErrLeaseLost,
