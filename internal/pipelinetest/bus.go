@@ -36,12 +36,18 @@ func (b *Bus) Publish(topic string, msgs ...*message.Message) error {
 // Close does nothing.
 func (b *Bus) Close() error { return nil }
 
-// next takes the oldest undelivered message.
-func (b *Bus) next() (envelope, bool) {
+// next takes the oldest undelivered message, or with newestFirst the
+// newest.
+func (b *Bus) next(newestFirst bool) (envelope, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.pending) == 0 {
 		return envelope{}, false
+	}
+	if newestFirst {
+		e := b.pending[len(b.pending)-1]
+		b.pending = b.pending[:len(b.pending)-1]
+		return e, true
 	}
 	e := b.pending[0]
 	b.pending = b.pending[1:]

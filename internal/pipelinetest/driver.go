@@ -79,15 +79,33 @@ func New(t *testing.T, sc Scenario) *Harness {
 
 // Undisturbed drives the scenario with no crash.
 func (h *Harness) Undisturbed() Outcome {
-	out, _ := h.drive(None, 0)
+	out, _ := h.drive(None, 0, inOrder)
 	return out
 }
+
+// Disordered drives the scenario with no crash but every message delivered
+// twice in a row, or with the newest undelivered message always delivered
+// first (the reverse of the order it was published in).
+func (h *Harness) Disordered(o Order) Outcome {
+	out, _ := h.drive(None, 0, o)
+	return out
+}
+
+// Order is how the bus delivers.
+type Order int
+
+// The orders.
+const (
+	inOrder     Order = iota
+	Twice             // every message delivered twice in a row
+	NewestFirst       // the newest undelivered message first
+)
 
 // Crash drives the scenario with side crashing at its n-th operation
 // (Redis command or publish), then replaced. cut is false when side made
 // fewer than n operations: n is past the last cut point.
 func (h *Harness) Crash(side Side, n int) (out Outcome, cut bool) {
-	return h.drive(side, n)
+	return h.drive(side, n, inOrder)
 }
 
 // Outcome is what a driven run came to.
@@ -121,7 +139,7 @@ const (
 	maxDeliveries = 2000
 )
 
-func (h *Harness) drive(side Side, n int) (Outcome, bool) {
+func (h *Harness) drive(side Side, n int, order Order) (Outcome, bool) {
 	t := h.t
 	t.Helper()
 	h.n++
@@ -134,17 +152,27 @@ func (h *Harness) drive(side Side, n int) (Outcome, bool) {
 	d.steps = d.stepWorker(prefix, side == StepWorker)
 	d.tools = d.toolWorker(prefix, side == ToolWorker)
 
-	if d.sc.Decision != nil && d.sc.Early {
-		d.decide()
-	}
 	d.create(prefix)
+	if d.sc.Decision != nil && d.sc.Early {
+		// Before step 0 runs, whatever the order of the rest: the
+		// decision is held until its call parks.
+		d.decide()
+		e, _ := d.bus.next(true)
+		d.deliver(e, prefix)
+		if order == Twice {
+			d.deliver(e, prefix)
+		}
+	}
 	deliveries := 0
 	for round := 0; ; round++ {
-		for e, ok := d.bus.next(); ok; e, ok = d.bus.next() {
+		for e, ok := d.bus.next(order == NewestFirst); ok; e, ok = d.bus.next(order == NewestFirst) {
 			if deliveries++; deliveries > maxDeliveries {
 				t.Fatalf("%s, %s crashing at %d: more than %d deliveries; the run never settles", d.sc.Name, side, n, maxDeliveries)
 			}
 			d.deliver(e, prefix)
+			if order == Twice {
+				d.deliver(e, prefix)
+			}
 		}
 		snap, err := d.observer.Snapshot(d.ctx, RunID, -1)
 		if err != nil {

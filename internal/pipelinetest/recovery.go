@@ -30,3 +30,18 @@ func CutEverywhere(t *testing.T, side Side) {
 		})
 	}
 }
+
+// Disorder drives every scenario with every message delivered twice, and
+// with the messages delivered newest first, and checks each drive ends as
+// the undisturbed one.
+func Disorder(t *testing.T) {
+	for _, sc := range Scenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			h := New(t, sc)
+			want := h.Undisturbed()
+			Same(t, "every message twice", want, h.Disordered(Twice))
+			Same(t, "newest message first", want, h.Disordered(NewestFirst))
+		})
+	}
+}

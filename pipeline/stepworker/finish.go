@@ -32,8 +32,8 @@ func (w *Worker) giveUp(ctx context.Context, run pipeline.Run, detail string) er
 }
 
 // finish is the one way a run ends outside StepEnd; RunEnd and the result
-// follow through the reconcile. A run already done is reconciled as it is
-// (its result may still be unpublished).
+// follow through the reconcile. A run that someone else ended first is
+// theirs to publish (or the sweeper's, if they died).
 func (w *Worker) finish(ctx context.Context, run pipeline.Run, t pipeline.Termination) error {
 	next, err := w.finishFrom(ctx, run, t)
 	if err != nil {
@@ -51,7 +51,7 @@ func (w *Worker) giveUpFrom(ctx context.Context, run pipeline.Run, detail string
 func (w *Worker) finishFrom(ctx context.Context, run pipeline.Run, t pipeline.Termination) (*store.Snapshot, error) {
 	done, err := w.store.FinishRun(ctx, run.ID, t, w.now())
 	if errors.Is(err, store.ErrStale) {
-		return w.reread(ctx, run)
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("finish run %s: %w", run.ID, err)

@@ -53,8 +53,12 @@ func (w *Worker) reconcile(ctx context.Context, runID string, stepHint int) erro
 	return w.reconcileFrom(ctx, &snap)
 }
 
-// reconcileFrom is reconcile from a snapshot the caller has.
+// reconcileFrom is reconcile from a snapshot the caller has (nil: nothing
+// to do).
 func (w *Worker) reconcileFrom(ctx context.Context, snap *store.Snapshot) error {
+	if snap == nil {
+		return nil
+	}
 	for range reconcileRounds {
 		next, err := w.reconcileOnce(ctx, *snap, w.now())
 		if err != nil || next == nil {
@@ -156,7 +160,7 @@ func (w *Worker) reconcileTools(ctx context.Context, snap store.Snapshot, now ti
 		if run.Status == pipeline.RunRunning {
 			_, err := w.store.SetWaiting(ctx, run.ID, run.Step, agent.Sequential(), now)
 			if errors.Is(err, store.ErrStale) {
-				return w.reread(ctx, run) // a decision got in first
+				return nil, nil // a decision got in first; its handler reconciles
 			}
 			if err != nil {
 				return nil, err

@@ -15,3 +15,9 @@ func TestStepWorker_a_run_survives_a_crash_at_every_operation(t *testing.T) {
 	}
 	pipelinetest.CutEverywhere(t, pipelinetest.StepWorker)
 }
+
+// Every handler is idempotent and order-blind: each message delivered twice,
+// or the messages delivered newest first, change nothing in how a run ends.
+func TestStepWorker_duplicate_and_reordered_messages_change_nothing(t *testing.T) {
+	pipelinetest.Disorder(t)
+}

@@ -42,7 +42,9 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 // end the run (a blocked call: blocked; no calls: natural end; a stop
 // condition that fires: stopped with its code) or move it to the next step.
 // It returns the run as it is then, for the reconcile to publish what that
-// asks for; a step another handler ended meanwhile is read again.
+// asks for. A step another handler ended meanwhile is left to it: that
+// handler publishes what follows (or, if it died, the sweeper does), and
+// publishing it here too would only send duplicates.
 func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) (*store.Snapshot, error) {
 	state, err := w.stepEnd(ctx, run, calls)
 	if err != nil {
@@ -58,7 +60,7 @@ func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline
 	}
 	ended, err := w.store.EndStep(ctx, run.ID, run.Step, end, w.now())
 	if errors.Is(err, store.ErrStale) {
-		return w.reread(ctx, run)
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("end step %d of run %s: %w", run.Step, run.ID, err)
