@@ -1,0 +1,474 @@
+package chaos
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Pacing of the harness's own requests.
+const (
+	submitTick       = 250 * time.Millisecond // one batch of runs per tick during the churn
+	maxBatch         = 500                    // runs per POST /v1/runs/batch
+	submitRetryFor   = 60 * time.Second       // a batch the gateway refuses is sent again for this long
+	pollEvery        = 500 * time.Millisecond // how often open runs are looked at after the churn
+	httpParallelism  = 16                     // requests the oracle has in flight
+	referenceTimeout = 60 * time.Second       // for the undisturbed reference runs to end
+	resultsWait      = 15 * time.Second       // for every done run's RunResult to appear
+)
+
+// Run runs one chaos experiment: it starts stepwise as separate processes,
+// runs one undisturbed reference run per script variant, then submits
+// cfg.Runs runs while it kills workers and Redis and duplicates records for
+// cfg.Churn, waits up to cfg.Settle for every run to end, and judges each
+// run against the reference of its script.
+//
+// The returned report holds the figures; check Report.Failed. An error
+// means the harness itself could not do its job (a program did not build
+// or start, a reference run did not run as scripted, ctx ended): the report
+// then holds what was measured so far, or is nil. Every process the harness
+// started is killed before Run returns, also when SIGINT or SIGTERM arrives
+// meanwhile (which ends the experiment as a cancel of ctx would).
+func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	logf := cfg.Logf
+	rep = &Report{Started: time.Now(), Runs: cfg.Runs, Settings: settingsOf(&cfg), Terminations: map[string]int{}}
+	defer func() {
+		if err != nil && rep != nil {
+			rep.Aborted = err.Error()
+		}
+	}()
+
+	dir, temp := cfg.WorkDir, cfg.WorkDir == ""
+	if temp {
+		if dir, err = os.MkdirTemp("", "stepwise-chaos-"); err != nil {
+			return nil, err
+		}
+	} else if err := mkdir(dir); err != nil {
+		return nil, err
+	}
+	rep.WorkDir = dir
+	defer func() {
+		if temp && !cfg.KeepWorkDir && err == nil && !rep.Failed() {
+			_ = os.RemoveAll(dir)
+			rep.WorkDir = ""
+		}
+	}()
+
+	bin := cfg.BinDir
+	if bin == "" {
+		src := cfg.SrcDir
+		if src == "" {
+			if src, err = moduleRoot(ctx); err != nil {
+				return rep, err
+			}
+		}
+		rep.Source = describeSource(ctx, src)
+		bin = filepath.Join(dir, "bin")
+		logf("building the programs from %s (%s)", src, rep.Source)
+		if err := buildPrograms(ctx, src, bin); err != nil {
+			return rep, err
+		}
+	} else if err := checkPrograms(bin); err != nil {
+		return rep, err
+	}
+
+	logf("starting the broker, redis-server, the gateway, %d step and %d tool workers (logs in %s)", cfg.StepWorkers, cfg.ToolWorkers, filepath.Join(dir, "logs"))
+	st, err := startStack(ctx, &cfg, dir, bin)
+	if err != nil {
+		return rep, err
+	}
+	defer st.close()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-st.broker.exited():
+			cancel(errBrokerGone)
+		case <-ctx.Done():
+		}
+	}()
+	fail := func(err error) (*Report, error) {
+		if c := context.Cause(ctx); c != nil && ctx.Err() != nil && !errors.Is(err, c) {
+			err = fmt.Errorf("%w (%v)", err, c)
+		}
+		return rep, err
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: st.redis.addr})
+	defer rdb.Close()
+
+	nonce := newNonce(cfg.Seed)
+	refs, err := runReferences(ctx, st, &cfg, nonce)
+	if err != nil {
+		return fail(err)
+	}
+	rep.References = len(refs)
+	logf("%d reference runs ran as scripted", len(refs))
+
+	ids := make([]string, cfg.Runs)
+	width := len(strconv.Itoa(cfg.Runs - 1))
+	for i := range ids {
+		ids[i] = fmt.Sprintf("chaos-%s-%0*d", nonce, width, i)
+	}
+
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0xc4a05))
+	var dup *duplicator
+	if cfg.churning() && cfg.Duplicate > 0 {
+		topics, err := stepwiseTopics(st.brokers, topicPrefix)
+		if err != nil {
+			return fail(err)
+		}
+		if dup, err = newDuplicator(st.brokers, topics, cfg.Duplicate, cfg.Seed, logf); err != nil {
+			return fail(err)
+		}
+		defer dup.stop()
+		logf("duplicating %.0f%% of the records of %s", 100*cfg.Duplicate, strings.Join(topics, ", "))
+	}
+
+	churnStart := time.Now()
+	churned := make(chan churnCounts, 1)
+	window := time.Duration(0)
+	if cfg.churning() {
+		window = cfg.Churn * 8 / 10
+		redisAt := time.Duration(-1)
+		if !cfg.NoRedisKill {
+			redisAt = cfg.Churn*3/10 + time.Duration(rng.Int64N(int64(cfg.Churn*3/10)+1))
+		}
+		logf("churn for %s: a worker killed every ~%s, redis-server killed once", cfg.Churn, cfg.KillEvery)
+		go func() { churned <- churn(ctx, st, rng, cfg.Churn, cfg.KillEvery, redisAt) }()
+	} else {
+		churned <- churnCounts{}
+	}
+	type submission struct {
+		accepted []int
+		problems []string
+	}
+	submittedc := make(chan submission, 1)
+	go func() {
+		accepted, problems := submit(ctx, st.gw, &cfg, ids, window)
+		submittedc <- submission{accepted, problems}
+	}()
+	cc := <-churned
+	churnEnd := time.Now()
+	if dup != nil {
+		dup.stop()
+	}
+	rep.ChurnS = churnEnd.Sub(churnStart).Seconds()
+	rep.Kills, rep.Restarts = cc.kills, cc.restarts
+	rep.RedisKills, rep.RedisRestarts, rep.RedisDownS = cc.redisKills, cc.redisRestarts, cc.redisDown.Seconds()
+	rep.HarnessErrors = append(rep.HarnessErrors, cc.errors...)
+	if dup != nil {
+		rep.DuplicatesByTopic, rep.Duplicates, rep.DuplicateFailures = dup.total(topicPrefix)
+	}
+	sub := <-submittedc
+	submitted := sub.accepted
+	rep.Submitted = len(submitted)
+	rep.HarnessErrors = append(rep.HarnessErrors, sub.problems...)
+	if ctx.Err() != nil {
+		return fail(ctx.Err())
+	}
+	logf("churn over after %.1fs: %d kills, %d redis kills, %d duplicates; %d runs submitted", rep.ChurnS, rep.Kills, rep.RedisKills, rep.Duplicates, rep.Submitted)
+
+	doneAt := settle(ctx, st.gw, ids, submitted, churnEnd.Add(cfg.Settle), logf)
+	if ctx.Err() != nil {
+		return fail(ctx.Err())
+	}
+	var last time.Time
+	for _, t := range doneAt {
+		if t.After(last) {
+			last = t
+		}
+	}
+	rep.RecoveryS = max(0, last.Sub(churnEnd).Seconds())
+	if len(doneAt) < len(submitted) {
+		rep.RecoveryS = -1
+	}
+
+	logf("judging %d runs", len(submitted))
+	js, err := judgeAll(ctx, st, rdb, refs, ids, submitted)
+	if err != nil {
+		return fail(err)
+	}
+	var isCopy func(topicPartition, int64) bool
+	if dup != nil {
+		isCopy = dup.isCopy
+	}
+	if err := checkResults(ctx, st.brokers, js, rep, isCopy); err != nil {
+		return fail(err)
+	}
+	tally(rep, js)
+	if err := countDeadLetters(st.brokers, rep); err != nil {
+		return fail(err)
+	}
+	rep.Crashes, rep.CrashedProcesses = st.crashes()
+	return rep, nil
+}
+
+// newNonce returns a short id that keeps the runs of two experiments apart
+// in logs.
+func newNonce(seed uint64) string {
+	var b [3]byte
+	r := rand.New(rand.NewPCG(seed, uint64(time.Now().UnixNano())))
+	for i := range b {
+		b[i] = byte(r.IntN(256))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// describeSource names the commit of src, "+ changes" when its tree
+// differs, or "" outside git.
+func describeSource(ctx context.Context, src string) string {
+	out, err := exec.CommandContext(ctx, "git", "-C", src, "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	s := strings.TrimSpace(string(out))
+	if st, err := exec.CommandContext(ctx, "git", "-C", src, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		s += " + uncommitted changes"
+	}
+	return s
+}
+
+// runReferences runs one run of each script variant, undisturbed, and
+// keeps what it ended with.
+func runReferences(ctx context.Context, st *stack, cfg *Config, nonce string) ([]*reference, error) {
+	refs := make([]*reference, cfg.Variants)
+	var reqs []createRequest
+	for v := range refs {
+		id := fmt.Sprintf("chaos-%s-ref%02d", nonce, v)
+		s := newScript(cfg.Seed, v, cfg.Steps, id)
+		refs[v] = &reference{variant: v, runID: id, script: s}
+		reqs = append(reqs, createRequest{RunID: id, Agent: agentName, Input: runInput, Model: s})
+	}
+	if err := retry(ctx, 30*time.Second, 250*time.Millisecond, func() error { return st.gw.createBatch(ctx, reqs) }); err != nil {
+		return nil, fmt.Errorf("submit the reference runs: %w", err)
+	}
+	deadline := time.Now().Add(referenceTimeout)
+	for _, r := range refs {
+		var v runView
+		err := retry(ctx, time.Until(deadline), 100*time.Millisecond, func() (err error) {
+			if v, err = st.gw.run(ctx, r.runID); err == nil && v.Status != "done" {
+				err = fmt.Errorf("status %s at step %d", v.Status, v.Step)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("the undisturbed reference run %s did not end within %s: %w (logs: %s)", r.runID, referenceTimeout, err, filepath.Join(st.dir, "logs"))
+		}
+		msgs, err := st.gw.messages(ctx, r.runID)
+		if err != nil {
+			return nil, fmt.Errorf("messages of %s: %w", r.runID, err)
+		}
+		evs, complete, err := st.gw.events(ctx, r.runID)
+		if err != nil || !complete {
+			return nil, fmt.Errorf("events of %s: complete=%v, %v", r.runID, complete, err)
+		}
+		if r.hist, err = normalize(v, msgs); err != nil {
+			return nil, err
+		}
+		r.commits = commitCounts(evs)
+		if err := checkReference(r, v, evs); err != nil {
+			return nil, err
+		}
+	}
+	return refs, nil
+}
+
+// submit creates the runs through POST /v1/runs/batch, spread evenly over
+// window (all at once when it is 0), and returns the indexes of the runs
+// the gateway accepted. A refused batch is sent again (an idempotent
+// replay) for up to submitRetryFor; a batch still refused then is given up
+// and reported among the problems.
+func submit(ctx context.Context, gw *gateway, cfg *Config, ids []string, window time.Duration) (accepted []int, problems []string) {
+	ticks := max(1, int(window/submitTick))
+	per := min(maxBatch, (len(ids)+ticks-1)/ticks)
+	start := time.Now()
+	for k, lo := 0, 0; lo < len(ids); k, lo = k+1, lo+per {
+		hi := min(len(ids), lo+per)
+		sleep(ctx, time.Until(start.Add(time.Duration(k)*submitTick)))
+		if ctx.Err() != nil {
+			return accepted, problems
+		}
+		reqs := make([]createRequest, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			reqs = append(reqs, createRequest{RunID: ids[i], Agent: agentName, Input: runInput, Model: newScript(cfg.Seed, i%cfg.Variants, cfg.Steps, ids[i])})
+		}
+		tries := 0
+		err := retry(ctx, submitRetryFor, submitTick, func() error { tries++; return gw.createBatch(ctx, reqs) })
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("runs %s…%s were not accepted after %d tries: %v", ids[lo], ids[hi-1], tries, err))
+			continue
+		}
+		if tries > 1 {
+			cfg.Logf("the batch %s…%s was accepted at try %d", ids[lo], ids[hi-1], tries)
+		}
+		for i := lo; i < hi; i++ {
+			accepted = append(accepted, i)
+		}
+	}
+	return accepted, problems
+}
+
+// settle looks at the runs that are not done, every pollEvery, until all
+// are done or deadline passes, and returns when each done run ended (its
+// updated_at).
+func settle(ctx context.Context, gw *gateway, ids []string, submitted []int, deadline time.Time, logf func(string, ...any)) map[int]time.Time {
+	doneAt := map[int]time.Time{}
+	open := append([]int(nil), submitted...)
+	lastLog := time.Now()
+	for len(open) > 0 && ctx.Err() == nil {
+		var mu sync.Mutex
+		var still []int
+		parallel(ctx, open, func(i int) {
+			v, err := gw.run(ctx, ids[i])
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil && v.Status == "done" {
+				doneAt[i] = v.UpdatedAt
+				return
+			}
+			still = append(still, i)
+		})
+		open = still
+		if len(open) == 0 || time.Now().After(deadline) {
+			break
+		}
+		if time.Since(lastLog) >= 5*time.Second {
+			logf("settling: %d of %d runs done, %s left", len(submitted)-len(open), len(submitted), time.Until(deadline).Round(time.Second))
+			lastLog = time.Now()
+		}
+		sleep(ctx, pollEvery)
+	}
+	return doneAt
+}
+
+// parallel calls f for every item, httpParallelism at a time.
+func parallel(ctx context.Context, items []int, f func(int)) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(httpParallelism, len(items)) {
+		wg.Go(func() {
+			for i := range work {
+				f(i)
+			}
+		})
+	}
+	for _, i := range items {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}
+
+// judgement is what the oracle found about one run.
+type judgement struct {
+	id           string
+	view         runView
+	verdict      verdict
+	state        *stuckState // when not done
+	retriedSteps int
+	reexecuted   int
+}
+
+// judgeAll reads every submitted run from the gateway (and, for a stuck
+// one, its state from Redis) and judges it against the reference of its
+// script.
+func judgeAll(ctx context.Context, st *stack, rdb *redis.Client, refs []*reference, ids []string, submitted []int) ([]*judgement, error) {
+	var mu sync.Mutex
+	var errs []error
+	out := make([]*judgement, 0, len(submitted))
+	parallel(ctx, submitted, func(i int) {
+		j := &judgement{id: ids[i]}
+		var msgs []byte
+		err := retry(ctx, 30*time.Second, 250*time.Millisecond, func() (err error) {
+			if j.view, err = st.gw.run(ctx, j.id); err != nil {
+				return err
+			}
+			msgs, err = st.gw.messages(ctx, j.id)
+			return err
+		})
+		var evs []event
+		complete := false
+		if err == nil {
+			err = retry(ctx, 30*time.Second, 250*time.Millisecond, func() (err error) {
+				evs, complete, err = st.gw.events(ctx, j.id)
+				return err
+			})
+		}
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("read run %s: %w", j.id, err))
+			mu.Unlock()
+			return
+		}
+		j.verdict = judge(refs[i%len(refs)], j.view, msgs, evs, complete)
+		if !j.verdict.done {
+			s := diagnose(ctx, rdb, j.view, evs)
+			j.state = &s
+		}
+		j.retriedSteps, j.reexecuted = claimCounts(evs)
+		mu.Lock()
+		out = append(out, j)
+		mu.Unlock()
+	})
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return out, errors.Join(errs...)
+}
+
+// tally fills the report's run figures from the judgements.
+func tally(rep *Report, js []*judgement) {
+	rep.StuckStates, rep.WrongReasons, rep.DoubleReasons = map[string]int{}, map[string]int{}, map[string]int{}
+	sort.Slice(js, func(a, b int) bool { return js[a].id < js[b].id })
+	for _, j := range js {
+		rep.RetriedSteps += j.retriedSteps
+		rep.ReexecutedCalls += j.reexecuted
+		if j.verdict.done {
+			rep.Done++
+			rep.Terminations[j.view.Termination.String()]++
+		} else {
+			rep.Stuck++
+			rep.StuckStates[j.state.key()]++
+			rep.addSample(Sample{RunID: j.id, Kind: "stuck", State: j.state})
+		}
+		if w := j.verdict.wrong; len(w) > 0 {
+			rep.Wrong++
+			for _, reason := range w {
+				rep.WrongReasons[category(reason)]++
+			}
+			rep.addSample(Sample{RunID: j.id, Kind: "wrong", Details: w})
+		}
+		if d := j.verdict.doubles; len(d) > 0 {
+			rep.DoubleCommits++
+			for _, x := range d {
+				_, key, _ := strings.Cut(x, " × ")
+				t, _, _ := strings.Cut(key, " ")
+				rep.DoubleReasons[t]++
+			}
+			rep.addSample(Sample{RunID: j.id, Kind: "double_commit", Details: d, State: j.state})
+		}
+	}
+}

@@ -1,0 +1,227 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// maxSamples bounds the example runs the report lists per kind.
+const maxSamples = 10
+
+// Report is what one chaos run found. Failed says whether the oracle
+// found a run stuck, wrong or committed twice.
+type Report struct {
+	Started  time.Time `json:"started"`
+	Source   string    `json:"source,omitempty"` // the commit the programs were built from, when known
+	Settings Settings  `json:"settings"`
+
+	Runs       int     `json:"runs"`       // runs asked for
+	Submitted  int     `json:"submitted"`  // runs the gateway accepted
+	References int     `json:"references"` // undisturbed reference runs, one per variant
+	ChurnS     float64 `json:"churn_s"`    // how long the faults lasted
+
+	Kills             int            `json:"kills"`    // workers killed with SIGKILL
+	Restarts          int            `json:"restarts"` // killed workers started again
+	Crashes           int            `json:"crashes"`  // processes that exited by themselves (restarted by the harness)
+	CrashedProcesses  []string       `json:"crashed_processes,omitempty"`
+	RedisKills        int            `json:"redis_kills"`
+	RedisRestarts     int            `json:"redis_restarts"`
+	RedisDownS        float64        `json:"redis_down_s"`
+	Duplicates        int            `json:"duplicates"` // records the duplicator published again
+	DuplicatesByTopic map[string]int `json:"duplicates_by_topic,omitempty"`
+	DuplicateFailures int            `json:"duplicate_failures,omitempty"`
+
+	Done          int     `json:"done"`
+	Stuck         int     `json:"stuck"`          // not done when the settle time ran out
+	Wrong         int     `json:"wrong"`          // done, but not as the undisturbed run of its script
+	DoubleCommits int     `json:"double_commits"` // runs with a commit event logged more than once
+	RecoveryS     float64 `json:"recovery_s"`     // from the churn's end to the last run done (0: all were done before; -1: some never were)
+
+	MissingResults   int `json:"missing_results"`   // done runs without a RunResult (counted in wrong)
+	MultiResultRuns  int `json:"multi_result_runs"` // runs whose RunResult was published more than once (allowed: at least once)
+	DifferingResults int `json:"differing_results"` // runs with two different RunResults (counted in wrong)
+	RetriedSteps     int `json:"retried_steps"`     // steps claimed more than once (lost work redone; allowed)
+	ReexecutedCalls  int `json:"reexecuted_calls"`  // tool calls executed more than once (allowed: at-least-once execution)
+
+	DeadLetters       int            `json:"dead_letters"`
+	DeadLetterReasons map[string]int `json:"dead_letter_reasons,omitempty"`
+	Terminations      map[string]int `json:"terminations"` // done runs by termination
+	StuckStates       map[string]int `json:"stuck_states,omitempty"`
+	WrongReasons      map[string]int `json:"wrong_reasons,omitempty"`
+	DoubleReasons     map[string]int `json:"double_reasons,omitempty"`
+	Samples           []Sample       `json:"samples,omitempty"`
+	HarnessErrors     []string       `json:"harness_errors,omitempty"`
+	Aborted           string         `json:"aborted,omitempty"` // why the experiment stopped early: the figures are partial
+	WorkDir           string         `json:"work_dir,omitempty"`
+}
+
+// Settings are the knobs a report was made with.
+type Settings struct {
+	Runs        int     `json:"runs"`
+	ChurnS      float64 `json:"churn_s"`
+	Seed        uint64  `json:"seed"`
+	Variants    int     `json:"variants"`
+	Steps       int     `json:"steps"`
+	KillEveryS  float64 `json:"kill_every_s"`
+	RedisKill   bool    `json:"redis_kill"`
+	Duplicate   float64 `json:"duplicate"`
+	SettleS     float64 `json:"settle_s"`
+	StepWorkers int     `json:"stepworkers"`
+	ToolWorkers int     `json:"toolworkers"`
+	WorkerYAML  string  `json:"worker_yaml"`
+}
+
+// Sample is one run the oracle found at fault.
+type Sample struct {
+	RunID   string      `json:"run_id"`
+	Kind    string      `json:"kind"` // stuck, wrong, double_commit
+	Details []string    `json:"details"`
+	State   *stuckState `json:"state,omitempty"`
+}
+
+// Failed reports whether any run was stuck, wrong or committed twice.
+func (r *Report) Failed() bool {
+	return r.Stuck > 0 || r.Wrong > 0 || r.DoubleCommits > 0 || r.Submitted < r.Runs
+}
+
+func settingsOf(c *Config) Settings {
+	s := Settings{
+		Runs: c.Runs, Seed: c.Seed, Variants: c.Variants, Steps: c.Steps,
+		RedisKill: c.churning() && !c.NoRedisKill, StepWorkers: c.StepWorkers, ToolWorkers: c.ToolWorkers,
+		SettleS: c.Settle.Seconds(), WorkerYAML: c.WorkerYAML,
+	}
+	if c.churning() {
+		s.ChurnS = c.Churn.Seconds()
+		s.KillEveryS = max(0, c.KillEvery.Seconds())
+		s.Duplicate = max(0, c.Duplicate)
+	}
+	return s
+}
+
+func (r *Report) addSample(s Sample) {
+	n := 0
+	for _, x := range r.Samples {
+		if x.Kind == s.Kind {
+			n++
+		}
+	}
+	if n < maxSamples {
+		r.Samples = append(r.Samples, s)
+	}
+}
+
+// WriteTable writes the figures as a table, then the histograms and the
+// samples.
+func (r *Report) WriteTable(w io.Writer) {
+	verdict := "PASS"
+	switch {
+	case r.Aborted != "":
+		verdict = "ABORTED (partial figures): " + r.Aborted
+	case r.Failed():
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "\nstepwise chaos — %s — %s\n", verdict, r.Started.UTC().Format(time.RFC3339))
+	if r.Source != "" {
+		fmt.Fprintf(w, "programs built from %s\n", r.Source)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k string, v any, note string) { fmt.Fprintf(tw, "  %s\t%v\t%s\n", k, v, note) }
+	row("runs", r.Runs, fmt.Sprintf("%d submitted, %d scripts (each run undisturbed once first)", r.Submitted, r.References))
+	faults := "none: an undisturbed baseline"
+	if r.Settings.ChurnS > 0 {
+		var f []string
+		if r.Settings.KillEveryS > 0 {
+			f = append(f, fmt.Sprintf("a worker killed every ~%.1fs", r.Settings.KillEveryS))
+		}
+		if r.Settings.RedisKill {
+			f = append(f, "redis-server killed once")
+		}
+		if r.Settings.Duplicate > 0 {
+			f = append(f, fmt.Sprintf("%.0f%% of the records duplicated", 100*r.Settings.Duplicate))
+		}
+		faults = strings.Join(f, ", ")
+	}
+	row("churn", fmt.Sprintf("%.1fs", r.ChurnS), faults)
+	row("kills", r.Kills, "step and tool workers, kill -9")
+	row("restarts", r.Restarts, "of killed workers")
+	row("crashes", r.Crashes, "processes that exited by themselves, restarted")
+	row("redis kills", r.RedisKills, fmt.Sprintf("restarts from AOF %d, down %.2fs", r.RedisRestarts, r.RedisDownS))
+	row("duplicates", r.Duplicates, "records published again by the duplicator")
+	row("done", r.Done, "")
+	row("stuck", r.Stuck, "not done when the settle time ran out")
+	row("wrong", r.Wrong, "done, but not as the undisturbed run of the script (or no/differing RunResult)")
+	row("double commits", r.DoubleCommits, "runs with a commit event logged more than once")
+	recovery := fmt.Sprintf("%.1fs", r.RecoveryS)
+	if r.RecoveryS < 0 {
+		recovery = "never"
+	}
+	row("recovery", recovery, fmt.Sprintf("from the end of the churn to the last run done (settle limit %.0fs)", r.Settings.SettleS))
+	row("run results", fmt.Sprintf("%d missing, %d differing", r.MissingResults, r.DifferingResults), fmt.Sprintf("%d runs published more than once (allowed)", r.MultiResultRuns))
+	row("redone work", fmt.Sprintf("%d steps, %d calls", r.RetriedSteps, r.ReexecutedCalls), "claimed or executed more than once (allowed)")
+	row("dead letters", r.DeadLetters, "")
+	tw.Flush()
+	hist := func(title string, m map[string]int) {
+		if len(m) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "%s:\n", title)
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			if m[keys[i]] != m[keys[j]] {
+				return m[keys[i]] > m[keys[j]]
+			}
+			return keys[i] < keys[j]
+		})
+		for _, k := range keys {
+			fmt.Fprintf(w, "  %6d  %s\n", m[k], k)
+		}
+	}
+	hist("terminations", r.Terminations)
+	hist("stuck runs by state", r.StuckStates)
+	hist("wrong runs by reason", r.WrongReasons)
+	hist("double commits by event", r.DoubleReasons)
+	hist("dead letters by reason", r.DeadLetterReasons)
+	hist("duplicates by topic", r.DuplicatesByTopic)
+	if len(r.CrashedProcesses) > 0 {
+		fmt.Fprintf(w, "processes that exited by themselves:\n  %s\n", strings.Join(r.CrashedProcesses, "\n  "))
+	}
+	if len(r.Samples) > 0 {
+		fmt.Fprintln(w, "samples:")
+		for _, s := range r.Samples {
+			fmt.Fprintf(w, "  %s %s\n", s.Kind, s.RunID)
+			if s.State != nil {
+				fmt.Fprintf(w, "      %s\n", s.State)
+			}
+			for _, d := range s.Details {
+				fmt.Fprintf(w, "      %s\n", d)
+			}
+		}
+	}
+	for _, e := range r.HarnessErrors {
+		fmt.Fprintf(w, "harness: %s\n", e)
+	}
+	if r.WorkDir != "" {
+		fmt.Fprintf(w, "logs, configuration and AOF: %s\n", r.WorkDir)
+	}
+}
+
+// WriteJSON writes the report as indented JSON to path.
+func (r *Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	return nil
+}

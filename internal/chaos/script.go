@@ -1,0 +1,79 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+)
+
+// agentName is the agent every chaos run uses; its tools are the built-in
+// echo and sleep.
+const agentName = "chaos"
+
+// runInput is the user message of every run.
+const runInput = "Run the chaos script."
+
+// sleepChoices are the durations, in ms, a sleep call may take: from a few
+// ms to about 200 ms, so calls end in every order and a kill often finds a
+// tool running.
+var sleepChoices = []int{3, 10, 25, 60, 120, 200}
+
+// scriptModel is a run's own script model, as POST /v1/runs takes it.
+type scriptModel struct {
+	Provider string `json:"provider"`
+	Turns    []turn `json:"turns"`
+}
+
+type turn struct {
+	Text      string     `json:"text"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+	DelayMS   int        `json:"delay_ms,omitempty"`
+}
+
+type toolCall struct {
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// calls returns how many tool calls the script makes in all.
+func (s scriptModel) calls() int {
+	n := 0
+	for _, t := range s.Turns {
+		n += len(t.ToolCalls)
+	}
+	return n
+}
+
+// newScript returns the script of variant v: steps turns of 2 or 3
+// parallel calls of echo and sleep, each turn after an inference delay of
+// up to 60 ms, then a final answer. The same seed, variant and steps give
+// the same script; runID only goes into the echo arguments (so each run's
+// history is its own, and a result that strays into another run shows).
+func newScript(seed uint64, v, steps int, runID string) scriptModel {
+	rng := rand.New(rand.NewPCG(seed, uint64(v)))
+	s := scriptModel{Provider: "script"}
+	for step := range steps {
+		t := turn{Text: fmt.Sprintf("Step %d of variant %d.", step, v), DelayMS: rng.IntN(61)}
+		n := 2 + rng.IntN(2)
+		for k := range n {
+			if rng.IntN(2) == 0 {
+				t.ToolCalls = append(t.ToolCalls, toolCall{Name: "echo", Arguments: map[string]any{
+					"run": runID, "step": step, "call": k, "note": fmt.Sprintf("v%d-%d-%d", v, step, rng.IntN(1000)),
+				}})
+			} else {
+				ms := sleepChoices[rng.IntN(len(sleepChoices))]
+				t.ToolCalls = append(t.ToolCalls, toolCall{Name: "sleep", Arguments: map[string]any{"ms": ms}})
+			}
+		}
+		s.Turns = append(s.Turns, t)
+	}
+	s.Turns = append(s.Turns, turn{Text: fmt.Sprintf("Variant %d is done.", v), DelayMS: rng.IntN(21)})
+	return s
+}
+
+// createRequest is the body of one item of POST /v1/runs/batch.
+type createRequest struct {
+	RunID string      `json:"run_id"`
+	Agent string      `json:"agent"`
+	Input string      `json:"input"`
+	Model scriptModel `json:"model"`
+}
