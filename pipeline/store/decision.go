@@ -104,19 +104,23 @@ type (
 //   - the call is terminal or resuming: rejected ("call is <status>, not
 //     suspended");
 //   - d.ArgsHash is set and differs from the parked call's: rejected;
-//   - otherwise applied. Resume, by the call's resume mode: replay →
-//     resuming; pass_decision_to_tool → resuming with the payload as
+//   - otherwise applied. Resume moves the call suspended → resuming, and
+//     by the call's resume mode: replay leaves it resuming;
+//     pass_decision_to_tool leaves it resuming with the payload as
 //     arguments (the model's arguments kept as OrigArgs; no payload:
-//     rejected); use_decision_as_result → succeeded with the payload as
-//     result (JSON null when none). Cancel → cancelled with the error
-//     "cancelled by <decided_by>: <reason>" ("approval timed out: <reason>"
-//     for d.Timeout). A resuming call starts its attempts afresh. The
-//     decision is recorded on the call (Decision); a waiting run goes back
-//     to running, its termination cleared.
+//     rejected); use_decision_as_result completes it at once, resuming →
+//     succeeded, with the payload as result (JSON null when none), as the
+//     transition table has no suspended → succeeded. Cancel → cancelled
+//     with the error "cancelled by <decided_by>: <reason>" ("approval
+//     timed out: <reason>" for d.Timeout). A resuming call starts its
+//     attempts afresh. The decision is recorded on the call (Decision); a
+//     waiting run goes back to running, its termination cleared.
 //
 // Events, applied: decision.applied {decision_id, action, decided_by,
-// reason, timeout, status}, run.resumed {decision_id} when the run was
-// waiting, tool_call.finished when the call is now terminal. Rejected:
+// reason, timeout, status} (status resuming for every resume, cancelled for
+// a cancel), run.resumed {decision_id} when the run was waiting,
+// tool_call.finished {status, result?, error?} when the call is now
+// terminal (succeeded for use_decision_as_result). Rejected:
 // decision.rejected {decision_id, reason}. Applied and rejected decisions
 // join the run's seen ids and leave the held hash when they were held. An
 // applied decision takes the call out of the pending index after the
@@ -142,6 +146,7 @@ func (s *Store) ApplyDecision(ctx context.Context, runID string, d Decision, hol
 	for _, ev := range evs {
 		args = append(args, ev.args()...)
 	}
+	args = append(args, decidableCalls())
 	what := fmt.Sprintf("apply decision %s to call %s of run %s", d.ID, d.CallID, runID)
 	v, err := s.eval(ctx, s.scripts.applyDecision, what, s.decisionKeys(runID, d.CallID), args...)
 	if err != nil {
@@ -214,6 +219,15 @@ func decisionEvents(runID string, d Decision, holdUntil, now time.Time) ([]holed
 		out = append(out, ev)
 	}
 	return out, nil
+}
+
+// decidableCalls is the statuses a decision applies to, as a comma-framed
+// set for the script: those a resume may move to resuming (the table allows
+// only suspended).
+func decidableCalls() string {
+	return statusSet(callStatuses, func(st pipeline.ToolCallStatus) bool {
+		return st.CanTransition(pipeline.CallResuming)
+	})
 }
 
 // cancelError is the error of a call a decision cancels.

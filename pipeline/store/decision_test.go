@@ -71,7 +71,7 @@ var decisionCases = []contractCase{
 		}
 		wantRejected(t, f, "r1", "c2", "d2", res.Reason)
 	}},
-	{"resume_in_use_decision_as_result_mode_finishes_the_call", func(t *testing.T, f *fixture) {
+	{"resume_in_use_decision_as_result_mode_resumes_then_finishes_the_call", func(t *testing.T, f *fixture) {
 		f.parked(t, "r1", pipeline.ResumeUseDecisionAsResult, at(2), "c1", "c2")
 		d := resume("d1", "c1")
 		d.Payload = json.RawMessage(`{"approved":true}`)
@@ -83,7 +83,8 @@ var decisionCases = []contractCase{
 		evs := f.events(t, "r1")
 		evs = evs[len(evs)-3:]
 		wantTypes(t, typesOf(evs), pipeline.EventDecisionApplied, pipeline.EventRunResumed, pipeline.EventToolCallFinished)
-		wantJSON(t, evs[0].Data, `{"decision_id":"d1","action":"resume","decided_by":"alice","reason":"looks fine","timeout":false,"status":"succeeded"}`)
+		// suspended → resuming → succeeded: the table has no shortcut.
+		wantJSON(t, evs[0].Data, `{"decision_id":"d1","action":"resume","decided_by":"alice","reason":"looks fine","timeout":false,"status":"resuming"}`)
 		wantJSON(t, evs[2].Data, `{"status":"succeeded","result":{"approved":true}}`)
 		// No payload: the result is null.
 		d = resume("d2", "c2")

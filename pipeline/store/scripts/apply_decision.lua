@@ -9,7 +9,13 @@
 --       cancelled call, then events JSON around their holes:
 --       13-14 decision.held (step), 15-17 decision.rejected (step, reason),
 --       18-20 decision.applied (step, status), 21-22 run.resumed (step),
---       23-24 tool_call.finished (step) for a call the decision ends
+--       23-24 tool_call.finished (step) for a call the decision ends,
+--       25 statuses a decision applies to (",suspended,"), derived from
+--       the transition table
+-- A resume goes suspended -> resuming, as the table says; in
+-- use_decision_as_result mode the call then completes at once, resuming ->
+-- succeeded: decision.applied reports resuming, tool_call.finished
+-- succeeded, and the call is stored succeeded.
 -- Returns {outcome, reason, run hash, call hash}; outcome is applied,
 -- held, rejected or duplicate. Reasons are plain ASCII (they go into event
 -- JSON unescaped).
@@ -57,7 +63,7 @@ if not cstatus or cstatus == 'new' or cstatus == 'running' then
   redis.call('XADD', KEYS[3], '*', 'e', ARGV[13] .. step .. ARGV[14])
   return reply('held', why)
 end
-if cstatus ~= 'suspended' then
+if not string.find(ARGV[25], ',' .. cstatus .. ',', 1, true) then
   return reject('call is ' .. cstatus .. ', not suspended')
 end
 if ARGV[5] ~= '' and ARGV[5] ~= (call[3] or '') then
@@ -66,15 +72,16 @@ end
 
 local fields = {'dec_id', ARGV[1], 'dec_action', ARGV[3], 'dec_by', ARGV[6], 'dec_reason', ARGV[7],
   'dec_timeout', ARGV[8], 'updated_at', ARGV[9]}
-local nstatus
+local applied, nstatus -- the status decision.applied reports, and the one stored
 if ARGV[3] == 'cancel' then
-  nstatus = 'cancelled'
+  applied, nstatus = 'cancelled', 'cancelled'
   fields[#fields + 1] = 'error'
   fields[#fields + 1] = ARGV[12]
 else
+  applied = 'resuming'
   local mode = call[4]
   if mode == 'use_decision_as_result' then
-    nstatus = 'succeeded'
+    nstatus = 'succeeded' -- resuming, then completed with the payload
     local result = ARGV[4]
     if result == '' then
       result = 'null'
@@ -108,7 +115,7 @@ if mine then
   redis.call('HDEL', KEYS[5], ARGV[2])
 end
 redis.call('HSET', KEYS[2], unpack(fields))
-redis.call('XADD', KEYS[3], '*', 'e', ARGV[18] .. step .. ARGV[19] .. nstatus .. ARGV[20])
+redis.call('XADD', KEYS[3], '*', 'e', ARGV[18] .. step .. ARGV[19] .. applied .. ARGV[20])
 if rstatus == 'waiting' then
   redis.call('HSET', KEYS[1], 'status', 'running', 'term_reason', '', 'term_code', '', 'term_detail', '',
     'updated_at', ARGV[9])
