@@ -22,7 +22,7 @@ type stuckState struct {
 	Status     string   `json:"status"`
 	Step       int      `json:"step"`
 	StepState  string   `json:"step_state"`
-	Calls      []string `json:"calls"` // "call_id tool status" of the current step
+	Calls      []string `json:"calls"` // "call_id tool status" of the current step; an open call with its claims and lease
 	Attempts   string   `json:"attempts,omitempty"`
 	LeaseOwner string   `json:"lease_owner,omitempty"`
 	LeaseIn    string   `json:"lease_expires_in,omitempty"` // negative: expired
@@ -36,7 +36,7 @@ func (s stuckState) key() string {
 	var calls []string
 	for _, c := range s.Calls {
 		f := strings.Fields(c)
-		calls = append(calls, f[len(f)-1])
+		calls = append(calls, f[2])
 	}
 	active := "in sweeper set"
 	if s.ActiveDue == "absent" {
@@ -53,12 +53,27 @@ func (s stuckState) String() string {
 // diagnose reads what describes a stuck run.
 func diagnose(ctx context.Context, rdb *redis.Client, v runView, evs []event) stuckState {
 	s := stuckState{Status: v.Status, Step: v.Step}
-	for _, c := range v.ToolCalls {
-		if c.Step == v.Step {
-			s.Calls = append(s.Calls, fmt.Sprintf("%s %s %s", c.CallID, c.Tool, c.Status))
-		}
-	}
 	now := time.Now()
+	for _, c := range v.ToolCalls {
+		if c.Step != v.Step {
+			continue
+		}
+		desc := fmt.Sprintf("%s %s %s", c.CallID, c.Tool, c.Status)
+		if c.Status == "new" || c.Status == "running" || c.Status == "resuming" {
+			h, err := rdb.HGetAll(ctx, keyPrefix+":{"+v.RunID+"}:call:"+c.CallID).Result()
+			if err == nil {
+				desc += " (claims=" + h["attempts"]
+				if h["lease_owner"] != "" {
+					desc += " lease_owner=" + h["lease_owner"]
+				}
+				if ms, err := strconv.ParseInt(h["lease_until"], 10, 64); err == nil && ms > 0 {
+					desc += " lease_expires_in=" + time.UnixMilli(ms).Sub(now).Round(time.Millisecond).String()
+				}
+				desc += ")"
+			}
+		}
+		s.Calls = append(s.Calls, desc)
+	}
 	h, err := rdb.HGetAll(ctx, keyPrefix+":{"+v.RunID+"}:run").Result()
 	if err != nil {
 		s.StepState = "unreadable: " + err.Error()

@@ -17,6 +17,10 @@ const runInput = "Run the chaos script."
 // tool running.
 var sleepChoices = []int{3, 10, 25, 60, 120, 200}
 
+// maxInferenceMS bounds the scripted inference delay of a step: long
+// enough that a killed step worker often dies holding a step.
+const maxInferenceMS = 250
+
 // scriptModel is a run's own script model, as POST /v1/runs takes it.
 type scriptModel struct {
 	Provider string `json:"provider"`
@@ -45,14 +49,14 @@ func (s scriptModel) calls() int {
 
 // newScript returns the script of variant v: steps turns of 2 or 3
 // parallel calls of echo and sleep, each turn after an inference delay of
-// up to 60 ms, then a final answer. The same seed, variant and steps give
+// up to maxInferenceMS, then a final answer. The same seed, variant and steps give
 // the same script; runID only goes into the echo arguments (so each run's
 // history is its own, and a result that strays into another run shows).
 func newScript(seed uint64, v, steps int, runID string) scriptModel {
 	rng := rand.New(rand.NewPCG(seed, uint64(v)))
 	s := scriptModel{Provider: "script"}
 	for step := range steps {
-		t := turn{Text: fmt.Sprintf("Step %d of variant %d.", step, v), DelayMS: rng.IntN(61)}
+		t := turn{Text: fmt.Sprintf("Step %d of variant %d.", step, v), DelayMS: rng.IntN(maxInferenceMS + 1)}
 		n := 2 + rng.IntN(2)
 		for k := range n {
 			if rng.IntN(2) == 0 {
