@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -58,7 +59,9 @@ func WithTopics(names ...string) KafkaOption {
 // for concurrent use.
 type Kafka struct {
 	cluster *kfake.Cluster
+	reaper  *reaper
 	addrs   []string
+	close   sync.Once
 }
 
 // StartKafka starts a single kfake broker listening on addr ("host:port").
@@ -77,6 +80,7 @@ func StartKafka(addr string, opts ...KafkaOption) (*Kafka, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start kafka: %w", err)
 	}
+	reap := newReaper()
 	used := false
 	kopts := []kfake.Opt{
 		kfake.NumBrokers(1),
@@ -88,7 +92,7 @@ func StartKafka(addr string, opts ...KafkaOption) (*Kafka, error) {
 				return nil, errors.New("embedded kafka runs a single broker")
 			}
 			used = true
-			return advertise(ln), nil
+			return tracked{Listener: advertise(ln), onClose: reap.connClosed}, nil
 		}),
 	}
 	if o.dataDir != "" {
@@ -105,7 +109,9 @@ func StartKafka(addr string, opts ...KafkaOption) (*Kafka, error) {
 		_ = ln.Close()
 		return nil, fmt.Errorf("start kafka on %s: %w", addr, err)
 	}
-	return &Kafka{cluster: cluster, addrs: cluster.ListenAddrs()}, nil
+	k := &Kafka{cluster: cluster, reaper: reap, addrs: cluster.ListenAddrs()}
+	reap.start(cluster, k.addrs[0])
+	return k, nil
 }
 
 // Addrs returns the broker addresses clients dial ("127.0.0.1:PORT").
@@ -113,4 +119,9 @@ func (k *Kafka) Addrs() []string { return append([]string(nil), k.addrs...) }
 
 // Close stops the broker, drops its connections and, with a data dir,
 // writes its state to disk. Calling it again does nothing.
-func (k *Kafka) Close() { k.cluster.Close() }
+func (k *Kafka) Close() {
+	k.close.Do(func() {
+		k.reaper.close()
+		k.cluster.Close()
+	})
+}
