@@ -19,8 +19,10 @@ const keyPrefix = "sw"
 // stuckState describes a run that did not end: what the API shows, what
 // Redis holds about its step, and how its event log ends.
 type stuckState struct {
+	Late       bool     `json:"late,omitempty"` // done, but only after the settle limit
 	Status     string   `json:"status"`
 	Step       int      `json:"step"`
+	Partition  int      `json:"partition"` // of the run's records, in every topic (all have the same partition count)
 	StepState  string   `json:"step_state"`
 	Calls      []string `json:"calls"` // "call_id tool status" of the current step; an open call with its claims and lease
 	Attempts   string   `json:"attempts,omitempty"`
@@ -33,6 +35,9 @@ type stuckState struct {
 // key is the stuck state without the run-specific parts, for the report's
 // histogram.
 func (s stuckState) key() string {
+	if s.Late {
+		return "ended after the settle limit"
+	}
 	var calls []string
 	for _, c := range s.Calls {
 		f := strings.Fields(c)
@@ -46,13 +51,13 @@ func (s stuckState) key() string {
 }
 
 func (s stuckState) String() string {
-	return fmt.Sprintf("%s step=%d attempts=%s lease_owner=%q lease_expires_in=%s sweeper_due_in=%s calls=[%s] last_events=[%s]",
-		s.key(), s.Step, s.Attempts, s.LeaseOwner, s.LeaseIn, s.ActiveDue, strings.Join(s.Calls, ", "), strings.Join(s.LastEvents, " "))
+	return fmt.Sprintf("%s partition=%d step=%d attempts=%s lease_owner=%q lease_expires_in=%s sweeper_due_in=%s calls=[%s] last_events=[%s]",
+		s.key(), s.Partition, s.Step, s.Attempts, s.LeaseOwner, s.LeaseIn, s.ActiveDue, strings.Join(s.Calls, ", "), strings.Join(s.LastEvents, " "))
 }
 
 // diagnose reads what describes a stuck run.
-func diagnose(ctx context.Context, rdb *redis.Client, v runView, evs []event) stuckState {
-	s := stuckState{Status: v.Status, Step: v.Step}
+func diagnose(ctx context.Context, rdb *redis.Client, v runView, evs []event, partitions int) stuckState {
+	s := stuckState{Status: v.Status, Step: v.Step, Partition: partitionOf(v.RunID, partitions)}
 	now := time.Now()
 	for _, c := range v.ToolCalls {
 		if c.Step != v.Step {

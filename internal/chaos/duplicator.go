@@ -238,13 +238,19 @@ func stepwiseTopics(brokers []string, prefix string) ([]string, error) {
 		return nil, fmt.Errorf("list topics: %w", err)
 	}
 	defer client.Close()
+	return stepwiseTopicsOf(client, prefix, false)
+}
+
+// stepwiseTopicsOf lists the topics under prefix, sorted, the dead-letter
+// topic only when asked.
+func stepwiseTopicsOf(client sarama.Client, prefix string, withDeadLetter bool) ([]string, error) {
 	all, err := client.Topics()
 	if err != nil {
 		return nil, fmt.Errorf("list topics: %w", err)
 	}
 	var out []string
 	for _, t := range all {
-		if strings.HasPrefix(t, prefix) && t != prefix+"dead-letter" {
+		if strings.HasPrefix(t, prefix) && (withDeadLetter || t != prefix+"dead-letter") {
 			out = append(out, t)
 		}
 	}

@@ -203,8 +203,15 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		rep.RecoveryS = -1
 	}
 
+	if len(doneAt) < len(submitted) {
+		// What the topics hold tells a lost message from a stopped or
+		// congested consumer.
+		if rep.Backlog, err = backlog(st.brokers, topicPrefix); err != nil {
+			rep.HarnessErrors = append(rep.HarnessErrors, err.Error())
+		}
+	}
 	logf("judging %d runs", len(submitted))
-	js, err := judgeAll(ctx, st, rdb, refs, ids, submitted)
+	js, err := judgeAll(ctx, st, rdb, refs, ids, submitted, doneAt)
 	if err != nil {
 		return fail(err)
 	}
@@ -216,6 +223,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return fail(err)
 	}
 	tally(rep, js)
+	if rep.Stuck > 0 {
+		logf("%d runs are stuck: asking every worker and the gateway for a goroutine dump (SIGQUIT) into its log", rep.Stuck)
+		st.dumpGoroutines()
+	}
 	if err := countDeadLetters(st.brokers, rep); err != nil {
 		return fail(err)
 	}
@@ -395,7 +406,13 @@ type judgement struct {
 // judgeAll reads every submitted run from the gateway (and, for a stuck
 // one, its state from Redis) and judges it against the reference of its
 // script.
-func judgeAll(ctx context.Context, st *stack, rdb *redis.Client, refs []*reference, ids []string, submitted []int) ([]*judgement, error) {
+// A run not seen done within the settle time is stuck, also when it has
+// ended since (late).
+func judgeAll(ctx context.Context, st *stack, rdb *redis.Client, refs []*reference, ids []string, submitted []int, doneAt map[int]time.Time) ([]*judgement, error) {
+	partitions, err := partitionCount(st.brokers, topicPrefix+"run-steps")
+	if err != nil {
+		return nil, err
+	}
 	var mu sync.Mutex
 	var errs []error
 	out := make([]*judgement, 0, len(submitted))
@@ -424,9 +441,11 @@ func judgeAll(ctx context.Context, st *stack, rdb *redis.Client, refs []*referen
 			return
 		}
 		j.verdict = judge(refs[i%len(refs)], j.view, msgs, evs, complete)
-		if !j.verdict.done {
-			s := diagnose(ctx, rdb, j.view, evs)
+		if _, inTime := doneAt[i]; !inTime {
+			s := diagnose(ctx, rdb, j.view, evs, partitions)
+			s.Late = j.verdict.done
 			j.state = &s
+			j.verdict.done = false
 		}
 		j.retriedSteps, j.reexecuted = claimCounts(evs)
 		mu.Lock()
@@ -441,7 +460,8 @@ func judgeAll(ctx context.Context, st *stack, rdb *redis.Client, refs []*referen
 
 // tally fills the report's run figures from the judgements.
 func tally(rep *Report, js []*judgement) {
-	rep.StuckStates, rep.WrongReasons, rep.DoubleReasons = map[string]int{}, map[string]int{}, map[string]int{}
+	rep.StuckStates, rep.StuckPartitions = map[string]int{}, map[string]int{}
+	rep.WrongReasons, rep.DoubleReasons = map[string]int{}, map[string]int{}
 	sort.Slice(js, func(a, b int) bool { return js[a].id < js[b].id })
 	for _, j := range js {
 		rep.RetriedSteps += j.retriedSteps
@@ -452,6 +472,8 @@ func tally(rep *Report, js []*judgement) {
 		} else {
 			rep.Stuck++
 			rep.StuckStates[j.state.key()]++
+			rep.StuckPartitions[strconv.Itoa(j.state.Partition)]++
+			rep.StuckRuns = append(rep.StuckRuns, j.id)
 			rep.addSample(Sample{RunID: j.id, Kind: "stuck", State: j.state})
 		}
 		if w := j.verdict.wrong; len(w) > 0 {

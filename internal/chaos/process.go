@@ -130,6 +130,17 @@ func (p *process) kill() bool {
 	return true
 }
 
+// quit sends SIGQUIT to the current instance (the process, not its group)
+// and keeps it from being restarted when it exits.
+func (p *process) quit() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.cmd != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	}
+}
+
 // running reports whether an instance is running.
 func (p *process) running() bool {
 	p.mu.Lock()

@@ -49,16 +49,19 @@ type Report struct {
 	RetriedSteps     int `json:"retried_steps"`     // steps claimed more than once (lost work redone; allowed)
 	ReexecutedCalls  int `json:"reexecuted_calls"`  // tool calls executed more than once (allowed: at-least-once execution)
 
-	DeadLetters       int            `json:"dead_letters"`
-	DeadLetterReasons map[string]int `json:"dead_letter_reasons,omitempty"`
-	Terminations      map[string]int `json:"terminations"` // done runs by termination
-	StuckStates       map[string]int `json:"stuck_states,omitempty"`
-	WrongReasons      map[string]int `json:"wrong_reasons,omitempty"`
-	DoubleReasons     map[string]int `json:"double_reasons,omitempty"`
-	Samples           []Sample       `json:"samples,omitempty"`
-	HarnessErrors     []string       `json:"harness_errors,omitempty"`
-	Aborted           string         `json:"aborted,omitempty"` // why the experiment stopped early: the figures are partial
-	WorkDir           string         `json:"work_dir,omitempty"`
+	DeadLetters       int                     `json:"dead_letters"`
+	DeadLetterReasons map[string]int          `json:"dead_letter_reasons,omitempty"`
+	Terminations      map[string]int          `json:"terminations"` // done runs by termination
+	StuckStates       map[string]int          `json:"stuck_states,omitempty"`
+	StuckPartitions   map[string]int          `json:"stuck_partitions,omitempty"` // stuck runs by the partition of their records
+	StuckRuns         []string                `json:"stuck_runs,omitempty"`
+	WrongReasons      map[string]int          `json:"wrong_reasons,omitempty"`
+	DoubleReasons     map[string]int          `json:"double_reasons,omitempty"`
+	Backlog           map[string]TopicBacklog `json:"backlog,omitempty"` // by topic, when the runs were judged
+	Samples           []Sample                `json:"samples,omitempty"`
+	HarnessErrors     []string                `json:"harness_errors,omitempty"`
+	Aborted           string                  `json:"aborted,omitempty"` // why the experiment stopped early: the figures are partial
+	WorkDir           string                  `json:"work_dir,omitempty"`
 }
 
 // Settings are the knobs a report was made with.
@@ -187,10 +190,32 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	hist("terminations", r.Terminations)
 	hist("stuck runs by state", r.StuckStates)
+	hist("stuck runs by partition", r.StuckPartitions)
 	hist("wrong runs by reason", r.WrongReasons)
 	hist("double commits by event", r.DoubleReasons)
 	hist("dead letters by reason", r.DeadLetterReasons)
 	hist("duplicates by topic", r.DuplicatesByTopic)
+	if len(r.Backlog) > 0 {
+		fmt.Fprintln(w, "topics when the runs were judged (records; not consumed by group, by partition):")
+		topics := make([]string, 0, len(r.Backlog))
+		for t := range r.Backlog {
+			topics = append(topics, t)
+		}
+		sort.Strings(topics)
+		for _, t := range topics {
+			b := r.Backlog[t]
+			line := fmt.Sprintf("  %8d  %s", b.Records, t)
+			groups := make([]string, 0, len(b.Lag))
+			for g := range b.Lag {
+				groups = append(groups, g)
+			}
+			sort.Strings(groups)
+			for _, g := range groups {
+				line += fmt.Sprintf("; %s lags %d [%s]", g, b.Lag[g], strings.Join(b.LagByPartition[g], " "))
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
 	if len(r.CrashedProcesses) > 0 {
 		fmt.Fprintf(w, "processes that exited by themselves:\n  %s\n", strings.Join(r.CrashedProcesses, "\n  "))
 	}

@@ -217,3 +217,17 @@ func countDeadLetters(brokers []string, rep *Report) error {
 	}
 	return nil
 }
+
+// partitionCount returns how many partitions topic has.
+func partitionCount(brokers []string, topic string) (int, error) {
+	client, err := sarama.NewClient(brokers, saramaConfig())
+	if err != nil {
+		return 0, fmt.Errorf("partitions of %s: %w", topic, err)
+	}
+	defer client.Close()
+	parts, err := client.Partitions(topic)
+	if err != nil {
+		return 0, fmt.Errorf("partitions of %s: %w", topic, err)
+	}
+	return len(parts), nil
+}

@@ -186,6 +186,25 @@ func (s *stack) crashes() (n int, which []string) {
 	return n, which
 }
 
+// dumpGoroutines sends SIGQUIT to every worker and the gateway, which
+// makes a Go program write the stacks of all its goroutines to its log and
+// exit, and waits a little for them: where a stuck run's worker is
+// blocked. The processes are not restarted.
+func (s *stack) dumpGoroutines() {
+	procs := append(s.workers(), s.gatewayProc)
+	for _, p := range procs {
+		p.quit()
+	}
+	deadline := time.After(5 * time.Second)
+	for _, p := range procs {
+		select {
+		case <-p.exited():
+		case <-deadline:
+			return
+		}
+	}
+}
+
 // close kills every process: workers first, the broker last.
 func (s *stack) close() {
 	for _, p := range s.workers() {
