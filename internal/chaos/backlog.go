@@ -7,7 +7,7 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// TopicBacklog is what a topic held when the runs were judged: its
+// TopicBacklog is what a topic held when the settle time ended: its
 // records, and per consumer group how many it had not consumed (lag: the
 // end offset less the group's committed offset, summed over partitions;
 // a partition without a committed offset counts from its start).

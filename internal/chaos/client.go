@@ -44,6 +44,7 @@ type runView struct {
 		OutputTokens int64 `json:"output_tokens"`
 	} `json:"usage"`
 	ToolCalls []callView `json:"tool_calls"`
+	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`
 }
 

@@ -188,7 +188,8 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	logf("churn over after %.1fs: %d kills, %d redis kills, %d duplicates; %d runs submitted", rep.ChurnS, rep.Kills, rep.RedisKills, rep.Duplicates, rep.Submitted)
 
-	doneAt := settle(ctx, st.gw, ids, submitted, churnEnd.Add(cfg.Settle), logf)
+	doneAt, took := settle(ctx, st.gw, ids, submitted, churnEnd.Add(cfg.Settle), logf)
+	rep.RunSeconds = durationFigures(took)
 	if ctx.Err() != nil {
 		return fail(ctx.Err())
 	}
@@ -203,12 +204,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		rep.RecoveryS = -1
 	}
 
-	if len(doneAt) < len(submitted) {
-		// What the topics hold tells a lost message from a stopped or
-		// congested consumer.
-		if rep.Backlog, err = backlog(st.brokers, topicPrefix); err != nil {
-			rep.HarnessErrors = append(rep.HarnessErrors, err.Error())
-		}
+	// What the topics hold tells a lost message from a stopped or
+	// congested consumer, and how much the faults multiplied the traffic.
+	if rep.Backlog, err = backlog(st.brokers, topicPrefix); err != nil {
+		rep.HarnessErrors = append(rep.HarnessErrors, err.Error())
 	}
 	logf("judging %d runs", len(submitted))
 	js, err := judgeAll(ctx, st, rdb, refs, ids, submitted, doneAt)
@@ -232,6 +231,17 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	rep.Crashes, rep.CrashedProcesses = st.crashes()
 	return rep, nil
+}
+
+// durationFigures returns the median, 99th percentile and maximum of d,
+// in seconds.
+func durationFigures(d []time.Duration) *Durations {
+	if len(d) == 0 {
+		return nil
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	at := func(q float64) float64 { return d[min(len(d)-1, int(q*float64(len(d))))].Seconds() }
+	return &Durations{P50: at(0.5), P99: at(0.99), Max: d[len(d)-1].Seconds()}
 }
 
 // newNonce returns a short id that keeps the runs of two experiments apart
@@ -341,9 +351,9 @@ func submit(ctx context.Context, gw *gateway, cfg *Config, ids []string, window 
 
 // settle looks at the runs that are not done, every pollEvery, until all
 // are done or deadline passes, and returns when each done run ended (its
-// updated_at).
-func settle(ctx context.Context, gw *gateway, ids []string, submitted []int, deadline time.Time, logf func(string, ...any)) map[int]time.Time {
-	doneAt := map[int]time.Time{}
+// updated_at) and how long it took from its creation.
+func settle(ctx context.Context, gw *gateway, ids []string, submitted []int, deadline time.Time, logf func(string, ...any)) (doneAt map[int]time.Time, took []time.Duration) {
+	doneAt = map[int]time.Time{}
 	open := append([]int(nil), submitted...)
 	lastLog := time.Now()
 	for len(open) > 0 && ctx.Err() == nil {
@@ -355,6 +365,7 @@ func settle(ctx context.Context, gw *gateway, ids []string, submitted []int, dea
 			defer mu.Unlock()
 			if err == nil && v.Status == "done" {
 				doneAt[i] = v.UpdatedAt
+				took = append(took, v.UpdatedAt.Sub(v.CreatedAt))
 				return
 			}
 			still = append(still, i)
@@ -369,7 +380,7 @@ func settle(ctx context.Context, gw *gateway, ids []string, submitted []int, dea
 		}
 		sleep(ctx, pollEvery)
 	}
-	return doneAt
+	return doneAt, took
 }
 
 // parallel calls f for every item, httpParallelism at a time.

@@ -37,11 +37,12 @@ type Report struct {
 	DuplicatesByTopic map[string]int `json:"duplicates_by_topic,omitempty"`
 	DuplicateFailures int            `json:"duplicate_failures,omitempty"`
 
-	Done          int     `json:"done"`
-	Stuck         int     `json:"stuck"`          // not done when the settle time ran out
-	Wrong         int     `json:"wrong"`          // done, but not as the undisturbed run of its script
-	DoubleCommits int     `json:"double_commits"` // runs with a commit event logged more than once
-	RecoveryS     float64 `json:"recovery_s"`     // from the churn's end to the last run done (0: all were done before; -1: some never were)
+	Done          int        `json:"done"`
+	Stuck         int        `json:"stuck"`           // not done when the settle time ran out
+	Wrong         int        `json:"wrong"`           // done, but not as the undisturbed run of its script
+	DoubleCommits int        `json:"double_commits"`  // runs with a commit event logged more than once
+	RunSeconds    *Durations `json:"run_s,omitempty"` // from creation to done, of the runs done in time
+	RecoveryS     float64    `json:"recovery_s"`      // from the churn's end to the last run done (0: all were done before; -1: some never were)
 
 	MissingResults   int `json:"missing_results"`   // done runs without a RunResult (counted in wrong)
 	MultiResultRuns  int `json:"multi_result_runs"` // runs whose RunResult was published more than once (allowed: at least once)
@@ -57,11 +58,18 @@ type Report struct {
 	StuckRuns         []string                `json:"stuck_runs,omitempty"`
 	WrongReasons      map[string]int          `json:"wrong_reasons,omitempty"`
 	DoubleReasons     map[string]int          `json:"double_reasons,omitempty"`
-	Backlog           map[string]TopicBacklog `json:"backlog,omitempty"` // by topic, when the runs were judged
+	Backlog           map[string]TopicBacklog `json:"backlog,omitempty"` // by topic, when the settle time ended
 	Samples           []Sample                `json:"samples,omitempty"`
 	HarnessErrors     []string                `json:"harness_errors,omitempty"`
 	Aborted           string                  `json:"aborted,omitempty"` // why the experiment stopped early: the figures are partial
 	WorkDir           string                  `json:"work_dir,omitempty"`
+}
+
+// Durations are a distribution's figures, in seconds.
+type Durations struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
 }
 
 // Settings are the knobs a report was made with.
@@ -165,6 +173,9 @@ func (r *Report) WriteTable(w io.Writer) {
 		recovery = "never"
 	}
 	row("recovery", recovery, fmt.Sprintf("from the end of the churn to the last run done (settle limit %.0fs)", r.Settings.SettleS))
+	if d := r.RunSeconds; d != nil {
+		row("run time", fmt.Sprintf("p50 %.1fs, p99 %.1fs, max %.1fs", d.P50, d.P99, d.Max), "from creation to done")
+	}
 	row("run results", fmt.Sprintf("%d missing, %d differing", r.MissingResults, r.DifferingResults), fmt.Sprintf("%d runs published more than once (allowed)", r.MultiResultRuns))
 	row("redone work", fmt.Sprintf("%d steps, %d calls", r.RetriedSteps, r.ReexecutedCalls), "claimed or executed more than once (allowed)")
 	row("dead letters", r.DeadLetters, "")
@@ -196,7 +207,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	hist("dead letters by reason", r.DeadLetterReasons)
 	hist("duplicates by topic", r.DuplicatesByTopic)
 	if len(r.Backlog) > 0 {
-		fmt.Fprintln(w, "topics when the runs were judged (records; not consumed by group, by partition):")
+		fmt.Fprintln(w, "topics when the settle time ended (records; not consumed by group, by partition):")
 		topics := make([]string, 0, len(r.Backlog))
 		for t := range r.Backlog {
 			topics = append(topics, t)
