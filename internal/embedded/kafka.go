@@ -68,6 +68,13 @@ type Kafka struct {
 // Port 0 picks a free port; a wildcard host listens on every interface and
 // advertises 127.0.0.1. It fails when the address is taken or the data dir
 // cannot be read. Close it when done.
+//
+// Unlike Apache Kafka, the broker removes a dynamic consumer-group member
+// as soon as the connection it joined over closes, as if it had left
+// cleanly, instead of after its session timeout; a static member's session
+// timeout still applies. This works around a kfake bug that could keep a
+// killed member, and its partitions, in the group for ever (see reaper.go
+// and docs/adr/0006-consumer-group-recovery.md).
 func StartKafka(addr string, opts ...KafkaOption) (*Kafka, error) {
 	o := kafkaOptions{partitions: DefaultPartitions, seed: map[string]int32{}}
 	for _, opt := range opts {
@@ -92,7 +99,7 @@ func StartKafka(addr string, opts ...KafkaOption) (*Kafka, error) {
 				return nil, errors.New("embedded kafka runs a single broker")
 			}
 			used = true
-			return tracked{Listener: advertise(ln), onClose: reap.connClosed}, nil
+			return tracked{Listener: advertise(ln), onOpen: reap.connOpened, onClose: reap.connClosed}, nil
 		}),
 	}
 	if o.dataDir != "" {

@@ -50,6 +50,7 @@ type reaper struct {
 	every   time.Duration // how often it looks again while closed connections are pending
 
 	mu     sync.Mutex
+	open   map[string]int       // remote address → client connections open from it
 	closed map[string]time.Time // remote address of a closed client connection → when
 
 	wake    chan struct{}
@@ -69,6 +70,7 @@ const closedGrace = 5 * time.Second
 func newReaper() *reaper {
 	return &reaper{
 		every:   250 * time.Millisecond,
+		open:    map[string]int{},
 		closed:  map[string]time.Time{},
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
@@ -77,10 +79,25 @@ func newReaper() *reaper {
 	}
 }
 
-// connClosed records that the client connection from remote closed. It
-// never blocks.
+// connOpened records a client connection from remote. An address in use
+// again (the client's port was reused) is no longer a closed one: its
+// members may be the new connection's.
+func (r *reaper) connOpened(remote string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.open[remote]++
+	delete(r.closed, remote)
+}
+
+// connClosed records that a client connection from remote closed. It never
+// blocks.
 func (r *reaper) connClosed(remote string) {
 	r.mu.Lock()
+	if r.open[remote]--; r.open[remote] > 0 {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.open, remote)
 	r.closed[remote] = time.Now()
 	r.mu.Unlock()
 	select {
@@ -263,11 +280,12 @@ func (r *reaper) drop() {
 	}
 }
 
-// tracked is a listener whose connections report their close to onClose,
-// with the remote address kfake records as a member's client host.
+// tracked is a listener that reports each connection it accepts to
+// onOpen, and its close to onClose, by the remote address kfake records as
+// a member's client host.
 type tracked struct {
 	net.Listener
-	onClose func(remote string)
+	onOpen, onClose func(remote string)
 }
 
 func (l tracked) Accept() (net.Conn, error) {
@@ -275,6 +293,7 @@ func (l tracked) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.onOpen(c.RemoteAddr().String())
 	return &trackedConn{Conn: c, onClose: l.onClose}, nil
 }
 
