@@ -37,6 +37,12 @@
 //   - A panic is retried like a transient error; if it still panics when the
 //     retries are spent, the message is dead-lettered (see [NewRouter]).
 //
+// Consumer-group members are dynamic by default. A process with a stable
+// name (a StatefulSet pod) can set [EnvInstanceID] to be a static member, so
+// that a restart after a crash takes its old partitions back without a
+// rebalance. Either way, closing a subscriber leaves the group at once.
+// docs/adr/0006-consumer-group-recovery.md explains the group timeouts.
+//
 // All messages of one run share a partition: the publisher uses the
 // [topics.MetadataRunID] metadata as the Kafka key and hashes it the way
 // Java clients do (murmur2), so external producers that key by run_id with

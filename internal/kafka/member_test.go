@@ -35,7 +35,8 @@ type memberSpec struct {
 // runMember is the body of a member process: it subscribes to the topic in
 // the group, writes "got <payload>" on stdout for every message before it
 // acks it, logs to stderr, and closes its subscriber (leaving the group)
-// when stdin reaches its end. It returns the process exit code.
+// and exits when stdin reaches its end, so that no member outlives the test
+// process. It returns the process exit code.
 func runMember(specJSON string) int {
 	var spec memberSpec
 	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
@@ -100,8 +101,8 @@ func (s *seenSet) missing(ids []string) []string {
 // member is one running member process.
 type member struct {
 	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	exited chan struct{} // closed once the process has been waited for
+	stdin  io.WriteCloser // held open: the member exits when it closes
+	exited chan struct{}  // closed once the process has been waited for
 }
 
 // members runs member processes by slot, re-executing the test binary.
@@ -211,25 +212,6 @@ func (m *members) kill(slot int) {
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.exited
-}
-
-// stop asks slot's process to close its subscriber and exit, as a worker
-// does on SIGTERM, and waits up to d for it; it reports whether the process
-// exited in time (it is killed otherwise).
-func (m *members) stop(slot int, d time.Duration) bool {
-	p := m.take(slot)
-	if p == nil {
-		return true
-	}
-	_ = p.stdin.Close()
-	select {
-	case <-p.exited:
-		return true
-	case <-time.After(d):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		return false
-	}
 }
 
 func (m *members) take(slot int) *member {
