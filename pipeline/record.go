@@ -22,7 +22,7 @@ type Run struct {
 	LeaseOwner  string          `json:"-"`
 	LeaseUntil  time.Time       `json:"-"`
 	Published   bool            `json:"-"` // a done run's result is on run-results
-	Requested   bool            `json:"-"` // StepRequested for the current step is on run-steps
+	RequestedAt time.Time       `json:"-"` // when StepRequested for the current step was last published (zero: not yet)
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
 }
@@ -45,7 +45,7 @@ type ToolCall struct {
 	LeaseOwner string          `json:"-"`
 	LeaseUntil time.Time       `json:"-"`
 	UpdatedAt  time.Time       `json:"updated_at"`
-	Dispatched bool            `json:"-"` // its request (new, or resumed by Decision) is on its queue's topic
+	DispatchedAt time.Time     `json:"-"` // when its request for its current state (new, resumed, this claim) was last published (zero: not yet)
 
 	// ToolGate's decision, and for a parked call what its decision needs.
 	Gate     GateAction      `json:"gate,omitempty"`

@@ -107,7 +107,7 @@ func (s *Server) start(ctx context.Context, nr newRun) (pipeline.Run, bool, erro
 		s.log.WarnContext(ctx, "publish StepRequested failed", "run_id", run.ID, "err", err)
 		return got, created, retryLater(run.ID, "its first step could not be queued")
 	}
-	if err := s.cfg.Store.MarkRequested(ctx, run.ID, 0); err != nil {
+	if err := s.cfg.Store.MarkRequested(ctx, run.ID, 0, now); err != nil {
 		// The step is queued; without the mark the sweeper queues it once more.
 		s.log.WarnContext(ctx, "mark step 0 requested failed", "run_id", run.ID, "err", err)
 	}

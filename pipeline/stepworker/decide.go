@@ -79,10 +79,15 @@ func (w *Worker) cancelRun(ctx context.Context, d topics.Decision) error {
 	run, err := w.store.CancelRun(ctx, d.RunID, by, d.Reason, w.now())
 	if errors.Is(err, store.ErrStale) {
 		w.log.Info("cancel of a run that is already done", "run_id", d.RunID, "decision_id", d.DecisionID)
-	} else if err != nil {
+		return w.rescheduleAndReconcile(ctx, d.RunID, run.Step, before)
+	}
+	if err != nil {
 		return err
 	}
-	return w.rescheduleAndReconcile(ctx, d.RunID, run.Step, before)
+	if _, err := w.schedule(ctx, d.RunID, before); err != nil {
+		return err
+	}
+	return w.reconcileFrom(ctx, &view{Snapshot: store.Snapshot{Run: run}, written: true})
 }
 
 // A decision may take a run out of waiting, where it can be off the

@@ -44,11 +44,11 @@ func (w *Worker) finish(ctx context.Context, run pipeline.Run, t pipeline.Termin
 
 // giveUpFrom is giveUp inside a reconcile: it returns the state to go on
 // from.
-func (w *Worker) giveUpFrom(ctx context.Context, run pipeline.Run, detail string) (*store.Snapshot, error) {
+func (w *Worker) giveUpFrom(ctx context.Context, run pipeline.Run, detail string) (*view, error) {
 	return w.finishFrom(ctx, run, pipeline.Termination{Reason: pipeline.ReasonError, Detail: detail})
 }
 
-func (w *Worker) finishFrom(ctx context.Context, run pipeline.Run, t pipeline.Termination) (*store.Snapshot, error) {
+func (w *Worker) finishFrom(ctx context.Context, run pipeline.Run, t pipeline.Termination) (*view, error) {
 	done, err := w.store.FinishRun(ctx, run.ID, t, w.now())
 	if errors.Is(err, store.ErrStale) {
 		return nil, nil
@@ -56,7 +56,7 @@ func (w *Worker) finishFrom(ctx context.Context, run pipeline.Run, t pipeline.Te
 	if err != nil {
 		return nil, fmt.Errorf("finish run %s: %w", run.ID, err)
 	}
-	return &store.Snapshot{Run: done}, nil
+	return &view{Snapshot: store.Snapshot{Run: done}, written: true}, nil
 }
 
 // publishResult is RunEnd: it rejects the decisions still held for calls

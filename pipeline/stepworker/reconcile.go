@@ -42,31 +42,42 @@ const reconcileRounds = 16
 //     the run waiting and schedule the next look at its earliest deadline
 //     (none: off the schedule, a decision wakes it); all terminal → StepEnd.
 //
-// A message marked sent is published again only when it has waited for
-// its claim longer than stepworker.dispatch_timeout: the marks keep a
-// backlog in Kafka from being re-published on every reconcile.
+// A message marked sent is published again only when its mark is older
+// than stepworker.dispatch_timeout (a lease, for a claim that died): the
+// marks keep a backlog in Kafka from being re-published on every
+// reconcile. A result is published at once by the worker that ended the
+// run; any other reconcile leaves it to that worker for a lease period, so
+// a run ended without a fault has one result, not one per handler that
+// happened to look.
 func (w *Worker) reconcile(ctx context.Context, runID string, stepHint int) error {
 	snap, err := w.store.Snapshot(ctx, runID, stepHint)
 	if err != nil {
 		return err
 	}
-	return w.reconcileFrom(ctx, &snap)
+	return w.reconcileFrom(ctx, &view{Snapshot: snap})
 }
 
-// reconcileFrom is reconcile from a snapshot the caller has (nil: nothing
-// to do).
-func (w *Worker) reconcileFrom(ctx context.Context, snap *store.Snapshot) error {
-	if snap == nil {
+// view is what a reconcile round looks at: a snapshot, and whether this
+// worker wrote the state it shows.
+type view struct {
+	store.Snapshot
+	written bool
+}
+
+// reconcileFrom is reconcile from a view the caller has (nil: nothing to
+// do).
+func (w *Worker) reconcileFrom(ctx context.Context, v *view) error {
+	if v == nil {
 		return nil
 	}
 	for range reconcileRounds {
-		next, err := w.reconcileOnce(ctx, *snap, w.now())
+		next, err := w.reconcileOnce(ctx, *v, w.now())
 		if err != nil || next == nil {
 			return err
 		}
-		snap = next
+		v = next
 	}
-	return fmt.Errorf("reconcile run %s: still changing after %d rounds; the sweeper will come back to it", snap.Run.ID, reconcileRounds)
+	return fmt.Errorf("reconcile run %s: still changing after %d rounds; the sweeper will come back to it", v.Run.ID, reconcileRounds)
 }
 
 // reconcileCommitted reconciles a run whose step was just committed, from
@@ -79,42 +90,45 @@ func (w *Worker) reconcileCommitted(ctx context.Context, run pipeline.Run, calls
 			return w.reconcile(ctx, run.ID, run.Step)
 		}
 	}
-	return w.reconcileFrom(ctx, &store.Snapshot{Run: run, Calls: calls})
+	return w.reconcileFrom(ctx, &view{Snapshot: store.Snapshot{Run: run, Calls: calls}, written: true})
 }
 
-// reconcileOnce does the first thing snap asks for. It returns the state to
+// reconcileOnce does the first thing v asks for. It returns the state to
 // look at next, or nil when the run needs nothing more now.
-func (w *Worker) reconcileOnce(ctx context.Context, snap store.Snapshot, now time.Time) (*store.Snapshot, error) {
-	run := snap.Run
+func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*view, error) {
+	run := v.Run
 	if run.Status.Final() {
-		if run.Published {
+		switch {
+		case run.Published:
 			return nil, w.store.Unschedule(ctx, run.ID)
+		case v.written || now.Sub(run.UpdatedAt) >= w.settings.Lease.Duration:
+			return nil, w.publishResult(ctx, run)
 		}
-		return nil, w.publishResult(ctx, run)
+		return nil, nil // its writer publishes it; the sweeper, if the writer died
 	}
 	switch run.StepState {
 	case pipeline.StepPending:
-		if run.Requested && now.Sub(run.UpdatedAt) < w.settings.DispatchTimeout.Duration {
+		if sentWithin(run.RequestedAt, now, w.settings.DispatchTimeout.Duration) {
 			return nil, nil
 		}
 		if err := w.requestStep(run); err != nil {
 			return nil, err
 		}
-		return nil, w.store.MarkRequested(ctx, run.ID, run.Step)
+		return nil, w.store.MarkRequested(ctx, run.ID, run.Step, now)
 	case pipeline.StepInferring:
 		if run.LeaseUntil.Before(now) {
 			return nil, w.requestStep(run)
 		}
 		return nil, nil
 	case pipeline.StepTools:
-		return w.reconcileTools(ctx, snap, now)
+		return w.reconcileTools(ctx, v.Snapshot, now)
 	}
 	return nil, fmt.Errorf("run %s is in step state %q", run.ID, run.StepState)
 }
 
 // reconcileTools handles a committed step: decisions first, then expired
 // leases, then whatever derive_run_status says.
-func (w *Worker) reconcileTools(ctx context.Context, snap store.Snapshot, now time.Time) (*store.Snapshot, error) {
+func (w *Worker) reconcileTools(ctx context.Context, snap store.Snapshot, now time.Time) (*view, error) {
 	run, calls := snap.Run, snap.Calls
 	decided, err := w.applyDue(ctx, snap, now)
 	if err != nil {
@@ -134,7 +148,8 @@ func (w *Worker) reconcileTools(ctx context.Context, snap store.Snapshot, now ti
 
 	var redrive []pipeline.ToolCall
 	for _, c := range calls {
-		if c.Status != pipeline.CallRunning || !c.LeaseUntil.Before(now) {
+		if c.Status != pipeline.CallRunning || !c.LeaseUntil.Before(now) ||
+			sentWithin(c.DispatchedAt, now, w.settings.Lease.Duration) {
 			continue
 		}
 		if w.callBudgetSpent(c.Tool, c.Attempts+1) {
@@ -146,16 +161,15 @@ func (w *Worker) reconcileTools(ctx context.Context, snap store.Snapshot, now ti
 	agent, _ := w.cfg.Agent(run.Agent)
 	switch pipeline.DeriveRunStatus(pipeline.CallStatuses(ahead(agent, calls))) {
 	case pipeline.RunRunning:
-		var fresh []pipeline.ToolCall
 		for _, c := range w.dispatchable(run, calls) {
-			if !c.Dispatched || now.Sub(c.UpdatedAt) >= w.settings.DispatchTimeout.Duration {
-				fresh = append(fresh, c)
+			if !sentWithin(c.DispatchedAt, now, w.settings.DispatchTimeout.Duration) {
+				redrive = append(redrive, c)
 			}
 		}
-		if err := w.publishCalls(append(redrive, fresh...)); err != nil {
+		if err := w.publishCalls(redrive); err != nil {
 			return nil, err
 		}
-		return nil, w.store.MarkDispatched(ctx, run.ID, fresh)
+		return nil, w.store.MarkDispatched(ctx, run.ID, redrive, now)
 	case pipeline.RunWaiting:
 		if run.Status == pipeline.RunRunning {
 			_, err := w.store.SetWaiting(ctx, run.ID, run.Step, agent.Sequential(), now)
@@ -244,12 +258,18 @@ func nextLook(snap store.Snapshot) time.Time {
 	return next
 }
 
-// reread is the next round's snapshot after a write that changed more
-// than the caller knows.
-func (w *Worker) reread(ctx context.Context, run pipeline.Run) (*store.Snapshot, error) {
+// reread is the next round's view after a write that changed more than
+// the caller knows.
+func (w *Worker) reread(ctx context.Context, run pipeline.Run) (*view, error) {
 	snap, err := w.store.Snapshot(ctx, run.ID, run.Step)
 	if err != nil {
 		return nil, err
 	}
-	return &snap, nil
+	return &view{Snapshot: snap}, nil
+}
+
+// sentWithin reports whether a message marked sent at `at` (zero: not
+// sent) was sent less than d before now.
+func sentWithin(at, now time.Time, d time.Duration) bool {
+	return !at.IsZero() && now.Sub(at) < d
 }

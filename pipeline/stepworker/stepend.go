@@ -45,7 +45,7 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 // asks for. A step another handler ended meanwhile is left to it: that
 // handler publishes what follows (or, if it died, the sweeper does), and
 // publishing it here too would only send duplicates.
-func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) (*store.Snapshot, error) {
+func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) (*view, error) {
 	state, err := w.stepEnd(ctx, run, calls)
 	if err != nil {
 		return w.giveUpFrom(ctx, run, err.Error())
@@ -65,7 +65,7 @@ func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline
 	if err != nil {
 		return nil, fmt.Errorf("end step %d of run %s: %w", run.Step, run.ID, err)
 	}
-	return &store.Snapshot{Run: ended}, nil
+	return &view{Snapshot: store.Snapshot{Run: ended}, written: true}, nil
 }
 
 // ahead returns the calls that decide the step's status: all of them in

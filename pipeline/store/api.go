@@ -82,8 +82,8 @@ var _ interface {
 	DropHeld(ctx context.Context, runID, callID, decisionID, reason string, now time.Time) error
 	ListPending(ctx context.Context, f PendingFilter) ([]PendingCall, error)
 	Snapshot(ctx context.Context, runID string, stepHint int) (Snapshot, error)
-	MarkRequested(ctx context.Context, runID string, step int) error
-	MarkDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall) error
+	MarkRequested(ctx context.Context, runID string, step int, now time.Time) error
+	MarkDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall, now time.Time) error
 	ReleaseStepLease(ctx context.Context, runID string, step int, owner string) error
 	ReleaseCallLease(ctx context.Context, runID, callID, owner string) error
 	ScheduleSweep(ctx context.Context, runID string, at time.Time) error

@@ -56,7 +56,7 @@ func decodeRun(runID string, h map[string]string) (pipeline.Run, error) {
 		Attempts:    int(d.int("attempts")),
 		LeaseOwner:  h["lease_owner"],
 		Published:   h["published"] == "1",
-		Requested:   h["step_sent"] != "" && h["step_sent"] == h["step"],
+		RequestedAt: sentAt(h["step_sent"], h["step"]),
 		LeaseUntil:  d.time("lease_until"),
 		CreatedAt:   d.time("created_at"),
 		UpdatedAt:   d.time("updated_at"),
@@ -167,7 +167,7 @@ func decodeCall(runID, callID string, h map[string]string) (pipeline.ToolCall, e
 			Timeout:   h["dec_timeout"] == "1",
 		}
 	}
-	c.Dispatched = h["sent"] != "" && h["sent"] == dispatchMark(h["dec_id"])
+	c.DispatchedAt = sentAt(h["sent"], generation(c))
 	if d.err != nil {
 		return pipeline.ToolCall{}, fmt.Errorf("decode call %s of run %s: %w", callID, runID, d.err)
 	}

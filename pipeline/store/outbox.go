@@ -4,42 +4,75 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
 // The outbox marks. A state that asks for a message (a pending step asks
-// for StepRequested, a new or resumed call for ToolCallRequested) is written
-// first; the message is published after it, and then marked as sent here.
-// A process that dies between the two leaves the mark unset, and the next
+// for StepRequested, a new or resumed call for ToolCallRequested, a running
+// call whose lease ran out for another one) is written first; the message
+// is published after it, and then marked as sent here, with the time. A
+// process that dies between the two leaves the mark unset, and the next
 // reconcile of the run publishes the message again: the publish is at least
-// once, and a reconcile that finds the mark set publishes nothing, so a
-// backlog in Kafka is never re-published. The mark names what was sent (the
-// step number; the call's dispatch generation), so a late mark of an older
-// state never marks a newer one.
+// once. A reconcile that finds the mark set publishes again only once the
+// mark is old (dispatch_timeout; a lease for a dead claim), so a backlog in
+// Kafka is not re-published on every look. A mark is "<generation>@<unix
+// ms>": the generation names what was sent (the step number; the call's
+// state, see generation), so a late mark of an older state never marks a
+// newer one.
 
-// dispatchMark is the sent mark of a call's current request: "new" for the
-// model's call, "d:<decision id>" for a call resumed by that decision.
-func dispatchMark(decisionID string) string {
-	if decisionID == "" {
+// generation names the request a call's current state asks for: "new" for
+// the model's call, "d:<decision id>" for a call that decision resumed,
+// "a<attempts>" for a running call whose claim died; "" for a call that
+// asks for none.
+func generation(c pipeline.ToolCall) string {
+	switch c.Status {
+	case pipeline.CallNew:
 		return "new"
+	case pipeline.CallResuming:
+		if c.Decision != nil {
+			return "d:" + c.Decision.ID
+		}
+	case pipeline.CallRunning:
+		return "a" + strconv.Itoa(c.Attempts)
 	}
-	return "d:" + decisionID
+	return ""
 }
 
-// MarkRequested records that StepRequested for step `step` of the run is
-// published (Run.Requested reads true while the run is at that step). A
-// run that no longer exists is left alone.
-func (s *Store) MarkRequested(ctx context.Context, runID string, step int) error {
+// sentMark is the mark of generation gen sent at now.
+func sentMark(gen string, now time.Time) string {
+	return gen + "@" + strconv.FormatInt(toMillis(now), 10)
+}
+
+// sentAt reads a mark: when gen was sent, or zero when the mark is of
+// another generation (or there is none).
+func sentAt(mark, gen string) time.Time {
+	g, ms, ok := strings.Cut(mark, "@")
+	if !ok || gen == "" || g != gen {
+		return time.Time{}
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return fromMillis(n)
+}
+
+// MarkRequested records that StepRequested for step `step` of the run was
+// published at now (Run.RequestedAt reads it while the run is at that
+// step). A run that no longer exists is left alone.
+func (s *Store) MarkRequested(ctx context.Context, runID string, step int, now time.Time) error {
 	_, err := s.eval(ctx, s.scripts.markSent, "mark step "+strconv.Itoa(step)+" of run "+runID+" requested",
-		[]string{s.runKey(runID)}, "step_sent", step)
+		[]string{s.runKey(runID)}, "step_sent", sentMark(strconv.Itoa(step), now))
 	return err
 }
 
-// MarkDispatched records that the current request of each call is
-// published (ToolCall.Dispatched reads true until a decision resumes the
-// call). Calls of one run only.
-func (s *Store) MarkDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall) error {
+// MarkDispatched records that the request each call's state (as given)
+// asks for was published at now (ToolCall.DispatchedAt reads it until the
+// call's state asks for another). Calls of one run only.
+func (s *Store) MarkDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall, now time.Time) error {
 	if len(calls) == 0 {
 		return nil
 	}
@@ -47,11 +80,7 @@ func (s *Store) MarkDispatched(ctx context.Context, runID string, calls []pipeli
 	args := make([]any, 0, 2*len(calls))
 	for i, c := range calls {
 		keys[i] = s.callKey(runID, c.ID)
-		dec := ""
-		if c.Decision != nil {
-			dec = c.Decision.ID
-		}
-		args = append(args, "sent", dispatchMark(dec))
+		args = append(args, "sent", sentMark(generation(c), now))
 	}
 	_, err := s.eval(ctx, s.scripts.markSent, fmt.Sprintf("mark %d calls of run %s dispatched", len(calls), runID), keys, args...)
 	return err

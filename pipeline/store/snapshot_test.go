@@ -59,14 +59,14 @@ var reconcileCases = []contractCase{
 	}},
 	{"a_step_request_is_marked_for_its_step_only", func(t *testing.T, f *fixture) {
 		f.created(t, "r1")
-		if f.run(t, "r1").Requested {
+		if !f.run(t, "r1").RequestedAt.IsZero() {
 			t.Fatal("a new run reads as requested")
 		}
-		if err := f.st.MarkRequested(f.ctx, "r1", 0); err != nil {
+		if err := f.st.MarkRequested(f.ctx, "r1", 0, at(1)); err != nil {
 			t.Fatal(err)
 		}
-		if !f.run(t, "r1").Requested {
-			t.Fatal("step 0 marked, but the run does not read as requested")
+		if got := f.run(t, "r1").RequestedAt; !got.Equal(at(1)) {
+			t.Fatalf("step 0 marked at 1s, but the run reads requested at %v", got)
 		}
 		if _, err := f.st.ClaimStep(f.ctx, "r1", 0, lease("w1", at(30)), at(1)); err != nil {
 			t.Fatal(err)
@@ -75,21 +75,21 @@ var reconcileCases = []contractCase{
 		if _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(5)); err != nil {
 			t.Fatal(err)
 		}
-		if run := f.run(t, "r1"); run.Step != 1 || run.Requested {
+		if run := f.run(t, "r1"); run.Step != 1 || !run.RequestedAt.IsZero() {
 			t.Fatalf("step 1 reads as requested by step 0's mark: %+v", run)
 		}
-		if err := f.st.MarkRequested(f.ctx, "r1", 0); err != nil { // a late mark of the old step
+		if err := f.st.MarkRequested(f.ctx, "r1", 0, at(6)); err != nil { // a late mark of the old step
 			t.Fatal(err)
 		}
-		if f.run(t, "r1").Requested {
+		if !f.run(t, "r1").RequestedAt.IsZero() {
 			t.Fatal("a late mark of step 0 marked step 1")
 		}
 	}},
 	{"a_mark_never_recreates_a_run_that_is_gone", func(t *testing.T, f *fixture) {
-		if err := f.st.MarkRequested(f.ctx, "gone", 3); err != nil {
+		if err := f.st.MarkRequested(f.ctx, "gone", 3, at(1)); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.st.MarkDispatched(f.ctx, "gone", []pipeline.ToolCall{{ID: "c1"}}); err != nil {
+		if err := f.st.MarkDispatched(f.ctx, "gone", []pipeline.ToolCall{{ID: "c1", Status: pipeline.CallNew}}, at(1)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.st.GetRun(f.ctx, "gone"); !errors.Is(err, store.ErrNotFound) {
@@ -105,24 +105,35 @@ var reconcileCases = []contractCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.st.MarkDispatched(f.ctx, "r1", calls); err != nil {
+		calls[0].Status = pipeline.CallNew // as if it had been published new
+		if err := f.st.MarkDispatched(f.ctx, "r1", calls, at(2)); err != nil {
 			t.Fatal(err)
 		}
 		res := f.decide(t, "r1", store.Decision{ID: "d1", CallID: "c1", Action: store.ActionResume}, at(3))
-		if res.Call.Status != pipeline.CallResuming || res.Call.Dispatched {
+		if res.Call.Status != pipeline.CallResuming || !res.Call.DispatchedAt.IsZero() {
 			t.Fatalf("a resumed call must read as not dispatched: %+v", res.Call)
 		}
-		if err := f.st.MarkDispatched(f.ctx, "r1", calls); err != nil { // a late mark of the call before the decision
+		if err := f.st.MarkDispatched(f.ctx, "r1", calls, at(4)); err != nil { // a late mark of the call before the decision
 			t.Fatal(err)
 		}
-		if c := f.call(t, "r1", "c1"); c.Dispatched {
+		if c := f.call(t, "r1", "c1"); !c.DispatchedAt.IsZero() {
 			t.Fatal("a late mark of the new call marked its resumed request")
 		}
-		if err := f.st.MarkDispatched(f.ctx, "r1", []pipeline.ToolCall{res.Call}); err != nil {
+		if err := f.st.MarkDispatched(f.ctx, "r1", []pipeline.ToolCall{res.Call}, at(5)); err != nil {
 			t.Fatal(err)
 		}
-		if c := f.call(t, "r1", "c1"); !c.Dispatched {
-			t.Fatal("the resumed call's mark does not hold")
+		if c := f.call(t, "r1", "c1"); !c.DispatchedAt.Equal(at(5)) {
+			t.Fatalf("the resumed call's mark reads %v, want %v", c.DispatchedAt, at(5))
+		}
+		c, err := f.st.ClaimCall(f.ctx, "r1", "c1", lease("t1", at(60)), at(6))
+		if err != nil || !c.DispatchedAt.IsZero() {
+			t.Fatalf("a claimed call reads as dispatched for its claim: %+v, %v", c, err)
+		}
+		if err := f.st.MarkDispatched(f.ctx, "r1", []pipeline.ToolCall{c}, at(7)); err != nil { // its claim died: sent again
+			t.Fatal(err)
+		}
+		if got := f.call(t, "r1", "c1").DispatchedAt; !got.Equal(at(7)) {
+			t.Fatalf("the re-sent claim's mark reads %v, want %v", got, at(7))
 		}
 	}},
 	{"reschedule_if_changes_only_the_schedule_that_was_read", func(t *testing.T, f *fixture) {
