@@ -31,21 +31,21 @@ type Run struct {
 // turn that proposed it; results are appended to the conversation in that
 // order.
 type ToolCall struct {
-	ID         string          `json:"call_id"`
-	RunID      string          `json:"run_id"`
-	Step       int             `json:"step"`
-	Index      int             `json:"index"`
-	Tool       string          `json:"tool"`
-	Queue      string          `json:"queue"`
-	Status     ToolCallStatus  `json:"status"`
-	Arguments  json.RawMessage `json:"arguments"`
-	Result     json.RawMessage `json:"result,omitempty"`
-	Error      string          `json:"error,omitempty"`
-	Attempts   int             `json:"attempts,omitempty"`
-	LeaseOwner string          `json:"-"`
-	LeaseUntil time.Time       `json:"-"`
-	UpdatedAt  time.Time       `json:"updated_at"`
-	DispatchedAt time.Time     `json:"-"` // when its request for its current state (new, resumed, this claim) was last published (zero: not yet)
+	ID           string          `json:"call_id"`
+	RunID        string          `json:"run_id"`
+	Step         int             `json:"step"`
+	Index        int             `json:"index"`
+	Tool         string          `json:"tool"`
+	Queue        string          `json:"queue"`
+	Status       ToolCallStatus  `json:"status"`
+	Arguments    json.RawMessage `json:"arguments"`
+	Result       json.RawMessage `json:"result,omitempty"`
+	Error        string          `json:"error,omitempty"`
+	Attempts     int             `json:"attempts,omitempty"`
+	LeaseOwner   string          `json:"-"`
+	LeaseUntil   time.Time       `json:"-"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+	DispatchedAt time.Time       `json:"-"` // when its request for its current state (new, resumed, this claim) was last published (zero: not yet)
 
 	// ToolGate's decision, and for a parked call what its decision needs.
 	Gate     GateAction      `json:"gate,omitempty"`
