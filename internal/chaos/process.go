@@ -25,6 +25,7 @@ const crashRestartDelay = time.Second
 // for concurrent use.
 type process struct {
 	name      string
+	program   string // programStepWorker, programToolWorker, …
 	path      string
 	args      []string
 	env       []string
@@ -128,6 +129,33 @@ func (p *process) kill() bool {
 	p.mu.Unlock()
 	<-done
 	return true
+}
+
+// terminate stops the current instance as a deployment does: SIGTERM to
+// the process (not its group), then up to within for it to exit; past that
+// it is killed with SIGKILL, its group too, and waited for. It is not
+// restarted: the caller starts the replacement. ran is false when nothing
+// was running; graceful is false when it had to be killed; took is from
+// the SIGTERM to the exit.
+func (p *process) terminate(within time.Duration) (ran, graceful bool, took time.Duration) {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	if cmd == nil {
+		p.mu.Unlock()
+		return false, false, 0
+	}
+	p.killed = true
+	sent := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	p.mu.Unlock()
+	select {
+	case <-done:
+		return true, true, time.Since(sent)
+	case <-time.After(within):
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+	return true, false, time.Since(sent)
 }
 
 // quit sends SIGQUIT to the current instance (the process, not its group)

@@ -11,6 +11,12 @@ import (
 	"time"
 )
 
+// The programs the harness runs workers of.
+const (
+	programStepWorker = "stepworker"
+	programToolWorker = "toolworker"
+)
+
 // topicPrefix is the topic prefix of the programs' configuration (the
 // default: the harness's configuration names none).
 const topicPrefix = "stepwise."
@@ -88,11 +94,11 @@ func startStack(ctx context.Context, cfg *Config, dir, bin string) (_ *stack, er
 		return nil, fmt.Errorf("the gateway did not get ready (log: %s): %w", s.gatewayProc.logPath, err)
 	}
 	for i := range cfg.StepWorkers {
-		p := s.program(bin, "stepworker", fmt.Sprintf("stepworker-%d", i+1), env, "--config", s.configPath)
+		p := s.program(bin, programStepWorker, fmt.Sprintf("stepworker-%d", i+1), env, "--config", s.configPath)
 		s.stepWorkers = append(s.stepWorkers, p)
 	}
 	for i := range cfg.ToolWorkers {
-		p := s.program(bin, "toolworker", fmt.Sprintf("toolworker-%d", i+1), env, "--config", s.configPath)
+		p := s.program(bin, programToolWorker, fmt.Sprintf("toolworker-%d", i+1), env, "--config", s.configPath)
 		s.toolWorkers = append(s.toolWorkers, p)
 	}
 	for _, p := range s.workers() {
@@ -106,7 +112,7 @@ func startStack(ctx context.Context, cfg *Config, dir, bin string) (_ *stack, er
 // program returns a supervised process of one of the stepwise programs.
 func (s *stack) program(bin, program, name string, env []string, args ...string) *process {
 	return &process{
-		name: name, path: filepath.Join(bin, program), args: args, env: env,
+		name: name, program: program, path: filepath.Join(bin, program), args: args, env: env,
 		logPath: filepath.Join(s.dir, "logs", name+".log"), supervise: true, logf: s.logf,
 	}
 }
