@@ -20,6 +20,7 @@ type churnCounts struct {
 	kills, restarts           int
 	redisKills, redisRestarts int
 	redisDown                 time.Duration // from the kill until PING answered again
+	stops                     []stopWindow  // each worker kill, from the signal to the exit
 	errors                    []string
 }
 
@@ -85,10 +86,12 @@ func churn(ctx context.Context, s *stack, rng *rand.Rand, d, killEvery, redisAt 
 				continue
 			}
 			p := up[rng.IntN(len(up))]
+			killedAt := time.Now()
 			if !p.kill() {
 				continue
 			}
 			c.kills++
+			c.stops = append(c.stops, stopWindow{worker: p.name, program: p.program, from: killedAt, to: time.Now()})
 			down := between(workerDownMin, workerDownMax)
 			s.logf("churn: kill -9 %s, restart in %s", p.name, down.Round(time.Millisecond))
 			sleep(ctx, down)

@@ -86,6 +86,7 @@ type event struct {
 	Type   string          `json:"type"`
 	Step   int             `json:"step"`
 	CallID string          `json:"call_id,omitempty"`
+	At     time.Time       `json:"at"` // when the worker that logged it committed it
 	Data   json.RawMessage `json:"data,omitempty"`
 }
 

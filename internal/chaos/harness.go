@@ -210,7 +210,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		rep.HarnessErrors = append(rep.HarnessErrors, err.Error())
 	}
 	logf("judging %d runs", len(submitted))
-	js, err := judgeAll(ctx, st, rdb, refs, ids, submitted, doneAt)
+	js, err := judgeAll(ctx, st, rdb, refs, ids, submitted, doneAt, cc.stops)
 	if err != nil {
 		return fail(err)
 	}
@@ -222,6 +222,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return fail(err)
 	}
 	tally(rep, js)
+	tallyPauses(rep, js, churnStart)
 	if rep.Stuck > 0 {
 		logf("%d runs are stuck: asking every worker and the gateway for a goroutine dump (SIGQUIT) into its log", rep.Stuck)
 		st.dumpGoroutines()
@@ -412,14 +413,17 @@ type judgement struct {
 	state        *stuckState // when not done
 	retriedSteps int
 	reexecuted   int
+	pause        pause           // the longest wait its script does not explain, when done
+	handovers    []time.Duration // of its lost claims, from the stopped worker's exit to the next claim
 }
 
 // judgeAll reads every submitted run from the gateway (and, for a stuck
 // one, its state from Redis) and judges it against the reference of its
 // script.
 // A run not seen done within the settle time is stuck, also when it has
-// ended since (late).
-func judgeAll(ctx context.Context, st *stack, rdb *redis.Client, refs []*reference, ids []string, submitted []int, doneAt map[int]time.Time) ([]*judgement, error) {
+// ended since (late). The longest pause of each done run is measured with
+// the workers' stop windows (see longestPause).
+func judgeAll(ctx context.Context, st *stack, rdb *redis.Client, refs []*reference, ids []string, submitted []int, doneAt map[int]time.Time, stops []stopWindow) ([]*judgement, error) {
 	partitions, err := partitionCount(st.brokers, topicPrefix+"run-steps")
 	if err != nil {
 		return nil, err
@@ -451,7 +455,11 @@ func judgeAll(ctx context.Context, st *stack, rdb *redis.Client, refs []*referen
 			mu.Unlock()
 			return
 		}
-		j.verdict = judge(refs[i%len(refs)], j.view, msgs, evs, complete)
+		ref := refs[i%len(refs)]
+		j.verdict = judge(ref, j.view, msgs, evs, complete)
+		if j.verdict.done {
+			j.pause, j.handovers = longestPause(evs, workOf(ref.script, j.view), stops)
+		}
 		if _, inTime := doneAt[i]; !inTime {
 			s := diagnose(ctx, rdb, j.view, evs, partitions)
 			s.Late = j.verdict.done

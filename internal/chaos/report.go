@@ -44,6 +44,18 @@ type Report struct {
 	RunSeconds    *Durations `json:"run_s,omitempty"` // from creation to done, of the runs done in time
 	RecoveryS     float64    `json:"recovery_s"`      // from the churn's end to the last run done (0: all were done before; -1: some never were)
 
+	// PauseSeconds are the runs' longest pauses, of the runs done in time:
+	// each run's longest wait that its script does not explain (see
+	// longestPause).
+	PauseSeconds *Durations     `json:"pause_s,omitempty"`
+	PauseWhere   map[string]int `json:"pause_where,omitempty"` // runs paused ≥ 1 s, by the events around the pause
+	// Handovers counts the claims lost while a worker of their program was
+	// stopping (or killed) and claimed again; HandoverSeconds is the time
+	// from that worker's exit to the new claim (negative: the new claim came
+	// first).
+	Handovers       int        `json:"handovers"`
+	HandoverSeconds *Durations `json:"handover_s,omitempty"`
+
 	MissingResults   int `json:"missing_results"`   // done runs without a RunResult (counted in wrong)
 	MultiResultRuns  int `json:"multi_result_runs"` // runs whose RunResult was published more than once (allowed: at least once)
 	DifferingResults int `json:"differing_results"` // runs with two different RunResults (counted in wrong)
@@ -91,7 +103,7 @@ type Settings struct {
 // Sample is one run the oracle found at fault.
 type Sample struct {
 	RunID   string      `json:"run_id"`
-	Kind    string      `json:"kind"` // stuck, wrong, double_commit
+	Kind    string      `json:"kind"` // stuck, wrong, double_commit, longest_pause
 	Details []string    `json:"details"`
 	State   *stuckState `json:"state,omitempty"`
 }
@@ -176,6 +188,12 @@ func (r *Report) WriteTable(w io.Writer) {
 	if d := r.RunSeconds; d != nil {
 		row("run time", fmt.Sprintf("p50 %.1fs, p99 %.1fs, max %.1fs", d.P50, d.P99, d.Max), "from creation to done")
 	}
+	if d := r.PauseSeconds; d != nil {
+		row("pause", fmt.Sprintf("p50 %.2fs, p99 %.2fs, max %.2fs", d.P50, d.P99, d.Max), "each run's longest wait its script does not explain")
+	}
+	if d := r.HandoverSeconds; d != nil {
+		row("handovers", fmt.Sprintf("%d: p50 %.2fs, max %.2fs", r.Handovers, d.P50, d.Max), "claims lost with a stopped worker, from its exit to the next claim")
+	}
 	row("run results", fmt.Sprintf("%d missing, %d differing", r.MissingResults, r.DifferingResults), fmt.Sprintf("%d runs published more than once (allowed)", r.MultiResultRuns))
 	row("redone work", fmt.Sprintf("%d steps, %d calls", r.RetriedSteps, r.ReexecutedCalls), "claimed or executed more than once (allowed)")
 	row("dead letters", r.DeadLetters, "")
@@ -206,6 +224,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	hist("double commits by event", r.DoubleReasons)
 	hist("dead letters by reason", r.DeadLetterReasons)
 	hist("duplicates by topic", r.DuplicatesByTopic)
+	hist("runs paused ≥ 1s, by where", r.PauseWhere)
 	if len(r.Backlog) > 0 {
 		fmt.Fprintln(w, "topics when the settle time ended (records; not consumed by group, by partition):")
 		topics := make([]string, 0, len(r.Backlog))
