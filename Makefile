@@ -39,3 +39,16 @@ CHAOS_CHURN ?= $(or $(STEPWISE_CHAOS_CHURN),60s)
 chaos:
 	STEPWISE_CHAOS_RUNS=$(CHAOS_RUNS) STEPWISE_CHAOS_CHURN=$(CHAOS_CHURN) \
 		$(GO) test -tags chaos -run '^TestChaos$$' -count=1 -v -timeout 30m ./internal/chaos/
+
+## chaos-rolling: the rolling-restart experiment (docs/reliability.md,
+## "Rolling restart"): while runs are in flight, every step and tool worker
+## in turn is stopped with SIGTERM and replaced, twice over; fails on a
+## stuck, wrong or double-committed run, on a run paused longer than the
+## shutdown grace (3s here) plus a slack, and on a worker that does not exit.
+## Defaults 200 runs and 60s; `make chaos-rolling CHAOS_ROLLING_RUNS=100`.
+CHAOS_ROLLING_RUNS ?= $(or $(STEPWISE_CHAOS_RUNS),200)
+CHAOS_ROLLING_CHURN ?= $(or $(STEPWISE_CHAOS_CHURN),60s)
+.PHONY: chaos-rolling
+chaos-rolling:
+	STEPWISE_CHAOS_ROLLING=true STEPWISE_CHAOS_RUNS=$(CHAOS_ROLLING_RUNS) STEPWISE_CHAOS_CHURN=$(CHAOS_ROLLING_CHURN) \
+		$(GO) test -tags chaos -run '^TestChaos$$' -count=1 -v -timeout 30m ./internal/chaos/

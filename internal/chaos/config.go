@@ -27,6 +27,8 @@ const (
 	EnvVariants    = "STEPWISE_CHAOS_VARIANTS"     // Config.Variants
 	EnvSteps       = "STEPWISE_CHAOS_STEPS"        // Config.Steps
 	EnvKeepWorkDir = "STEPWISE_CHAOS_KEEP_WORKDIR" // Config.KeepWorkDir: true or false
+	EnvRolling     = "STEPWISE_CHAOS_ROLLING"      // Config.Rolling: true or false
+	EnvRounds      = "STEPWISE_CHAOS_ROUNDS"       // Config.Rounds, rounds of the rolling restart
 )
 
 // DefaultWorkerYAML is the worker part of the configuration the programs
@@ -39,9 +41,22 @@ stepworker: {lease: 2s, sweep_interval: 200ms, dispatch_timeout: 3s, max_attempt
 toolworker: {lease: 2s, default_timeout: 30s}
 `
 
+// RollingWorkerYAML is DefaultWorkerYAML with a shutdown grace of 3 s for
+// both workers instead of the programs' 20 s, so that a rolling restart
+// ([Config.Rolling]) takes seconds per worker and the scripts' long work
+// (up to 1.7 × the grace) both outlasts it and fits in it.
+const RollingWorkerYAML = `kafka: {partitions: 8}
+stepworker: {lease: 2s, sweep_interval: 200ms, dispatch_timeout: 3s, max_attempts: 50, shutdown_grace: 3s}
+toolworker: {lease: 2s, default_timeout: 30s, shutdown_grace: 3s}
+`
+
 // Config is what one chaos run does. The zero value of a field means its
 // default (see [Config.setDefaults]); Churn, KillEvery and Duplicate take
 // explicit zeros through [ConfigFromEnv] ("0" switches the fault off).
+//
+// Two experiments share it: the kill -9 churn (the default), and, with
+// Rolling, the rolling restart, in which the zero values of KillEvery,
+// Duplicate and RedisKill mean off.
 type Config struct {
 	Runs     int           // runs submitted; default 1000
 	Churn    time.Duration // how long faults are injected; default 60s. Negative: no churn at all
@@ -52,9 +67,10 @@ type Config struct {
 	// KillEvery is the mean time between two worker kills (jittered ±50%);
 	// default 2s; negative: no worker is killed.
 	KillEvery time.Duration
-	// RedisKill kills redis-server -9 once during the churn and restarts it
-	// from its append-only file. Default true (NoRedisKill turns it off).
-	NoRedisKill bool
+	// RedisKill, when set, says whether redis-server is killed -9 once
+	// during the churn and restarted from its append-only file. Nil: yes,
+	// except in rolling mode.
+	RedisKill *bool
 	// Duplicate is the fraction of the records of every topic that the
 	// duplicator publishes once more, up to 3 s later; default 0.2;
 	// negative: no duplicates.
@@ -62,6 +78,18 @@ type Config struct {
 	// Settle is how long, after the churn ends, every run has to end before
 	// the ones still open count as stuck; default 120s.
 	Settle time.Duration
+
+	// Rolling replaces the kill -9 churn with rolling restarts: during the
+	// churn, Rounds times, every step and tool worker in turn is stopped
+	// with SIGTERM, waited for, and replaced (see rollingRestart), and every
+	// run fails that paused longer than the workers' shutdown grace plus a
+	// slack ([pauseLimit]). Kills are refused with it; the Redis kill and
+	// the duplicator are off unless asked for. WorkerYAML defaults to
+	// RollingWorkerYAML.
+	Rolling bool
+	// Rounds is how many times the rolling restart goes over every worker;
+	// default 2.
+	Rounds int
 
 	StepWorkers int // stepworker processes; default 2
 	ToolWorkers int // toolworker processes; default 2
@@ -79,8 +107,10 @@ type Config struct {
 	KeepWorkDir bool
 	// JSONPath, when set, receives the report as JSON.
 	JSONPath string
-	// WorkerYAML replaces DefaultWorkerYAML (the kafka, stepworker and
-	// toolworker sections of the programs' configuration).
+	// WorkerYAML replaces DefaultWorkerYAML, or RollingWorkerYAML in
+	// rolling mode (the kafka, stepworker and toolworker sections of the
+	// programs' configuration). The harness reads the shutdown grace and
+	// sweep interval it judges pauses by from it.
 	WorkerYAML string
 
 	// Logf receives progress lines; default: discarded.
@@ -103,11 +133,24 @@ func (c *Config) setDefaults() {
 	if c.Steps == 0 {
 		c.Steps = 3
 	}
-	if c.KillEvery == 0 {
+	switch {
+	case c.KillEvery == 0 && c.Rolling:
+		c.KillEvery = -1
+	case c.KillEvery == 0:
 		c.KillEvery = 2 * time.Second
 	}
-	if c.Duplicate == 0 {
+	switch {
+	case c.Duplicate == 0 && c.Rolling:
+		c.Duplicate = -1
+	case c.Duplicate == 0:
 		c.Duplicate = 0.2
+	}
+	if c.RedisKill == nil {
+		kill := !c.Rolling
+		c.RedisKill = &kill
+	}
+	if c.Rounds == 0 {
+		c.Rounds = 2
 	}
 	if c.Settle == 0 {
 		c.Settle = 120 * time.Second
@@ -120,6 +163,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.WorkerYAML == "" {
 		c.WorkerYAML = DefaultWorkerYAML
+		if c.Rolling {
+			c.WorkerYAML = RollingWorkerYAML
+		}
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
@@ -147,11 +193,26 @@ func (c *Config) Validate() error {
 	if c.StepWorkers < 1 || c.ToolWorkers < 1 {
 		errs = append(errs, fmt.Errorf("workers: %d step and %d tool, want ≥ 1 of each", c.StepWorkers, c.ToolWorkers))
 	}
+	if c.Rolling && !c.churning() {
+		errs = append(errs, errors.New("rolling: the rolling restart needs a churn period"))
+	}
+	if c.Rolling && c.KillEvery > 0 {
+		errs = append(errs, fmt.Errorf("rolling: kill every %s as well; the rolling restart and the kill -9 churn are separate experiments", c.KillEvery))
+	}
+	if c.Rounds < 1 {
+		errs = append(errs, fmt.Errorf("rounds: %d, want ≥ 1", c.Rounds))
+	}
+	if _, err := parseTimings(c.WorkerYAML); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
 // churning reports whether faults are injected at all.
 func (c *Config) churning() bool { return c.Churn > 0 }
+
+// killsRedis reports whether the churn kills redis-server once.
+func (c *Config) killsRedis() bool { return c.churning() && c.RedisKill != nil && *c.RedisKill }
 
 // ConfigFromEnv returns a Config with the knobs the STEPWISE_CHAOS_*
 // variables set, and every problem in them at once. A "0" for the churn,
@@ -199,9 +260,11 @@ func ConfigFromEnv() (Config, error) {
 		c.Seed = n
 	}
 	durVar(EnvKillEvery, &c.KillEvery, true)
-	redisKill := true
-	boolVar(EnvRedisKill, &redisKill)
-	c.NoRedisKill = !redisKill
+	if os.Getenv(EnvRedisKill) != "" {
+		var kill bool
+		boolVar(EnvRedisKill, &kill)
+		c.RedisKill = &kill
+	}
 	if v := os.Getenv(EnvDuplicate); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
@@ -223,5 +286,7 @@ func ConfigFromEnv() (Config, error) {
 	c.JSONPath = os.Getenv(EnvJSON)
 	c.WorkerYAML = os.Getenv(EnvWorkerYAML)
 	boolVar(EnvKeepWorkDir, &c.KeepWorkDir)
+	boolVar(EnvRolling, &c.Rolling)
+	intVar(EnvRounds, &c.Rounds)
 	return c, errors.Join(errs...)
 }

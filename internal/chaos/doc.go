@@ -20,20 +20,37 @@
 //     fraction of the records of every topic (the duplicator);
 //   - waits up to the settle time (default 120 s) for every run to end.
 //
+// With Rolling (STEPWISE_CHAOS_ROLLING=true, `make chaos-rolling`), the
+// experiment tests graceful shutdown instead: the churn kills nothing, and,
+// Rounds times (default 2), restarts every step and tool worker one after
+// another as a rolling deploy does: SIGTERM, a wait for the exit (bounded by
+// the worker's shutdown_grace + 10 s, then SIGKILL: a failure), the
+// replacement started and waited for until its log says that its handlers
+// run, plus 1 s. The configuration sets shutdown_grace to 3 s
+// ([RollingWorkerYAML]), and a third of the sleep calls and a sixth of the
+// inferences last 0.5–1.7 × the grace, so some work finishes within the
+// grace and some is abandoned and handed over. The Redis kill and the
+// duplicator are off unless asked for.
+//
 // The oracle, for every run: it ended; its history (GET /v1/runs/{id} less
 // the timestamps, and GET /v1/runs/{id}/messages) equals its script's
 // reference with the run's own id aside; its event log holds every commit
 // event (run.created, run.started, message.assistant, tool_call.created,
 // tool_call.finished, step.ended, run.finished) exactly once per run, step
 // or call; run-results holds at least one RunResult for it, all equal and
-// saying what the run says. The [Report] has the figures: runs, kills,
-// restarts, duplicates, done, stuck, wrong, double commits, and the seconds
-// from the end of the churn to the last run done.
+// saying what the run says. In rolling mode also: its longest pause (the
+// longest stretch in which it logged no event and none of its scripted work
+// could still be running, see longestPause) is at most the shutdown grace +
+// the sweep interval + 2 s. The [Report] has the figures: runs, kills or
+// restarts, duplicates, done, stuck, wrong, double commits, the seconds
+// from the end of the churn to the last run done, and the pauses (p50, p99,
+// max) and handovers in every mode.
 //
 // The harness is a test behind the build tag chaos, and `make chaos`:
 //
 //	go test -tags chaos -run TestChaos -count=1 -v -timeout 30m ./internal/chaos/
 //	STEPWISE_CHAOS_RUNS=200 STEPWISE_CHAOS_CHURN=30s make chaos
+//	make chaos-rolling CHAOS_ROLLING_RUNS=200   # STEPWISE_CHAOS_ROLLING=true
 //
 // The knobs are the STEPWISE_CHAOS_* variables of [ConfigFromEnv]; the
 // method and the figures measured are in docs/reliability.md. The package

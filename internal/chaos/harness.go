@@ -51,6 +51,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	logf := cfg.Logf
+	tim, _ := parseTimings(cfg.WorkerYAML) // checked by Validate
+	grace := time.Duration(0)              // long work in the scripts, for the rolling restart
+	if cfg.Rolling {
+		grace = tim.grace()
+	}
 	rep = &Report{Started: time.Now(), Runs: cfg.Runs, Settings: settingsOf(&cfg), Terminations: map[string]int{}}
 	defer func() {
 		if err != nil && rep != nil {
@@ -117,7 +122,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	defer rdb.Close()
 
 	nonce := newNonce(cfg.Seed)
-	refs, err := runReferences(ctx, st, &cfg, nonce)
+	refs, err := runReferences(ctx, st, &cfg, nonce, grace)
 	if err != nil {
 		return fail(err)
 	}
@@ -146,17 +151,25 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 
 	churnStart := time.Now()
 	churned := make(chan churnCounts, 1)
+	rolled := make(chan rollingCounts, 1)
 	window := time.Duration(0)
 	if cfg.churning() {
 		window = cfg.Churn * 8 / 10
 		redisAt := time.Duration(-1)
-		if !cfg.NoRedisKill {
+		if cfg.killsRedis() {
 			redisAt = cfg.Churn*3/10 + time.Duration(rng.Int64N(int64(cfg.Churn*3/10)+1))
 		}
-		logf("churn for %s: a worker killed every ~%s, redis-server killed once", cfg.Churn, cfg.KillEvery)
+		if cfg.Rolling {
+			logf("churn for %s: %d rounds of restarting every worker in turn (SIGTERM, exit, replacement up); shutdown grace %s, a pause over %s fails", cfg.Churn, cfg.Rounds, tim.grace(), tim.pauseLimit())
+			go func() { rolled <- rollingRestart(ctx, st, cfg.Rounds, cfg.Churn, tim) }()
+		} else {
+			logf("churn for %s: a worker killed every ~%s, redis-server killed: %v", cfg.Churn, cfg.KillEvery, cfg.killsRedis())
+			rolled <- rollingCounts{}
+		}
 		go func() { churned <- churn(ctx, st, rng, cfg.Churn, cfg.KillEvery, redisAt) }()
 	} else {
 		churned <- churnCounts{}
+		rolled <- rollingCounts{}
 	}
 	type submission struct {
 		accepted []int
@@ -164,10 +177,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	submittedc := make(chan submission, 1)
 	go func() {
-		accepted, problems := submit(ctx, st.gw, &cfg, ids, window)
+		accepted, problems := submit(ctx, st.gw, &cfg, ids, window, grace)
 		submittedc <- submission{accepted, problems}
 	}()
 	cc := <-churned
+	rc := <-rolled
 	churnEnd := time.Now()
 	if dup != nil {
 		dup.stop()
@@ -176,6 +190,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	rep.Kills, rep.Restarts = cc.kills, cc.restarts
 	rep.RedisKills, rep.RedisRestarts, rep.RedisDownS = cc.redisKills, cc.redisRestarts, cc.redisDown.Seconds()
 	rep.HarnessErrors = append(rep.HarnessErrors, cc.errors...)
+	rep.HarnessErrors = append(rep.HarnessErrors, rc.errors...)
+	if cfg.Rolling {
+		rep.Rolling = rollingFigures(cfg.Rounds, tim, rc.restarts)
+	}
 	if dup != nil {
 		rep.DuplicatesByTopic, rep.Duplicates, rep.DuplicateFailures = dup.total(topicPrefix)
 	}
@@ -186,7 +204,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if ctx.Err() != nil {
 		return fail(ctx.Err())
 	}
-	logf("churn over after %.1fs: %d kills, %d redis kills, %d duplicates; %d runs submitted", rep.ChurnS, rep.Kills, rep.RedisKills, rep.Duplicates, rep.Submitted)
+	logf("churn over after %.1fs: %d kills, %d graceful restarts, %d redis kills, %d duplicates; %d runs submitted", rep.ChurnS, rep.Kills, len(rc.restarts), rep.RedisKills, rep.Duplicates, rep.Submitted)
 
 	doneAt, took := settle(ctx, st.gw, ids, submitted, churnEnd.Add(cfg.Settle), logf)
 	rep.RunSeconds = durationFigures(took)
@@ -210,7 +228,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		rep.HarnessErrors = append(rep.HarnessErrors, err.Error())
 	}
 	logf("judging %d runs", len(submitted))
-	js, err := judgeAll(ctx, st, rdb, refs, ids, submitted, doneAt, cc.stops)
+	js, err := judgeAll(ctx, st, rdb, refs, ids, submitted, doneAt, append(cc.stops, rc.stops...))
 	if err != nil {
 		return fail(err)
 	}
@@ -222,7 +240,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return fail(err)
 	}
 	tally(rep, js)
-	tallyPauses(rep, js, churnStart)
+	limit := time.Duration(0)
+	if cfg.Rolling {
+		limit = tim.pauseLimit()
+	}
+	tallyPauses(rep, js, limit, churnStart, rep.Rolling)
 	if rep.Stuck > 0 {
 		logf("%d runs are stuck: asking every worker and the gateway for a goroutine dump (SIGQUIT) into its log", rep.Stuck)
 		st.dumpGoroutines()
@@ -272,12 +294,12 @@ func describeSource(ctx context.Context, src string) string {
 
 // runReferences runs one run of each script variant, undisturbed, and
 // keeps what it ended with.
-func runReferences(ctx context.Context, st *stack, cfg *Config, nonce string) ([]*reference, error) {
+func runReferences(ctx context.Context, st *stack, cfg *Config, nonce string, grace time.Duration) ([]*reference, error) {
 	refs := make([]*reference, cfg.Variants)
 	var reqs []createRequest
 	for v := range refs {
 		id := fmt.Sprintf("chaos-%s-ref%02d", nonce, v)
-		s := newScript(cfg.Seed, v, cfg.Steps, id)
+		s := newScript(cfg.Seed, v, cfg.Steps, id, grace)
 		refs[v] = &reference{variant: v, runID: id, script: s}
 		reqs = append(reqs, createRequest{RunID: id, Agent: agentName, Input: runInput, Model: s})
 	}
@@ -317,10 +339,11 @@ func runReferences(ctx context.Context, st *stack, cfg *Config, nonce string) ([
 
 // submit creates the runs through POST /v1/runs/batch, spread evenly over
 // window (all at once when it is 0), and returns the indexes of the runs
-// the gateway accepted. A refused batch is sent again (an idempotent
-// replay) for up to submitRetryFor; a batch still refused then is given up
-// and reported among the problems.
-func submit(ctx context.Context, gw *gateway, cfg *Config, ids []string, window time.Duration) (accepted []int, problems []string) {
+// the gateway accepted. Their scripts hold long work when grace > 0 (see
+// newScript). A refused batch is sent again (an idempotent replay) for up
+// to submitRetryFor; a batch still refused then is given up and reported
+// among the problems.
+func submit(ctx context.Context, gw *gateway, cfg *Config, ids []string, window, grace time.Duration) (accepted []int, problems []string) {
 	ticks := max(1, int(window/submitTick))
 	per := min(maxBatch, (len(ids)+ticks-1)/ticks)
 	start := time.Now()
@@ -332,7 +355,7 @@ func submit(ctx context.Context, gw *gateway, cfg *Config, ids []string, window 
 		}
 		reqs := make([]createRequest, 0, hi-lo)
 		for i := lo; i < hi; i++ {
-			reqs = append(reqs, createRequest{RunID: ids[i], Agent: agentName, Input: runInput, Model: newScript(cfg.Seed, i%cfg.Variants, cfg.Steps, ids[i])})
+			reqs = append(reqs, createRequest{RunID: ids[i], Agent: agentName, Input: runInput, Model: newScript(cfg.Seed, i%cfg.Variants, cfg.Steps, ids[i], grace)})
 		}
 		tries := 0
 		err := retry(ctx, submitRetryFor, submitTick, func() error { tries++; return gw.createBatch(ctx, reqs) })

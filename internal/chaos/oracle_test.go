@@ -44,7 +44,7 @@ func history(t *testing.T, id string, s scriptModel) (runView, json.RawMessage, 
 func newReference(t *testing.T, v int) *reference {
 	t.Helper()
 	id := fmt.Sprintf("chaos-abc-ref%02d", v)
-	s := newScript(1, v, 3, id)
+	s := newScript(1, v, 3, id, 0)
 	view, msgs, evs := history(t, id, s)
 	r := &reference{variant: v, runID: id, script: s, commits: commitCounts(evs)}
 	var err error
@@ -60,7 +60,7 @@ func newReference(t *testing.T, v int) *reference {
 func TestJudge_a_run_like_its_reference_is_right(t *testing.T) {
 	ref := newReference(t, 3)
 	id := "chaos-abc-0003"
-	v, msgs, evs := history(t, id, newScript(1, 3, 3, id))
+	v, msgs, evs := history(t, id, newScript(1, 3, 3, id, 0))
 	if vd := judge(ref, v, msgs, evs, true); !vd.done || len(vd.wrong) > 0 || len(vd.doubles) > 0 {
 		t.Fatalf("verdict %+v, want done and right", vd)
 	}
@@ -69,7 +69,7 @@ func TestJudge_a_run_like_its_reference_is_right(t *testing.T) {
 func TestJudge_a_tool_call_executed_twice_is_allowed_but_one_finished_twice_is_a_double_commit(t *testing.T) {
 	ref := newReference(t, 1)
 	id := "chaos-abc-0001"
-	v, msgs, evs := history(t, id, newScript(1, 1, 3, id))
+	v, msgs, evs := history(t, id, newScript(1, 1, 3, id, 0))
 	evs = append(evs, event{Type: evCallStarted, Step: 0, CallID: "call_0_0"})
 	if vd := judge(ref, v, msgs, evs, true); len(vd.doubles) > 0 || len(vd.wrong) > 0 {
 		t.Fatalf("a second tool_call.started: %+v, want right", vd)
@@ -88,7 +88,7 @@ func TestJudge_a_tool_call_executed_twice_is_allowed_but_one_finished_twice_is_a
 func TestJudge_a_different_history_is_wrong(t *testing.T) {
 	ref := newReference(t, 2)
 	id := "chaos-abc-0002"
-	s := newScript(1, 2, 3, id)
+	s := newScript(1, 2, 3, id, 0)
 	cases := map[string]func(v *runView, msgs *[]map[string]any){
 		"another termination": func(v *runView, _ *[]map[string]any) {
 			v.Termination = &termination{Reason: "error", Detail: "step 1 was claimed 50 times without finishing"}
@@ -123,7 +123,7 @@ func TestJudge_a_different_history_is_wrong(t *testing.T) {
 func TestJudge_a_commit_missing_from_the_event_log_is_wrong(t *testing.T) {
 	ref := newReference(t, 0)
 	id := "chaos-abc-0000"
-	v, msgs, evs := history(t, id, newScript(1, 0, 3, id))
+	v, msgs, evs := history(t, id, newScript(1, 0, 3, id, 0))
 	var kept []event
 	for _, ev := range evs {
 		if ev.Type != evStepEnded || ev.Step != 1 {
@@ -142,7 +142,7 @@ func TestJudge_a_commit_missing_from_the_event_log_is_wrong(t *testing.T) {
 func TestJudge_a_run_not_done_is_stuck_not_wrong(t *testing.T) {
 	ref := newReference(t, 0)
 	id := "chaos-abc-0000"
-	v, msgs, evs := history(t, id, newScript(1, 0, 3, id))
+	v, msgs, evs := history(t, id, newScript(1, 0, 3, id, 0))
 	v.Status, v.Termination = "running", nil
 	if vd := judge(ref, v, msgs, evs[:5], false); vd.done || len(vd.wrong) > 0 {
 		t.Fatalf("verdict %+v, want not done and not wrong", vd)
@@ -165,13 +165,13 @@ func TestCategory(t *testing.T) {
 }
 
 func TestNewScript_is_deterministic_and_differs_by_variant(t *testing.T) {
-	a, _ := json.Marshal(newScript(7, 2, 3, "r"))
-	b, _ := json.Marshal(newScript(7, 2, 3, "r"))
-	c, _ := json.Marshal(newScript(7, 3, 3, "r"))
+	a, _ := json.Marshal(newScript(7, 2, 3, "r", 0))
+	b, _ := json.Marshal(newScript(7, 2, 3, "r", 0))
+	c, _ := json.Marshal(newScript(7, 3, 3, "r", 0))
 	if string(a) != string(b) || string(a) == string(c) {
 		t.Fatalf("same variant: %s / %s; other variant: %s", a, b, c)
 	}
-	s := newScript(7, 2, 3, "r")
+	s := newScript(7, 2, 3, "r", 0)
 	if len(s.Turns) != 4 || len(s.Turns[3].ToolCalls) != 0 {
 		t.Fatalf("want 3 tool steps and a final answer: %+v", s)
 	}

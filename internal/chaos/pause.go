@@ -215,8 +215,11 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // tallyPauses fills the report's pause figures from the judgements of the
-// runs done in time; origin is the start of the churn.
-func tallyPauses(rep *Report, js []*judgement, origin time.Time) {
+// runs done in time. With limit > 0 (rolling mode), a run that paused
+// longer than limit counts in Paused, which fails the experiment. origin
+// is the start of the churn; the samples name the restarts of rolling
+// (nil outside rolling mode) that overlap each pause.
+func tallyPauses(rep *Report, js []*judgement, limit time.Duration, origin time.Time, rolling *RollingFigures) {
 	var done []*judgement
 	for _, j := range js {
 		if j.verdict.done {
@@ -235,11 +238,33 @@ func tallyPauses(rep *Report, js []*judgement, origin time.Time) {
 		if j.pause.length >= notablePause {
 			rep.PauseWhere[j.pause.where()]++
 		}
+		if limit > 0 && j.pause.length > limit {
+			rep.Paused++
+			rep.addSample(Sample{RunID: j.id, Kind: "paused", Details: pauseDetails(j.pause, origin, rolling)})
+		}
 	}
 	rep.PauseSeconds = durationFigures(ds)
 	rep.Handovers, rep.HandoverSeconds = len(handovers), durationFigures(handovers)
 	sort.SliceStable(done, func(a, b int) bool { return done[a].pause.length > done[b].pause.length })
 	for _, j := range done[:min(longestPauses, len(done))] {
-		rep.addSample(Sample{RunID: j.id, Kind: "longest_pause", Details: []string{j.pause.format(origin)}})
+		rep.addSample(Sample{RunID: j.id, Kind: "longest_pause", Details: pauseDetails(j.pause, origin, rolling)})
 	}
+}
+
+// pauseDetails describes p and the restarts of rolling whose time, from
+// the SIGTERM to the replacement up and settled, overlaps it or ended at
+// most a second before it.
+func pauseDetails(p pause, origin time.Time, rolling *RollingFigures) []string {
+	out := []string{p.format(origin)}
+	if rolling == nil {
+		return out
+	}
+	from, to := p.from.Sub(origin).Seconds()-1, p.to.Sub(origin).Seconds()
+	for _, r := range rolling.Restarts {
+		end := r.AtS + r.ExitS + max(0, r.UpS) + upSettle.Seconds()
+		if r.AtS <= to && end >= from {
+			out = append(out, "during the restart of "+r.String())
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -124,5 +125,64 @@ func TestWorkOf_takes_sleeps_from_the_calls_and_inference_from_the_turns(t *test
 	w := workOf(s, v)
 	if w.calls["a"] != 4*time.Second || w.calls["b"] != 0 || w.inference[0] != 120*time.Millisecond || w.inference[1] != 7*time.Millisecond {
 		t.Fatalf("got %+v", w)
+	}
+}
+
+func TestParseTimings_reads_the_graces_and_the_sweep_interval(t *testing.T) {
+	tim, err := parseTimings(RollingWorkerYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tim.stepGrace != 3*time.Second || tim.toolGrace != 3*time.Second || tim.sweep != 200*time.Millisecond {
+		t.Fatalf("got %+v", tim)
+	}
+	if got := tim.pauseLimit(); got != 5200*time.Millisecond {
+		t.Fatalf("pause limit %s, want 5.2s", got)
+	}
+}
+
+func TestParseTimings_falls_back_to_the_programs_defaults(t *testing.T) {
+	tim, err := parseTimings(DefaultWorkerYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tim.grace() != defaultShutdownGrace || tim.sweep != 200*time.Millisecond {
+		t.Fatalf("got %+v", tim)
+	}
+	if _, err := parseTimings("toolworker: {shutdown_grace: soon}"); err == nil || !strings.Contains(err.Error(), "toolworker.shutdown_grace") {
+		t.Fatalf("a bad duration was accepted: %v", err)
+	}
+}
+
+func TestHandlersUp_waits_for_every_handler_the_router_runs(t *testing.T) {
+	log := `level=INFO msg="Running router handlers" program=stepworker count=2
+level=INFO msg="Starting handler" program=stepworker subscriber_name=step
+`
+	if handlersUp(log) {
+		t.Fatal("up with one handler of two started")
+	}
+	if !handlersUp(log + `level=INFO msg="Starting handler" program=stepworker subscriber_name=decision` + "\n") {
+		t.Fatal("not up with both handlers started")
+	}
+}
+
+func TestNewScript_with_a_grace_holds_work_longer_than_it(t *testing.T) {
+	grace := 3 * time.Second
+	longer := 0
+	for v := range 16 {
+		s := newScript(1, v, 3, "r", grace)
+		for _, tu := range s.Turns {
+			if tu.DelayMS > int(grace.Milliseconds()) {
+				longer++
+			}
+			for _, c := range tu.ToolCalls {
+				if ms, ok := c.Arguments["ms"].(int); ok && ms > int(grace.Milliseconds()) {
+					longer++
+				}
+			}
+		}
+	}
+	if longer == 0 {
+		t.Fatal("no work longer than the grace in 16 variants")
 	}
 }

@@ -36,6 +36,8 @@ type Report struct {
 	Duplicates        int            `json:"duplicates"` // records the duplicator published again
 	DuplicatesByTopic map[string]int `json:"duplicates_by_topic,omitempty"`
 	DuplicateFailures int            `json:"duplicate_failures,omitempty"`
+	// Rolling holds the rolling restart's figures, in rolling mode only.
+	Rolling *RollingFigures `json:"rolling,omitempty"`
 
 	Done          int        `json:"done"`
 	Stuck         int        `json:"stuck"`           // not done when the settle time ran out
@@ -46,9 +48,11 @@ type Report struct {
 
 	// PauseSeconds are the runs' longest pauses, of the runs done in time:
 	// each run's longest wait that its script does not explain (see
-	// longestPause).
+	// longestPause), in every mode. Paused counts the runs whose pause
+	// exceeded Rolling.LimitS (rolling mode only): a failure.
 	PauseSeconds *Durations     `json:"pause_s,omitempty"`
 	PauseWhere   map[string]int `json:"pause_where,omitempty"` // runs paused ≥ 1 s, by the events around the pause
+	Paused       int            `json:"paused"`
 	// Handovers counts the claims lost while a worker of their program was
 	// stopping (or killed) and claimed again; HandoverSeconds is the time
 	// from that worker's exit to the new claim (negative: the new claim came
@@ -91,6 +95,8 @@ type Settings struct {
 	Seed        uint64  `json:"seed"`
 	Variants    int     `json:"variants"`
 	Steps       int     `json:"steps"`
+	Rolling     bool    `json:"rolling"`
+	Rounds      int     `json:"rounds,omitempty"`
 	KillEveryS  float64 `json:"kill_every_s"`
 	RedisKill   bool    `json:"redis_kill"`
 	Duplicate   float64 `json:"duplicate"`
@@ -103,21 +109,27 @@ type Settings struct {
 // Sample is one run the oracle found at fault.
 type Sample struct {
 	RunID   string      `json:"run_id"`
-	Kind    string      `json:"kind"` // stuck, wrong, double_commit, longest_pause
+	Kind    string      `json:"kind"` // stuck, wrong, double_commit, paused, longest_pause
 	Details []string    `json:"details"`
 	State   *stuckState `json:"state,omitempty"`
 }
 
-// Failed reports whether any run was stuck, wrong or committed twice.
+// Failed reports whether any run was stuck, wrong or committed twice, or,
+// in rolling mode, paused longer than the limit, or a worker had to be
+// killed because it did not exit after SIGTERM.
 func (r *Report) Failed() bool {
-	return r.Stuck > 0 || r.Wrong > 0 || r.DoubleCommits > 0 || r.Submitted < r.Runs
+	return r.Stuck > 0 || r.Wrong > 0 || r.DoubleCommits > 0 || r.Submitted < r.Runs ||
+		r.Paused > 0 || (r.Rolling != nil && r.Rolling.Killed > 0)
 }
 
 func settingsOf(c *Config) Settings {
 	s := Settings{
 		Runs: c.Runs, Seed: c.Seed, Variants: c.Variants, Steps: c.Steps,
-		RedisKill: c.churning() && !c.NoRedisKill, StepWorkers: c.StepWorkers, ToolWorkers: c.ToolWorkers,
+		RedisKill: c.killsRedis(), StepWorkers: c.StepWorkers, ToolWorkers: c.ToolWorkers, Rolling: c.Rolling,
 		SettleS: c.Settle.Seconds(), WorkerYAML: c.WorkerYAML,
+	}
+	if c.Rolling {
+		s.Rounds = c.Rounds
 	}
 	if c.churning() {
 		s.ChurnS = c.Churn.Seconds()
@@ -159,6 +171,9 @@ func (r *Report) WriteTable(w io.Writer) {
 	faults := "none: an undisturbed baseline"
 	if r.Settings.ChurnS > 0 {
 		var f []string
+		if r.Settings.Rolling {
+			f = append(f, fmt.Sprintf("%d rounds of restarting every worker (SIGTERM, replacement)", r.Settings.Rounds))
+		}
 		if r.Settings.KillEveryS > 0 {
 			f = append(f, fmt.Sprintf("a worker killed every ~%.1fs", r.Settings.KillEveryS))
 		}
@@ -171,8 +186,18 @@ func (r *Report) WriteTable(w io.Writer) {
 		faults = strings.Join(f, ", ")
 	}
 	row("churn", fmt.Sprintf("%.1fs", r.ChurnS), faults)
-	row("kills", r.Kills, "step and tool workers, kill -9")
-	row("restarts", r.Restarts, "of killed workers")
+	if g := r.Rolling; g != nil {
+		row("graceful restarts", len(g.Restarts), fmt.Sprintf("%d killed -9 after not exiting within grace + %s", g.Killed, exitSlack))
+		if d := g.ExitSeconds; d != nil {
+			row("exit after SIGTERM", fmt.Sprintf("p50 %.2fs, max %.2fs", d.P50, d.Max), fmt.Sprintf("shutdown grace %.1fs", g.GraceS))
+		}
+		if d := g.UpSeconds; d != nil {
+			row("replacement up", fmt.Sprintf("p50 %.2fs, max %.2fs", d.P50, d.Max), "from its start to its handlers running")
+		}
+	} else {
+		row("kills", r.Kills, "step and tool workers, kill -9")
+		row("restarts", r.Restarts, "of killed workers")
+	}
 	row("crashes", r.Crashes, "processes that exited by themselves, restarted")
 	row("redis kills", r.RedisKills, fmt.Sprintf("restarts from AOF %d, down %.2fs", r.RedisRestarts, r.RedisDownS))
 	row("duplicates", r.Duplicates, "records published again by the duplicator")
@@ -189,7 +214,14 @@ func (r *Report) WriteTable(w io.Writer) {
 		row("run time", fmt.Sprintf("p50 %.1fs, p99 %.1fs, max %.1fs", d.P50, d.P99, d.Max), "from creation to done")
 	}
 	if d := r.PauseSeconds; d != nil {
-		row("pause", fmt.Sprintf("p50 %.2fs, p99 %.2fs, max %.2fs", d.P50, d.P99, d.Max), "each run's longest wait its script does not explain")
+		note := "each run's longest wait its script does not explain"
+		if g := r.Rolling; g != nil {
+			note = fmt.Sprintf("limit %.1fs = grace %.1fs + slack %.1fs (sweep interval + %s)", g.LimitS, g.GraceS, g.SlackS, pauseNoise)
+		}
+		row("pause", fmt.Sprintf("p50 %.2fs, p99 %.2fs, max %.2fs", d.P50, d.P99, d.Max), note)
+	}
+	if r.Rolling != nil {
+		row("paused too long", r.Paused, "runs paused longer than the limit")
 	}
 	if d := r.HandoverSeconds; d != nil {
 		row("handovers", fmt.Sprintf("%d: p50 %.2fs, max %.2fs", r.Handovers, d.P50, d.Max), "claims lost with a stopped worker, from its exit to the next claim")
@@ -225,6 +257,12 @@ func (r *Report) WriteTable(w io.Writer) {
 	hist("dead letters by reason", r.DeadLetterReasons)
 	hist("duplicates by topic", r.DuplicatesByTopic)
 	hist("runs paused ≥ 1s, by where", r.PauseWhere)
+	if r.Rolling != nil && len(r.Rolling.Restarts) > 0 {
+		fmt.Fprintln(w, "restarts (seconds from the start of the churn):")
+		for _, x := range r.Rolling.Restarts {
+			fmt.Fprintf(w, "  %s\n", x)
+		}
+	}
 	if len(r.Backlog) > 0 {
 		fmt.Fprintln(w, "topics when the settle time ended (records; not consumed by group, by partition):")
 		topics := make([]string, 0, len(r.Backlog))

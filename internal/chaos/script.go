@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"math/rand/v2"
+	"time"
 )
 
 // agentName is the agent every chaos run uses; its tools are the built-in
@@ -20,6 +21,16 @@ var sleepChoices = []int{3, 10, 25, 60, 120, 200}
 // maxInferenceMS bounds the scripted inference delay of a step: long
 // enough that a killed step worker often dies holding a step.
 const maxInferenceMS = 250
+
+// Long work, for the rolling restart, in multiples of the workers'
+// shutdown grace. A third of the sleep calls take one of longSleeps: the
+// first two always finish within the grace of a worker stopped while it
+// runs them, the last two are abandoned and handed over when the stop
+// comes in their first 0.3 or 0.7 grace, and finish otherwise. A sixth of
+// the steps take longInference to infer, so step workers abandon work too.
+var longSleeps = []float64{0.5, 0.8, 1.3, 1.7}
+
+const longInference = 1.3
 
 // scriptModel is a run's own script model, as POST /v1/runs takes it.
 type scriptModel struct {
@@ -49,14 +60,21 @@ func (s scriptModel) calls() int {
 
 // newScript returns the script of variant v: steps turns of 2 or 3
 // parallel calls of echo and sleep, each turn after an inference delay of
-// up to maxInferenceMS, then a final answer. The same seed, variant and steps give
-// the same script; runID only goes into the echo arguments (so each run's
-// history is its own, and a result that strays into another run shows).
-func newScript(seed uint64, v, steps int, runID string) scriptModel {
+// up to maxInferenceMS, then a final answer. With grace > 0, some of the
+// work is long (see longSleeps), for a rolling restart with that shutdown
+// grace; with 0, the scripts are those of the kill churn. The same seed,
+// variant, steps and grace give the same script; runID only goes into the
+// echo arguments (so each run's history is its own, and a result that
+// strays into another run shows).
+func newScript(seed uint64, v, steps int, runID string, grace time.Duration) scriptModel {
 	rng := rand.New(rand.NewPCG(seed, uint64(v)))
+	times := func(f float64) int { return int(f * float64(grace.Milliseconds())) }
 	s := scriptModel{Provider: "script"}
 	for step := range steps {
 		t := turn{Text: fmt.Sprintf("Step %d of variant %d.", step, v), DelayMS: rng.IntN(maxInferenceMS + 1)}
+		if grace > 0 && rng.IntN(6) == 0 {
+			t.DelayMS = times(longInference)
+		}
 		n := 2 + rng.IntN(2)
 		for k := range n {
 			if rng.IntN(2) == 0 {
@@ -65,6 +83,9 @@ func newScript(seed uint64, v, steps int, runID string) scriptModel {
 				}})
 			} else {
 				ms := sleepChoices[rng.IntN(len(sleepChoices))]
+				if grace > 0 && rng.IntN(3) == 0 {
+					ms = times(longSleeps[rng.IntN(len(longSleeps))])
+				}
 				t.ToolCalls = append(t.ToolCalls, toolCall{Name: "sleep", Arguments: map[string]any{"ms": ms}})
 			}
 		}
