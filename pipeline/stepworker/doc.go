@@ -1,14 +1,21 @@
 // Package stepworker is the thinking half of stepwise: the Step handler (on
 // run-steps: claim the step with a lease, run the model, commit the assistant
-// turn and one record per tool call, publish the calls), the StepEnd handler
-// (on tool-results: derive the step's status from its calls, dispatch the
-// next call in sequential mode, and once every call is terminal append the
-// tool results in call order and either end the run or request the next
-// step), and the sweeper (re-drives work whose lease expired or whose message
-// went missing, and ends a run with error once its retry budget is spent).
+// turn and one record per tool call), the StepEnd handler (on tool-results:
+// the fan-in of a step), the decision handler (on decisions: apply, hold or
+// reject a decision; cancel a run) and the sweeper.
 //
-// Handlers only claim work and acknowledge; inference runs on a bounded pool
-// so a slow model never holds a Kafka partition.
+// What follows a write is never a handler's own follow-up: every handler,
+// on every outcome (duplicates and stale messages too), and the sweeper, for
+// every run that comes due, call one reconcile (reconcile.go) that derives
+// from what Redis holds what the run needs next — publish the calls or the
+// next step request, set the run waiting, end the step, apply held
+// decisions and approval timeouts, re-drive dead leases, publish the result
+// — and does it. So a worker killed between any two of its writes and
+// publishes loses nothing.
+//
+// Handlers take a pool slot, claim the work and acknowledge; inference runs
+// on the bounded pool so a slow model never holds a Kafka partition. Drain
+// ends a graceful shutdown.
 //
 //	w, err := stepworker.New(ctx, stepworker.Config{Store: st, Publisher: pub, Names: names, Config: cfg, WorkerID: id})
 //	router.AddNoPublisherHandler("step", names.RunSteps(), sub, w.HandleStep)
