@@ -1,8 +1,9 @@
 // Package toolworker executes tool calls. It consumes the tool-calls topics
 // of its queues, claims each call in the store with a lease, acknowledges,
 // and runs the tool on a bounded pool with the tool's timeout while renewing
-// the lease; then it commits the outcome (succeeded, failed, or suspended when the
-// tool returned pending) with a check that the lease is still its own and reports it on tool-results.
+// the lease; then it commits the outcome (succeeded, failed, or suspended
+// when the tool returned pending) with a check that the lease is still its
+// own, and reports it on tool-results.
 //
 // A worker that dies mid-tool commits nothing: its lease runs out and the
 // step worker's reconcile publishes the call again for another worker. A
