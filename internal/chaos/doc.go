@@ -53,8 +53,8 @@
 //	make chaos-rolling CHAOS_ROLLING_RUNS=200   # STEPWISE_CHAOS_ROLLING=true
 //
 // The knobs are the STEPWISE_CHAOS_* variables of [ConfigFromEnv]; the
-// method and the figures measured are in docs/reliability.md. The package
-// imports nothing of stepwise: it talks to the programs only through their
-// HTTP API, Kafka and Redis, like any outside client, so it builds while
-// the pipeline is being changed.
+// method and the figures measured are in docs/reliability.md. It talks to
+// the programs only through their HTTP API, Kafka and Redis, like any
+// outside client; of stepwise it imports only internal/kafka's partitioner,
+// to name the partition a stuck run is on.
 package chaos

@@ -30,7 +30,13 @@ func (murmur2Partitioner) Partition(msg *sarama.ProducerMessage, numPartitions i
 	if err != nil {
 		return -1, err
 	}
-	return int32(murmur2(key)&0x7fffffff) % numPartitions, nil
+	return PartitionOf(key, numPartitions), nil
+}
+
+// PartitionOf is the partition of n that a record with this key lands on:
+// murmur2 of the key, sign bit cleared, modulo n.
+func PartitionOf(key []byte, n int32) int32 {
+	return int32(murmur2(key)&0x7fffffff) % n
 }
 
 // RequiresConsistency implements sarama.Partitioner: a key always maps to the
