@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: test test-short bench build vet demo
+.PHONY: test test-short bench build vet demo fuzz
 
 ## test: every test, with the race detector (integration tests included)
 test:
@@ -52,3 +52,18 @@ CHAOS_ROLLING_CHURN ?= $(or $(STEPWISE_CHAOS_CHURN),60s)
 chaos-rolling:
 	STEPWISE_CHAOS_ROLLING=true STEPWISE_CHAOS_RUNS=$(CHAOS_ROLLING_RUNS) STEPWISE_CHAOS_CHURN=$(CHAOS_ROLLING_CHURN) \
 		$(GO) test -tags chaos -run '^TestChaos$$' -count=1 -v -timeout 30m ./internal/chaos/
+
+## fuzz: every fuzz target (the decoders of each topic's message, the HTTP
+## bodies, the configuration, ask_when conditions, script models) for
+## FUZZTIME each; their seed corpora run with `make test` too. An input the
+## fuzzer finds lands in the package's testdata/fuzz: commit it, it is a
+## regression test from then on.
+FUZZTIME ?= 3s
+FUZZ_PKGS = ./topics ./pipeline/gateway ./pipeline/config ./pipeline/policy ./pipeline/model/script
+fuzz:
+	@set -e; for pkg in $(FUZZ_PKGS); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$target ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
