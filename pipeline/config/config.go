@@ -14,6 +14,7 @@ type Config struct {
 	Kafka      Kafka                `json:"kafka,omitzero"`
 	StepWorker StepWorker           `json:"stepworker,omitzero"`
 	ToolWorker ToolWorker           `json:"toolworker,omitzero"`
+	Runs       Runs                 `json:"runs,omitzero"`
 	Agents     map[string]Agent     `json:"agents,omitempty"`
 	Tools      map[string]Tool      `json:"tools,omitempty"` // built-ins echo, sleep, fail are added when absent
 	MCPServers map[string]MCPServer `json:"mcp_servers,omitempty"`
@@ -25,6 +26,7 @@ func (c *Config) setDefaults() {
 	c.Kafka.setDefaults()
 	c.StepWorker.setDefaults()
 	c.ToolWorker.setDefaults()
+	c.Runs.setDefaults()
 	for name, a := range c.Agents {
 		a.setDefaults()
 		c.Agents[name] = a
@@ -55,6 +57,7 @@ func (c *Config) Validate() error {
 	c.Kafka.check(&ps, "kafka")
 	c.StepWorker.check(&ps, "stepworker")
 	c.ToolWorker.check(&ps, "toolworker", c.Kafka.TopicPrefix)
+	c.Runs.check(&ps, "runs")
 	for _, name := range sortedKeys(c.Agents) {
 		c.Agents[name].check(&ps, field("agents", name), c.Tools)
 	}

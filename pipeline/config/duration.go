@@ -10,7 +10,9 @@ import (
 
 // Duration is a time.Duration written in the configuration as a Go duration
 // string: "30s", "10m", "1h30m". A bare number is refused, since its unit would
-// be a guess. The zero value means "use the default" wherever a default exists.
+// be a guess, except a bare 0, which needs none. The zero value means "use
+// the default" wherever a default exists (runs.retention tells an unset
+// value from 0).
 type Duration struct{ time.Duration }
 
 // D returns d as a Duration; convenient in code that builds a Config.
@@ -20,6 +22,10 @@ func D(d time.Duration) Duration { return Duration{d} }
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if bytes.Equal(b, []byte("null")) {
+		return nil
+	}
+	if bytes.Equal(b, []byte("0")) {
+		d.Duration = 0
 		return nil
 	}
 	if len(b) == 0 || b[0] != '"' {

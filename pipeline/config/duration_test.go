@@ -20,6 +20,7 @@ func TestDuration_reads_go_duration_strings(t *testing.T) {
 		{`"250ms"`, 250 * time.Millisecond},
 		{`"0"`, 0},
 		{`"0s"`, 0},
+		{`0`, 0},                    // a bare 0 needs no unit
 		{`"-5s"`, -5 * time.Second}, // parsed; Validate refuses negatives where they matter
 	}
 	for _, c := range cases {

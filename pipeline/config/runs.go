@@ -1,0 +1,45 @@
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// DefaultRetention is how long an ended run is kept when runs.retention is
+// not set.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// MinRetention is the shortest retention other than 0: a run's result must
+// be published before its keys expire (docs/retention.md).
+const MinRetention = time.Second
+
+// Runs holds what applies to every run (yaml key "runs").
+type Runs struct {
+	// Retention is how long an ended run — its record, messages, calls,
+	// event stream, held decisions — is kept in Redis after it ends;
+	// default 168h (7 days). 0 keeps ended runs for good. The step workers
+	// apply it when a run ends; a change applies to runs that end after it.
+	Retention *Duration `json:"retention,omitempty"`
+}
+
+// KeepFor returns the retention with the default applied: how long an
+// ended run's keys live, 0 for good.
+func (r Runs) KeepFor() time.Duration {
+	if r.Retention == nil {
+		return DefaultRetention
+	}
+	return r.Retention.Duration
+}
+
+func (r *Runs) setDefaults() {
+	if r.Retention == nil {
+		d := D(DefaultRetention)
+		r.Retention = &d
+	}
+}
+
+func (r Runs) check(ps *problems, path string) {
+	if d := r.KeepFor(); d < 0 || (d > 0 && d < MinRetention) {
+		ps.add(field(path, "retention"), fmt.Sprintf("%s: want 0 (keep for good) or at least %s", d, MinRetention))
+	}
+}

@@ -1,0 +1,47 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline/config"
+)
+
+func TestRuns_retention(t *testing.T) {
+	cases := []struct {
+		yaml string
+		want time.Duration
+	}{
+		{"", config.DefaultRetention},
+		{"runs: {}", config.DefaultRetention},
+		{"runs: {retention: 24h}", 24 * time.Hour},
+		{"runs: {retention: 0}", 0}, // keep for good
+		{"runs: {retention: 0s}", 0},
+		{"runs: {retention: 1s}", time.Second},
+	}
+	for _, c := range cases {
+		cfg, err := config.Parse([]byte(c.yaml))
+		if err != nil {
+			t.Errorf("%q: %v", c.yaml, err)
+			continue
+		}
+		if got := cfg.Runs.KeepFor(); got != c.want {
+			t.Errorf("%q: retention %v, want %v", c.yaml, got, c.want)
+		}
+	}
+}
+
+func TestRuns_retention_refused(t *testing.T) {
+	cases := []struct{ yaml, want string }{
+		{"runs: {retention: -1h}", "runs.retention: -1h0m0s: want 0 (keep for good) or at least 1s"},
+		{"runs: {retention: 500ms}", "runs.retention: 500ms: want 0 (keep for good) or at least 1s"},
+		{"runs: {retention: 7}", "want a duration string with a unit"},
+	}
+	for _, c := range cases {
+		_, err := config.Parse([]byte(c.yaml))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: err = %v, want it to contain %q", c.yaml, err, c.want)
+		}
+	}
+}
