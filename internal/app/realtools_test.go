@@ -23,8 +23,9 @@ import (
 // answers. stream picks SSE chunks or one JSON body.
 type chatServer struct {
 	stream   bool
-	fail429  atomic.Int32 // answer this many requests with 429 first
-	broken   bool         // answer with a body that is not JSON
+	fail429  atomic.Int32  // answer this many requests with 429 first
+	broken   bool          // answer with a body that is not JSON
+	hold     chan struct{} // when set, the first streamed turn pauses after its text until closed
 	requests atomic.Int32
 	mu       sync.Mutex
 	bodies   []map[string]any
@@ -90,8 +91,12 @@ func (s *chatServer) writeStream(w http.ResponseWriter, answered bool) {
 			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"x\"}"}}]}`, ""), chunk(`{}`, "tool_calls"),
 			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`}
 	}
-	for _, e := range events {
+	for i, e := range events {
 		_, _ = fmt.Fprintf(w, "data: %s\n\n", e)
+		if i == 1 && !answered && s.hold != nil {
+			w.(http.Flusher).Flush()
+			<-s.hold
+		}
 	}
 	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 }
@@ -114,8 +119,15 @@ func TestRealModels_an_openai_agent_runs_through_the_pipeline_streaming_and_not(
 	for _, stream := range []bool{true, false} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			srv := &chatServer{stream: stream}
+			hold := make(chan struct{})
+			if stream {
+				srv.hold = hold
+			}
+			var released sync.Once
+			release := func() { released.Do(func() { close(hold) }) }
 			hs := httptest.NewServer(srv)
 			defer hs.Close()
+			defer release() // before Close, which waits for the held answer
 			stack := connect(t, newInfra(t), parseConfig(t, openAIConfig(hs.URL, stream)))
 			workers(t, stack)
 			base := serve(t, stack)
@@ -123,6 +135,14 @@ func TestRealModels_an_openai_agent_runs_through_the_pipeline_streaming_and_not(
 			id := "r-openai-" + fmt.Sprint(stream)
 			if code := httpDo(t, http.MethodPost, base+"/v1/runs", map[string]any{"run_id": id, "agent": "gpt", "input": "check x"}, nil); code != http.StatusCreated {
 				t.Fatalf("create: %d", code)
+			}
+			if stream { // the text streams into the event log while the model is still answering
+				var deltas []pipeline.Event
+				eventually(t, 30*time.Second, func() bool {
+					deltas = eventsOf(runEvents(t, stack, id), pipeline.EventTextDelta)
+					return len(deltas) >= 2 && strings.Contains(string(deltas[0].Data), "Let me ")
+				}, func() string { return fmt.Sprintf("streamed text did not reach the event log: %v", deltas) })
+				release()
 			}
 			v := waitDone(t, base, id, 30*time.Second)
 			assertNaturalEnd(t, v, 1)
@@ -145,9 +165,8 @@ func TestRealModels_an_openai_agent_runs_through_the_pipeline_streaming_and_not(
 			if first["model"] != "test-model" || !strings.Contains(fmt.Sprint(first["tools"]), "echo") || !strings.Contains(fmt.Sprint(first["messages"]), "Be brief.") {
 				t.Fatalf("the request did not carry the model, tools and system prompt: %v", first)
 			}
-			deltas := eventsOf(runEvents(t, stack, id), pipeline.EventTextDelta)
-			if stream && (len(deltas) < 2 || !strings.Contains(string(deltas[0].Data), "Let me ")) {
-				t.Fatalf("streamed text did not reach the event log: %v", deltas)
+			if deltas := eventsOf(runEvents(t, stack, id), pipeline.EventTextDelta); len(deltas) != 0 {
+				t.Fatalf("%d streamed deltas outlived their committed turns: %v", len(deltas), deltas)
 			}
 		})
 	}

@@ -117,7 +117,7 @@ func open(ctx context.Context, o Options) (*Stack, error) {
 		return nil, err
 	}
 	return &Stack{
-		Config: cfg, Names: cfg.Kafka.Names(), Redis: rdb, Store: store.New(rdb),
+		Config: cfg, Names: cfg.Kafka.Names(), Redis: rdb, Store: store.New(rdb, store.WithRetention(cfg.Runs.KeepFor())),
 		Logger: log, wmLogger: watermill.NewSlogLogger(log), Plugins: o.plugins(),
 	}, nil
 }

@@ -115,7 +115,15 @@ type Outcome struct {
 	Commits  map[string]int     // events that commit something, by "type step call"
 	Results  []topics.RunResult // every RunResult published for the run
 	Ops      int                // operations of the side that crashed (or would have)
+	// Kept is where the run is kept once a sweep has passed after it was
+	// published: the global indexes that hold it, and "expiring" when
+	// every key of the run has a time to live (the retention).
+	Kept string
 }
+
+// retention is the drives' runs.retention: long, so nothing expires while
+// a drive runs, but set, so the run's retirement is checked.
+const retention = time.Hour
 
 // driver is one drive of the scenario.
 type driver struct {
@@ -124,6 +132,7 @@ type driver struct {
 	clock    *clock
 	bus      *Bus
 	observer *store.Store
+	rdb      *redis.Client // the observer's
 	side     Side
 	inj      *Injector
 	steps    *stepworker.Worker
@@ -148,7 +157,8 @@ func (h *Harness) drive(side Side, n int, order Order) (Outcome, bool) {
 		bus: &Bus{}, side: side, inj: &Injector{At: n},
 	}
 	prefix := fmt.Sprintf("pt%d", h.n)
-	d.observer = store.New(d.client(nil), store.WithPrefix(prefix))
+	d.rdb = d.client(nil)
+	d.observer = store.New(d.rdb, store.WithPrefix(prefix), store.WithRetention(retention))
 	d.steps = d.stepWorker(prefix, side == StepWorker)
 	d.tools = d.toolWorker(prefix, side == ToolWorker)
 
@@ -196,7 +206,16 @@ func (h *Harness) drive(side Side, n int, order Order) (Outcome, bool) {
 		}
 		d.settle(prefix)
 	}
-	return d.outcome(), d.inj.Crashed()
+	// What a crash after the result's publish left undone (its retirement)
+	// is the sweeper's: let it look, twice in case it crashes itself.
+	for range 2 {
+		d.clock.advance(d.cfg.StepWorker.Lease.Duration + time.Second)
+		if _, err := d.steps.Sweep(d.ctx); err != nil && !d.crashed(StepWorker) {
+			t.Fatalf("%s: sweep: %v", d.sc.Name, err)
+		}
+		d.settle(prefix)
+	}
+	return d.outcome(prefix), d.inj.Crashed()
 }
 
 // deliver hands one message to its handler, as a consumer would, and waits
@@ -272,7 +291,7 @@ func (d *driver) deps(prefix, kind string, crashing bool) stepworker.Config {
 	}
 	d.workers++
 	return stepworker.Config{
-		Store: store.New(d.client(inj), store.WithPrefix(prefix)), Publisher: pub, Names: d.names,
+		Store: store.New(d.client(inj), store.WithPrefix(prefix), store.WithRetention(retention)), Publisher: pub, Names: d.names,
 		Config: d.cfg, WorkerID: fmt.Sprintf("%s-%d", kind, d.workers), Now: d.clock.Now, Logger: quiet,
 	}
 }
@@ -303,7 +322,7 @@ func (d *driver) create(prefix string) {
 		d.post(d.observer, d.bus)
 		return
 	}
-	d.post(store.New(d.client(d.inj), store.WithPrefix(prefix)), d.inj.Publisher(d.bus))
+	d.post(store.New(d.client(d.inj), store.WithPrefix(prefix), store.WithRetention(retention)), d.inj.Publisher(d.bus))
 	if !d.inj.Crashed() {
 		return
 	}
@@ -341,7 +360,7 @@ func (d *driver) decide() {
 	}
 }
 
-func (d *driver) outcome() Outcome {
+func (d *driver) outcome(prefix string) Outcome {
 	t := d.t
 	run, err := d.observer.GetRun(d.ctx, RunID)
 	if err != nil {
@@ -355,7 +374,7 @@ func (d *driver) outcome() Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := Outcome{Run: run, Messages: msgs, Commits: map[string]int{}, Ops: d.inj.Ops()}
+	out := Outcome{Run: run, Messages: msgs, Commits: map[string]int{}, Ops: d.inj.Ops(), Kept: d.kept(prefix)}
 	for _, ev := range events {
 		if commits[ev.Type] {
 			out.Commits[fmt.Sprintf("%s %d %s", ev.Type, ev.Step, ev.CallID)]++
@@ -369,6 +388,27 @@ func (d *driver) outcome() Outcome {
 		out.Results = append(out.Results, r)
 	}
 	return out
+}
+
+// kept says where the run is kept: the indexes that hold it, and whether
+// every one of its keys expires.
+func (d *driver) kept(prefix string) string {
+	var where []string
+	for _, index := range []string{"runs", "active", "retired"} {
+		if _, err := d.rdb.ZScore(d.ctx, prefix+":"+index, RunID).Result(); err == nil {
+			where = append(where, index)
+		}
+	}
+	keys, err := d.rdb.Keys(d.ctx, prefix+":{"+RunID+"}:*").Result()
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	for _, k := range keys {
+		if ttl, _ := d.rdb.PTTL(d.ctx, k).Result(); ttl <= 0 {
+			return strings.Join(append(where, k+" never expires"), " ")
+		}
+	}
+	return strings.Join(append(where, "expiring"), " ")
 }
 
 // commits are the events that record a commit: each must appear exactly

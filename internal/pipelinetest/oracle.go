@@ -12,7 +12,8 @@ import (
 // Same fails t unless got ended as want did: the same status, step,
 // termination and usage, the same conversation, every commit event exactly
 // as often (nothing committed twice, nothing lost), and at least one run
-// result, each equal to want's.
+// result, each equal to want's; and, once a sweep has passed, kept where
+// want was (retired, every key expiring).
 func Same(t *testing.T, what string, want, got Outcome) {
 	t.Helper()
 	if got.Run.Status != want.Run.Status || got.Run.Step != want.Run.Step ||
@@ -32,6 +33,9 @@ func Same(t *testing.T, what string, want, got Outcome) {
 			}
 		}
 		t.Fatalf("%s: commit events differ: %v", what, diff)
+	}
+	if got.Kept != want.Kept {
+		t.Fatalf("%s: the run is kept in %q; undisturbed in %q", what, got.Kept, want.Kept)
 	}
 	if len(got.Results) == 0 {
 		t.Fatalf("%s: no run result was published", what)

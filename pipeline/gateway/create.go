@@ -69,12 +69,12 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, CreateRunResponse{RunID: run.ID, Status: run.Status})
 }
 
-// start schedules the run's first sweep, writes the run (or finds the same
-// request's run) and publishes StepRequested for step 0 when the run still
-// waits for it, then marks it requested. The sweep comes first, so a
-// gateway that dies after the write leaves a run the sweeper will start;
-// one scheduled for a run that was never written is dropped by the
-// sweeper. created is false for an idempotent replay. Errors are *apiError
+// start lists the run and schedules its first sweep (Admit), writes the
+// run (or finds the same request's run) and publishes StepRequested for
+// step 0 when the run still waits for it, then marks it requested. The
+// indexes come first, so a gateway that dies after the write leaves a run
+// that is listed and that the sweeper will start; entries for a run that
+// was never written are dropped by the sweeper. created is false for an idempotent replay. Errors are *apiError
 // values ready to answer with, or store errors to classify.
 func (s *Server) start(ctx context.Context, nr newRun) (pipeline.Run, bool, error) {
 	now := s.cfg.Now()
@@ -84,7 +84,7 @@ func (s *Server) start(ctx context.Context, nr newRun) (pipeline.Run, bool, erro
 	run.StepState = pipeline.StepPending
 	run.CreatedAt = now
 	run.UpdatedAt = now
-	if err := s.cfg.Store.ScheduleSweep(ctx, run.ID, now.Add(s.cfg.SweepAfter)); err != nil {
+	if err := s.cfg.Store.Admit(ctx, run.ID, now.Add(s.cfg.SweepAfter), now); err != nil {
 		s.log.WarnContext(ctx, "schedule sweep failed", "run_id", run.ID, "err", err)
 		return pipeline.Run{}, false, apiErr(http.StatusServiceUnavailable, CodeUnavailable,
 			fmt.Sprintf("run %s could not be scheduled; retry the same request", run.ID))

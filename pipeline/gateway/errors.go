@@ -113,7 +113,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 func (s *Server) classify(r *http.Request, what string, err error) *apiError {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return apiErr(http.StatusNotFound, CodeNotFound, what+": not found")
+		return apiErr(http.StatusNotFound, CodeNotFound, what+": not found: "+s.gone())
 	case errors.Is(err, store.ErrConflict):
 		return apiErr(http.StatusConflict, CodeConflict, what+": "+err.Error())
 	case errors.Is(err, store.ErrInvalid):
@@ -137,4 +137,14 @@ func unavailable(err error) bool {
 		errors.Is(err, redis.ErrClosed) ||
 		errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// gone says why a run may be missing: with a retention, an ended run
+// expires (its keys, all at once) that long after it ended.
+func (s *Server) gone() string {
+	if r := s.cfg.Store.Retention(); r > 0 {
+		d := strings.TrimSuffix(strings.TrimSuffix(r.String(), "0s"), "0m") // 168h, not 168h0m0s
+		return "it never existed, or it ended more than " + d + " ago and expired (runs.retention)"
+	}
+	return "it never existed"
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/gateway"
 	"github.com/stepwise-run/stepwise/pipeline/store"
@@ -81,6 +82,16 @@ func TestGet_an_unknown_run_is_a_404_everywhere(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			h.get(path).wantError(t, http.StatusNotFound, "not_found", "nope")
 		})
+	}
+}
+
+func TestGet_a_run_gone_with_the_retention_is_a_404_that_says_it_may_have_expired(t *testing.T) {
+	h := newHarness(t, func(c *gateway.Config) {
+		c.Store = store.New(testinfra.RedisClient(t), store.WithRetention(7*24*time.Hour))
+	})
+	for _, path := range []string{"/v1/runs/gone", "/v1/runs/gone/messages", "/v1/runs/gone/events"} {
+		h.get(path).wantError(t, http.StatusNotFound, "not_found",
+			"run gone: not found: it never existed, or it ended more than 168h ago and expired (runs.retention)")
 	}
 }
 

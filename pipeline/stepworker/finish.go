@@ -82,7 +82,7 @@ func (w *Worker) publishResult(ctx context.Context, run pipeline.Run) error {
 	}); err != nil {
 		return err // the run stays scheduled; the next reconcile publishes again
 	}
-	return w.store.MarkPublished(ctx, run.ID)
+	return w.store.MarkPublished(ctx, run.ID, w.now())
 }
 
 // dropHeld rejects the decisions still held when the run ended: their

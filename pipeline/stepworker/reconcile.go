@@ -99,8 +99,8 @@ func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*vie
 	run := v.Run
 	if run.Status.Final() {
 		switch {
-		case run.Published:
-			return nil, w.store.Unschedule(ctx, run.ID)
+		case run.Published: // a crash between its mark and its retirement
+			return nil, w.store.MarkPublished(ctx, run.ID, now)
 		case v.written || now.Sub(run.UpdatedAt) >= w.settings.Lease.Duration:
 			return nil, w.publishResult(ctx, run)
 		}

@@ -17,14 +17,18 @@ const (
 	SweepBatches = 64
 )
 
-// RunSweeper sweeps every StepWorker.SweepInterval until ctx ends. Any
-// number of step workers may sweep at once: each due run goes to one of them.
+// RunSweeper sweeps, then trims the indexes of expired runs, every
+// StepWorker.SweepInterval until ctx ends. Any number of step workers may
+// sweep at once: each due run goes to one of them.
 func (w *Worker) RunSweeper(ctx context.Context) {
 	t := time.NewTicker(w.settings.SweepInterval.Duration)
 	defer t.Stop()
 	for {
 		if n, err := w.Sweep(ctx); err != nil {
 			w.log.Error("sweep", "error", err, "runs", n)
+		}
+		if n, err := w.Trim(ctx); err != nil {
+			w.log.Error("trim expired runs", "error", err, "runs", n)
 		}
 		select {
 		case <-ctx.Done():
@@ -55,7 +59,7 @@ func (w *Worker) Sweep(ctx context.Context) (int, error) {
 		for _, id := range ids {
 			err := w.reconcile(ctx, id, -1)
 			if errors.Is(err, store.ErrNotFound) {
-				err = w.store.Unschedule(ctx, id) // scheduled, then never created, or gone
+				err = w.store.Forget(ctx, id) // scheduled, then never created, or expired
 			}
 			if err != nil {
 				w.log.Error("sweep run", "run_id", id, "error", err)
@@ -67,4 +71,19 @@ func (w *Worker) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	return swept, nil
+}
+
+// Trim takes runs whose keys have expired (the retention) out of the
+// global indexes, SweepBatch at a time up to SweepBatches batches, and
+// returns how many it took out.
+func (w *Worker) Trim(ctx context.Context) (int, error) {
+	trimmed := 0
+	for batch := 0; batch < SweepBatches && ctx.Err() == nil; batch++ {
+		n, err := w.store.TrimRetired(ctx, w.now(), SweepBatch)
+		trimmed += n
+		if err != nil || n < SweepBatch {
+			return trimmed, err
+		}
+	}
+	return trimmed, nil
 }

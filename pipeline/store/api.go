@@ -87,10 +87,12 @@ var _ interface {
 	ReleaseStepLease(ctx context.Context, runID string, step int, owner string) error
 	ReleaseCallLease(ctx context.Context, runID, callID, owner string) error
 	ScheduleSweep(ctx context.Context, runID string, at time.Time) error
+	Admit(ctx context.Context, runID string, at, now time.Time) error
 	RescheduleIf(ctx context.Context, runID string, read, next time.Time) (bool, error)
 	DueRuns(ctx context.Context, now time.Time, limit int64, recheck time.Time) ([]string, error)
-	Unschedule(ctx context.Context, runID string) error
-	MarkPublished(ctx context.Context, runID string) error
+	Forget(ctx context.Context, runID string) error
+	MarkPublished(ctx context.Context, runID string, now time.Time) error
+	TrimRetired(ctx context.Context, now time.Time, limit int64) (int, error)
 	RunState(ctx context.Context, runID string) (map[string]json.RawMessage, error)
 	Ping(ctx context.Context) error
 } = (*Store)(nil)

@@ -32,7 +32,7 @@ func runContract(t *testing.T, newClient func(t testing.TB) *redis.Client) {
 	rdb := newClient(t)
 	var cases []contractCase
 	for _, group := range [][]contractCase{runCases, stepCases, stateCases, outboxCases, callCases, eventCases, listCases, sweepCases,
-		gateCases, decisionCases, cancelCases, pendingCases, reconcileCases} {
+		gateCases, decisionCases, cancelCases, pendingCases, reconcileCases, retentionCases} {
 		cases = append(cases, group...)
 	}
 	for i, c := range cases {

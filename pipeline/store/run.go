@@ -131,13 +131,19 @@ func (s *Store) FinishRun(ctx context.Context, runID string, t pipeline.Terminat
 	return s.decodeRunReply(runID, v)
 }
 
-// MarkPublished records that a done run's result is on run-results and takes
-// the run off the sweeper's list. Until then the sweeper keeps the run and
-// publishes the result again if its publisher died (the result's outbox).
-func (s *Store) MarkPublished(ctx context.Context, runID string) error {
+// MarkPublished records that a done run's result is on run-results and
+// retires the run: off the sweeper's list and, with a retention, onto the
+// retired index (retention.go), at now. Until then the sweeper keeps the
+// run and publishes the result again if its publisher died (the result's
+// outbox); a run found published on the list is marked again, which
+// retires it. A run that is gone is not recreated.
+func (s *Store) MarkPublished(ctx context.Context, runID string, now time.Time) error {
+	if _, err := s.eval(ctx, s.scripts.markSent, "mark the result of run "+runID+" published",
+		[]string{s.runKey(runID)}, "published", "1"); err != nil {
+		return err
+	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, s.runKey(runID), "published", "1")
-		p.ZRem(ctx, s.activeKey(), runID)
+		s.retire(ctx, p, runID, now)
 		return nil
 	})
 	if err != nil {

@@ -46,6 +46,8 @@ var (
 	markSentLua string
 	//go:embed scripts/reschedule_if.lua
 	rescheduleIfLua string
+	//go:embed scripts/lib.lua
+	libLua string
 )
 
 type scripts struct {
@@ -55,22 +57,24 @@ type scripts struct {
 	listRuns, dueRuns, markSent, rescheduleIf                                         *redis.Script
 }
 
-func loadScripts() scripts {
+// loadScripts prepares the scripts; those that end a run, write to an
+// ended one or trim deltas start with lib (retention.go).
+func loadScripts(lib string) scripts {
 	return scripts{
 		createRun:      redis.NewScript(createRunLua),
 		claimStep:      redis.NewScript(claimStepLua),
 		renewStepLease: redis.NewScript(renewStepLeaseLua),
 		appendDelta:    redis.NewScript(appendDeltaLua),
-		commitStep:     redis.NewScript(commitStepLua),
-		endStep:        redis.NewScript(endStepLua),
-		finishRun:      redis.NewScript(finishRunLua),
+		commitStep:     redis.NewScript(lib + commitStepLua),
+		endStep:        redis.NewScript(lib + endStepLua),
+		finishRun:      redis.NewScript(lib + finishRunLua),
 		claimCall:      redis.NewScript(claimCallLua),
 		renewCallLease: redis.NewScript(renewCallLeaseLua),
 		finishCall:     redis.NewScript(finishCallLua),
 		setWaiting:     redis.NewScript(setWaitingLua),
-		cancelRun:      redis.NewScript(cancelRunLua),
-		applyDecision:  redis.NewScript(applyDecisionLua),
-		dropHeld:       redis.NewScript(dropHeldLua),
+		cancelRun:      redis.NewScript(lib + cancelRunLua),
+		applyDecision:  redis.NewScript(lib + applyDecisionLua),
+		dropHeld:       redis.NewScript(lib + dropHeldLua),
 		listRuns:       redis.NewScript(listRunsLua),
 		dueRuns:        redis.NewScript(dueRunsLua),
 		markSent:       redis.NewScript(markSentLua),

@@ -23,8 +23,9 @@ const DefaultPrefix = "sw"
 // stores unix milliseconds; the scripts never read the server's clock (only
 // the stream ids of events come from Redis).
 type Store struct {
-	rdb    redis.UniversalClient
-	prefix string
+	rdb       redis.UniversalClient
+	prefix    string
+	retention time.Duration // of ended runs' keys; 0 keeps them (retention.go)
 
 	scripts scripts
 
@@ -49,10 +50,11 @@ func WithPrefix(p string) Option {
 // New returns a Store over rdb. It does not talk to Redis; use Ping for that.
 // The scripts are loaded lazily (EVALSHA, falling back to EVAL once).
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
-	s := &Store{rdb: rdb, prefix: DefaultPrefix, scripts: loadScripts()}
+	s := &Store{rdb: rdb, prefix: DefaultPrefix}
 	for _, o := range opts {
 		o(s)
 	}
+	s.scripts = loadScripts(lib(s.retention))
 	s.claimableCalls = statusSet(callStatuses, func(st pipeline.ToolCallStatus) bool {
 		return st != pipeline.CallRunning && st.CanTransition(pipeline.CallRunning)
 	})

@@ -23,11 +23,29 @@ func (s *Store) ScheduleSweep(ctx context.Context, runID string, at time.Time) e
 	return nil
 }
 
+// Admit readies the indexes for a run about to be written at now: it lists
+// the run (sw:runs, unless listed already) and schedules its first sweep
+// at `at`, in one round trip. Written before the run, they leave nothing
+// to repair when the writer dies after the write: the sweeper starts the
+// run, and it is listed. Written for a run that never comes, they are
+// forgotten by the sweeper when it finds no run (Forget).
+func (s *Store) Admit(ctx context.Context, runID string, at, now time.Time) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAddNX(ctx, s.runsKey(), redis.Z{Score: float64(toMillis(now)), Member: runID})
+		p.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(at)), Member: runID})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("admit run %s: %w", runID, err)
+	}
+	return nil
+}
+
 // DueRuns returns up to limit runs (default 100) whose sweep time is at or
 // before now, earliest first, and in the same script reschedules each to
 // recheck: two sweepers calling it at once never get the same run before
-// recheck. A run stays in the index until it finishes (FinishRun, EndStep
-// with a finish) or the sweeper reschedules it.
+// recheck. A run stays in the index until its result is published
+// (MarkPublished), the sweeper reschedules it, or it is forgotten (Forget).
 func (s *Store) DueRuns(ctx context.Context, now time.Time, limit int64, recheck time.Time) ([]string, error) {
 	if limit <= 0 {
 		limit = DefaultDueLimit
@@ -70,16 +88,4 @@ func (s *Store) RescheduleIf(ctx context.Context, runID string, read, next time.
 		return false, err
 	}
 	return v == int64(1), nil
-}
-
-// Unschedule takes a run out of the sweeper's index. FinishRun and a
-// finishing EndStep call it after their script (the index is not one of the
-// run's keys: another cluster slot), and the sweeper calls it for a run it
-// finds done, which covers a process that died between the two. Removing a
-// run that is not scheduled is not an error.
-func (s *Store) Unschedule(ctx context.Context, runID string) error {
-	if err := s.rdb.ZRem(ctx, s.activeKey(), runID).Err(); err != nil {
-		return fmt.Errorf("unschedule run %s: %w", runID, err)
-	}
-	return nil
 }

@@ -37,16 +37,31 @@ var sweepCases = []contractCase{
 			t.Fatalf("due again at the recheck = %v", got)
 		}
 	}},
-	{"an_unscheduled_run_is_no_longer_due", func(t *testing.T, f *fixture) {
+	{"an_admitted_run_is_listed_and_due_before_it_is_written", func(t *testing.T, f *fixture) {
+		if err := f.st.Admit(f.ctx, "r1", at(30), at(0)); err != nil {
+			t.Fatal(err)
+		}
+		f.created(t, "r1") // at t0, as admitted
+		if err := f.st.Admit(f.ctx, "r1", at(40), at(5)); err != nil { // a replay keeps its place in the list
+			t.Fatal(err)
+		}
+		if got, _ := f.st.DueRuns(f.ctx, at(40), 10, at(90)); !slices.Equal(got, []string{"r1"}) {
+			t.Fatalf("DueRuns = %v", got)
+		}
+		if score, _ := f.rdb.ZScore(f.ctx, f.prefix+":runs", "r1").Result(); score != float64(t0.UnixMilli()) {
+			t.Fatalf("listed at %v, want its creation %v", score, t0.UnixMilli())
+		}
+	}},
+	{"a_forgotten_run_is_no_longer_due", func(t *testing.T, f *fixture) {
 		for _, id := range []string{"r1", "r2"} {
 			if err := f.st.ScheduleSweep(f.ctx, id, at(0)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := f.st.Unschedule(f.ctx, "r1"); err != nil {
+		if err := f.st.Forget(f.ctx, "r1"); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.st.Unschedule(f.ctx, "never-scheduled"); err != nil {
+		if err := f.st.Forget(f.ctx, "never-scheduled"); err != nil {
 			t.Fatal(err)
 		}
 		got, err := f.st.DueRuns(f.ctx, at(1), 10, at(60))
@@ -120,7 +135,7 @@ var outboxCases = []contractCase{
 		if err != nil || len(ids) != 1 {
 			t.Fatalf("a done run whose result is not out must stay due: %v, %v", ids, err)
 		}
-		if err := f.st.MarkPublished(f.ctx, "r1"); err != nil {
+		if err := f.st.MarkPublished(f.ctx, "r1", at(30)); err != nil {
 			t.Fatal(err)
 		}
 		if run := f.run(t, "r1"); !run.Published {

@@ -134,6 +134,14 @@ var statusWrites = map[string]scriptWrites{
 	"drop_held.lua": {
 		sites: []string{"HDEL KEYS[5] ARGV[2]"}, // the held decisions hash
 	},
+	"lib.lua": {
+		// retire and inherit: an ended run's records expire whole after the
+		// retention; they move no status.
+		sites: []string{
+			"PEXPIRE base .. k retention_ms", "PEXPIRE list retention_ms", "PEXPIRE base .. 'call:' .. id retention_ms",
+			"PEXPIRE key ttl",
+		},
+	},
 	"mark_sent.lua": {
 		sites: []string{"HSET key ARGV[2 * i - 1]"}, // the outbox marks step_sent and sent (outbox.go)
 	},

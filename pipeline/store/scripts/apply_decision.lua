@@ -38,6 +38,7 @@ local mine = held and string.sub(held, 1, #ARGV[11]) == ARGV[11]
 
 local function reject(reason)
   redis.call('SADD', KEYS[4], ARGV[1])
+  inherit(KEYS[1], KEYS[4]) -- a run that ended may have had no decision ids
   if mine then
     redis.call('HDEL', KEYS[5], ARGV[2])
   end

@@ -1,6 +1,6 @@
 -- CancelRun: end a run that is not done yet from outside: cancel every call
 -- of its current step that has not finished, reject its held decisions and
--- finish it cancelled.
+-- finish it cancelled; its keys expire after the retention (lib.lua).
 -- KEYS: 1 run hash, 2 events stream, 3 step list, 4 seen decision ids set,
 --       5 held decisions hash, 6.. the call hashes of the step list as the
 --       caller read it
@@ -61,4 +61,5 @@ redis.call('DEL', KEYS[5])
 redis.call('HSET', KEYS[1], 'status', 'done', 'term_reason', 'cancelled', 'term_code', '', 'term_detail', ARGV[4],
   'updated_at', ARGV[2])
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[6])
+retire(KEYS[1])
 return redis.call('HGETALL', KEYS[1])

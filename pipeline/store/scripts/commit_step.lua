@@ -1,6 +1,7 @@
 -- CommitStep: append the assistant turn, create its tool calls in the state
 -- ToolGate decided (new, suspended or terminal) and move the step to tools,
--- if the caller still holds the step.
+-- if the caller still holds the step. The step's streamed deltas leave the
+-- event stream: the assistant message holds their text (lib.lua).
 -- KEYS: 1 run hash, 2 events stream, 3 messages list, 4 step list,
 --       5.. one call hash per call, in index order, then last the run's
 --       plugin state hash
@@ -53,6 +54,7 @@ redis.call('HINCRBY', KEYS[1], 'in_tok', ARGV[5])
 redis.call('HINCRBY', KEYS[1], 'out_tok', ARGV[6])
 redis.call('HSET', KEYS[1], 'step_state', 'tools', 'lease_owner', '', 'lease_until', '0', 'updated_at', ARGV[3])
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
+trim_deltas(KEYS[1], KEYS[2])
 for i = argEnd + 1, #ARGV - 1, 2 do
   if ARGV[i + 1] == '' then
     redis.call('HDEL', KEYS[#KEYS], ARGV[i])

@@ -16,5 +16,6 @@ end
 local step = redis.call('HGET', KEYS[2], 'step') or rstep
 redis.call('HDEL', KEYS[5], ARGV[2])
 redis.call('SADD', KEYS[4], ARGV[1])
+inherit(KEYS[1], KEYS[4])
 redis.call('XADD', KEYS[3], '*', 'e', ARGV[4] .. step .. ARGV[5])
 return 1

@@ -1,5 +1,6 @@
 -- EndStep: once every call of the step is terminal, append the tool-result
--- messages and either end the run or move it to the next step.
+-- messages and either end the run (its keys then expire after the
+-- retention, lib.lua) or move it to the next step.
 -- KEYS: 1 run hash, 2 events stream, 3 messages list, 4 step list,
 --       5.. the call hashes of the step list as the caller read it, then
 --       last the run's plugin state hash
@@ -58,6 +59,7 @@ if ARGV[4] == '1' then
   redis.call('HSET', KEYS[1], 'status', 'done', 'term_reason', ARGV[5], 'term_code', ARGV[6],
     'term_detail', ARGV[7], 'updated_at', ARGV[2])
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[9])
+  retire(KEYS[1])
 else
   redis.call('HSET', KEYS[1], 'step', tonumber(step) + 1, 'step_state', 'pending', 'attempts', '0',
     'lease_owner', '', 'lease_until', '0', 'updated_at', ARGV[2])

@@ -1,4 +1,5 @@
--- FinishRun: end a run that is not done yet (errors, cancel).
+-- FinishRun: end a run that is not done yet (errors, cancel); its keys
+-- expire after the retention (lib.lua).
 -- KEYS: 1 run hash, 2 events stream
 -- ARGV: 1 now (ms), 2 reason, 3 code, 4 detail, 5 and 6 run.finished event
 --       JSON before and after its step, 7 statuses that may move to done
@@ -15,4 +16,5 @@ end
 redis.call('HSET', KEYS[1], 'status', 'done', 'term_reason', ARGV[2], 'term_code', ARGV[3],
   'term_detail', ARGV[4], 'updated_at', ARGV[1])
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[5] .. run[2] .. ARGV[6])
+retire(KEYS[1])
 return redis.call('HGETALL', KEYS[1])

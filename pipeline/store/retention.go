@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// Retention. A run that ends (EndStep finishing it, FinishRun, CancelRun)
+// gives every key it owns a time to live in the same script: the retention
+// (WithRetention; 0, the default of New, keeps runs for good). Keys an
+// ended run gains later (a decision id rejected after the end) inherit the
+// run's time to live, and a mark on a key that is gone writes nothing, so
+// nothing of an ended run outlives it.
+//
+// The global indexes are other keys (other cluster slots), so they cannot
+// expire with the run: MarkPublished, the last write a run gets, moves it
+// from the sweep schedule to the retired index, scored by when its keys
+// expire; the sweeper's TrimRetired takes runs whose time has come out of
+// the runs list and the retired index. The pending index drops a gone run's
+// calls as ListPending walks it.
+
+// WithRetention sets how long an ended run's keys live (default 0: for
+// good). It applies to runs that end through this Store.
+func WithRetention(d time.Duration) Option {
+	return func(s *Store) { s.retention = max(d, 0) }
+}
+
+// Retention is how long an ended run's keys live; 0 is for good.
+func (s *Store) Retention() time.Duration { return s.retention }
+
+// retiredKey is the ZSET of ended runs scored by when their keys expire
+// (unix ms).
+func (s *Store) retiredKey() string { return s.prefix + ":retired" }
+
+// retire moves a run whose result is published from the sweep schedule to
+// the retired index (with a retention): one round trip, two keys of other
+// slots, so a pipeline rather than a transaction. The sweeper finds a run
+// that a crash left on the schedule published, and retires it again.
+func (s *Store) retire(ctx context.Context, p redis.Pipeliner, runID string, now time.Time) {
+	if s.retention > 0 {
+		p.ZAdd(ctx, s.retiredKey(), redis.Z{Score: float64(toMillis(now.Add(s.retention))), Member: runID})
+	}
+	p.ZRem(ctx, s.activeKey(), runID)
+}
+
+// TrimRetired takes up to limit retired runs whose keys have expired at now
+// out of the runs list and the retired index, and reports how many it took.
+// A run whose record is still there (its retention was longer, or it was
+// made to live for good) is rescored to its own time to live, or dropped
+// from the retired index when it has none. Any number of sweepers may trim
+// at once.
+func (s *Store) TrimRetired(ctx context.Context, now time.Time, limit int64) (int, error) {
+	ids, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{
+		Key: s.retiredKey(), ByScore: true, Start: "-inf", Stop: toMillis(now), Count: limit,
+	}).Result()
+	if err != nil || len(ids) == 0 {
+		return 0, wrapTrim(err)
+	}
+	ttls := make([]*redis.DurationCmd, len(ids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			ttls[i] = p.PTTL(ctx, s.runKey(id))
+		}
+		return nil
+	}); err != nil {
+		return 0, wrapTrim(err)
+	}
+	var gone []any
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			switch ttl := ttls[i].Val(); {
+			case ttl == -2: // no such key: expired
+				gone = append(gone, id)
+			case ttl < 0: // no time to live
+				p.ZRem(ctx, s.retiredKey(), id)
+			default:
+				p.ZAdd(ctx, s.retiredKey(), redis.Z{Score: float64(toMillis(now.Add(ttl))), Member: id})
+			}
+		}
+		if len(gone) > 0 {
+			p.ZRem(ctx, s.runsKey(), gone...)
+			p.ZRem(ctx, s.activeKey(), gone...)
+			p.ZRem(ctx, s.retiredKey(), gone...)
+		}
+		return nil
+	})
+	return len(gone), wrapTrim(err)
+}
+
+func wrapTrim(err error) error {
+	if err != nil {
+		return fmt.Errorf("trim retired runs: %w", err)
+	}
+	return nil
+}
+
+// Forget takes a run that is gone (expired, or scheduled and never
+// created) out of every index that names it by id.
+func (s *Store) Forget(ctx context.Context, runID string) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, s.activeKey(), runID)
+		p.ZRem(ctx, s.runsKey(), runID)
+		p.ZRem(ctx, s.retiredKey(), runID)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("forget run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// lib is the Lua library the scripts that end runs, write to ended ones or
+// trim deltas start with (scripts/lib.lua), after the constants it reads.
+func lib(retention time.Duration) string {
+	return fmt.Sprintf("local retention_ms = %d\nlocal delta_prefix = '%s'\n", retention.Milliseconds(), deltaPrefix) + libLua
+}
+
+// deltaPrefix is how the JSON of every message.delta event begins: its
+// first field, the type. trim_deltas tells deltas by it; a JSON string
+// cannot hold it unescaped, so no other event's data can fake it at the
+// start.
+var deltaPrefix = func() string {
+	b, err := json.Marshal(pipeline.Event{Type: pipeline.EventTextDelta})
+	if err != nil {
+		panic(err)
+	}
+	p, _, ok := strings.Cut(string(b), ",")
+	if !ok || !strings.HasPrefix(p, `{"type":`) || strings.ContainsAny(p, `'\`) {
+		panic("store: an event's JSON does not begin with its type: " + string(b))
+	}
+	return p + ","
+}()

@@ -1,0 +1,63 @@
+-- The library some scripts start with (scripts.go puts it in front of
+-- them; a script cannot include another). It is preceded by two constants
+-- the store writes from its settings:
+--   retention_ms   how long an ended run's keys live (0: for good)
+--   delta_prefix   how every message.delta event's JSON begins
+
+-- retire gives every key of the run whose hash is run ("<p>:{<id>}:run")
+-- retention_ms to live: the record, messages, event stream, plugin state,
+-- decision ids, held decisions, and every step list with the calls it names.
+-- The keys are derived from run's name: they share its hash tag, so they are
+-- in its cluster slot.
+local function retire(run)
+  if retention_ms <= 0 then
+    return
+  end
+  local base = string.sub(run, 1, -4)
+  for _, k in ipairs({'run', 'msgs', 'events', 'state', 'decisions', 'held'}) do
+    redis.call('PEXPIRE', base .. k, retention_ms)
+  end
+  for s = 0, tonumber(redis.call('HGET', run, 'step') or '0') do
+    local list = base .. 'step:' .. s
+    for _, id in ipairs(redis.call('LRANGE', list, 0, -1)) do
+      redis.call('PEXPIRE', base .. 'call:' .. id, retention_ms)
+    end
+    redis.call('PEXPIRE', list, retention_ms)
+  end
+end
+
+-- inherit gives key, just written to an ended run, the run's time to live:
+-- a key an ended run gains (a decision id rejected after the end) goes when
+-- the run goes.
+local function inherit(run, key)
+  local ttl = redis.call('PTTL', run)
+  if ttl > 0 then
+    redis.call('PEXPIRE', key, ttl)
+  end
+end
+
+-- trim_deltas deletes the message.delta events of the run's current step
+-- from its event stream, once the step's turn is committed (its message
+-- then holds the whole text): from the first delta's id, which append_delta
+-- keeps in the run's delta_from field, to the end.
+local function trim_deltas(run, events)
+  local from = redis.call('HGET', run, 'delta_from')
+  if not from then
+    return
+  end
+  local ids = {}
+  for _, entry in ipairs(redis.call('XRANGE', events, from, '+')) do
+    local fields = entry[2]
+    if fields[1] == 'e' and string.sub(fields[2], 1, #delta_prefix) == delta_prefix then
+      ids[#ids + 1] = entry[1]
+      if #ids == 1000 then -- unpack's limit is a few thousand values
+        redis.call('XDEL', events, unpack(ids))
+        ids = {}
+      end
+    end
+  end
+  if #ids > 0 then
+    redis.call('XDEL', events, unpack(ids))
+  end
+  redis.call('HDEL', run, 'delta_from')
+end
