@@ -12,6 +12,16 @@
 //	url := testinfra.Redis(t)          // redis://127.0.0.1:PORT/0
 //	rdb := testinfra.RedisClient(t)    // a go-redis client on a private server
 //
+// A Redis Cluster: redis-servers with --cluster-enabled yes on random ports
+// (their bus ports, +10000, free too), joined with `redis-cli --cluster
+// create`, optionally with replicas; Failover promotes the replica of the
+// primary that serves a key. Skipped without redis-server and redis-cli,
+// failed with CI=true.
+//
+//	c := testinfra.RedisCluster(t, 3, 1) // 3 primaries, a replica each
+//	url := c.URL                          // redis://A?addr=B&addr=C
+//	from, to := c.Failover("sw:{r1}:run")
+//
 // Kafka, in order of preference: STEPWISE_TEST_KAFKA when set (brokers,
 // comma-separated; shared, so use unique topic and group names); a Kafka
 // container when STEPWISE_TEST_CONTAINERS=1 and a Docker engine answers; an

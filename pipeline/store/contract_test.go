@@ -16,8 +16,20 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
-func TestStore_redis(t *testing.T)     { runContract(t, testinfra.RedisServerClient) }
-func TestStore_miniredis(t *testing.T) { runContract(t, testinfra.MiniredisClient) }
+func TestStore_redis(t *testing.T) {
+	runContract(t, func(t testing.TB) redis.UniversalClient { return testinfra.RedisServerClient(t) })
+}
+
+func TestStore_miniredis(t *testing.T) {
+	runContract(t, func(t testing.TB) redis.UniversalClient { return testinfra.MiniredisClient(t) })
+}
+
+// A cluster of three primaries: every case's run keys and the global
+// indexes land on different nodes, so a script or pipeline that mixed
+// slots would fail here with CROSSSLOT.
+func TestStore_cluster(t *testing.T) {
+	runContract(t, func(t testing.TB) redis.UniversalClient { return testinfra.RedisCluster(t, 3, 0).Client() })
+}
 
 // contractCase is one behaviour every Redis the store runs on must show.
 type contractCase struct {
@@ -28,7 +40,7 @@ type contractCase struct {
 // runContract runs the store's contract against one server from newClient.
 // Each case gets a store with a key prefix of its own, so cases run in
 // parallel on the one server.
-func runContract(t *testing.T, newClient func(t testing.TB) *redis.Client) {
+func runContract(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) {
 	rdb := newClient(t)
 	var cases []contractCase
 	for _, group := range [][]contractCase{runCases, stepCases, stateCases, outboxCases, callCases, eventCases, listCases, sweepCases,
@@ -59,7 +71,7 @@ func lease(owner string, until time.Time) store.Lease { return store.Lease{Owner
 
 type fixture struct {
 	st     *store.Store
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	prefix string // of st's keys, unique to the case
 	ctx    context.Context
 }
