@@ -133,19 +133,6 @@ func (s *Stack) Close() error {
 	return errors.Join(s.Publisher.Close(), s.Redis.Close())
 }
 
-func connectRedis(ctx context.Context, url string) (*redis.Client, error) {
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("redis URL %q: %w", url, err)
-	}
-	rdb := redis.NewClient(opts)
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("redis at %s is unreachable: %w", opts.Addr, err)
-	}
-	return rdb, nil
-}
-
 func queueTopics(names topics.Names, queues []string) []string {
 	out := make([]string, len(queues))
 	for i, q := range queues {

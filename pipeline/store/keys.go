@@ -7,9 +7,10 @@ import (
 )
 
 // Key layout. Every key of one run carries the hash tag {run_id}, so the
-// per-run scripts touch a single Redis Cluster slot. The two indexes are
-// global and are only ever written by commands of their own, never inside a
-// per-run script.
+// per-run scripts touch a single Redis Cluster slot. The indexes are global
+// and are only ever written by commands of their own, never inside a
+// per-run script (a pipeline sends them beside the script when they go
+// together; on a cluster it splits by node). ADR 0009.
 //
 //	<p>:{<run>}:run            HASH   the run record (codec.go)
 //	<p>:{<run>}:msgs           LIST   message JSON, append-only
@@ -22,6 +23,8 @@ import (
 //	                                  decision_id first and hold_until_ms (decision.go)
 //	<p>:runs                   ZSET   run ids scored by created-at (unix ms)
 //	<p>:active                 ZSET   run ids scored by when the sweeper looks next
+//	<p>:retired                ZSET   ended runs whose result is published, scored by
+//	                                  when their keys expire (unix ms; retention.go)
 //	<p>:pending                ZSET   "{<run>}<call>" of suspended calls, scored by
 //	                                  parked-at (unix ms); maintained after the scripts
 

@@ -1,0 +1,82 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	neturl "net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// connectRedis connects to what url names: one Redis server, or a Redis
+// Cluster. A URL with addr= parameters is a cluster, in go-redis's cluster
+// URL form (redis://host1:port?addr=host2:port&addr=host3:port); the URL of
+// a single node is asked whether it is part of a cluster (INFO), so
+// the address of any one node of a cluster works as well.
+func connectRedis(ctx context.Context, url string) (redis.UniversalClient, error) {
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return nil, fmt.Errorf("redis URL %q: %w", url, err)
+	}
+	if u.Query().Has("addr") {
+		return connectCluster(ctx, url, u)
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("redis URL %q: %w", url, err)
+	}
+	db := opts.DB
+	opts.DB = 0 // a cluster node refuses SELECT: ask it what it is first
+	rdb := redis.NewClient(opts)
+	info, err := rdb.Info(ctx).Result() // every section: miniredis knows no "cluster"
+	if err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis at %s is unreachable: %w", opts.Addr, err)
+	}
+	if strings.Contains(info, "cluster_enabled:1") {
+		_ = rdb.Close()
+		return connectCluster(ctx, url, u)
+	}
+	if db == 0 {
+		return rdb, nil
+	}
+	_ = rdb.Close()
+	opts.DB = db
+	rdb = redis.NewClient(opts)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis at %s, database %d: %w", opts.Addr, db, err)
+	}
+	return rdb, nil
+}
+
+// connectCluster connects a cluster client and checks that the cluster
+// serves every slot.
+func connectCluster(ctx context.Context, url string, u *neturl.URL) (redis.UniversalClient, error) {
+	if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
+		return nil, fmt.Errorf("redis URL %q: a Redis Cluster has only database 0, not %s", url, db)
+	}
+	u.Path = ""
+	opts, err := redis.ParseClusterURL(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("redis cluster URL %q: %w", url, err)
+	}
+	rdb := redis.NewClusterClient(opts)
+	info, err := rdb.ClusterInfo(ctx).Result()
+	var refused redis.Error
+	if errors.As(err, &refused) { // it answered: cluster support disabled
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis at %s is not a Redis Cluster (%w): drop the addr= parameters to use one server", strings.Join(opts.Addrs, ","), err)
+	}
+	if err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis cluster at %s is unreachable: %w", strings.Join(opts.Addrs, ","), err)
+	}
+	if !strings.Contains(info, "cluster_state:ok") {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis cluster at %s is not ready: cluster_state is not ok (are all slots assigned?)", strings.Join(opts.Addrs, ","))
+	}
+	return rdb, nil
+}
