@@ -15,6 +15,9 @@ type Config struct {
 	StepWorker StepWorker           `json:"stepworker,omitzero"`
 	ToolWorker ToolWorker           `json:"toolworker,omitzero"`
 	Runs       Runs                 `json:"runs,omitzero"`
+	Gateway    Gateway              `json:"gateway,omitzero"`
+	Auth       Auth                 `json:"auth,omitzero"`
+	Decisions  Decisions            `json:"decisions,omitzero"`
 	Agents     map[string]Agent     `json:"agents,omitempty"`
 	Tools      map[string]Tool      `json:"tools,omitempty"` // built-ins echo, sleep, fail are added when absent
 	MCPServers map[string]MCPServer `json:"mcp_servers,omitempty"`
@@ -27,6 +30,9 @@ func (c *Config) setDefaults() {
 	c.StepWorker.setDefaults()
 	c.ToolWorker.setDefaults()
 	c.Runs.setDefaults()
+	c.Gateway.setDefaults()
+	c.Auth.setDefaults()
+	c.Decisions.setDefaults()
 	for name, a := range c.Agents {
 		a.setDefaults()
 		c.Agents[name] = a
@@ -58,6 +64,9 @@ func (c *Config) Validate() error {
 	c.StepWorker.check(&ps, "stepworker")
 	c.ToolWorker.check(&ps, "toolworker", c.Kafka.TopicPrefix)
 	c.Runs.check(&ps, "runs")
+	c.Gateway.check(&ps, "gateway")
+	c.Auth.check(&ps, "auth")
+	c.Decisions.check(&ps, "decisions")
 	for _, name := range sortedKeys(c.Agents) {
 		c.Agents[name].check(&ps, field("agents", name), c.Tools)
 	}

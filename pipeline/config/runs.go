@@ -10,7 +10,7 @@ import (
 const DefaultRetention = 7 * 24 * time.Hour
 
 // MinRetention is the shortest retention other than 0: a run's result must
-// be published before its keys expire (docs/retention.md).
+// be published before its keys expire (docs/configuration.md#runs).
 const MinRetention = time.Second
 
 // Runs holds what applies to every run (yaml key "runs").
