@@ -5,11 +5,16 @@ import (
 	"time"
 )
 
+// DefaultTenant owns the runs created while the gateway has no API keys,
+// and runs stored before tenants existed.
+const DefaultTenant = "default"
+
 // Run is a run's record as the store keeps it: the truth every handler checks
 // before it writes.
 type Run struct {
 	ID          string          `json:"run_id"`
 	Agent       string          `json:"agent"`
+	Tenant      string          `json:"tenant,omitempty"` // who owns it at the gateway (DefaultTenant when none was stored)
 	Status      RunStatus       `json:"status"`
 	Step        int             `json:"step"`
 	StepState   StepState       `json:"step_state,omitempty"`

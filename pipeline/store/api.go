@@ -45,6 +45,7 @@ type CallOutcome struct {
 type ListFilter struct {
 	Status pipeline.RunStatus
 	Agent  string
+	Tenant string // "" matches every tenant
 	Limit  int    // default 50, at most 500
 	Cursor string // from the previous page; "" for the first
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -18,6 +19,7 @@ func runFields(r pipeline.Run) []any {
 	return []any{
 		"id", r.ID,
 		"agent", r.Agent,
+		"tenant", r.Tenant,
 		"status", string(r.Status),
 		"step", r.Step,
 		"step_state", string(r.StepState),
@@ -46,6 +48,7 @@ func decodeRun(runID string, h map[string]string) (pipeline.Run, error) {
 	r := pipeline.Run{
 		ID:          h["id"],
 		Agent:       h["agent"],
+		Tenant:      cmp.Or(h["tenant"], pipeline.DefaultTenant),
 		Status:      pipeline.RunStatus(h["status"]),
 		Step:        int(d.int("step")),
 		StepState:   pipeline.StepState(h["step_state"]),

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,20 +22,23 @@ const (
 // PendingFilter selects suspended calls for ListPending. Zero fields match
 // everything.
 type PendingFilter struct {
-	Agent string
-	Tool  string
-	RunID string
-	Limit int // default 100, at most 1000
+	Agent  string
+	Tool   string
+	RunID  string
+	Tenant string
+	Limit  int // default 100, at most 1000
 }
 
-// PendingCall is a suspended call awaiting a decision, with its run's agent.
+// PendingCall is a suspended call awaiting a decision, with its run's agent
+// and tenant.
 type PendingCall struct {
-	Call  pipeline.ToolCall
-	Agent string
+	Call   pipeline.ToolCall
+	Agent  string
+	Tenant string
 }
 
 // ListPending returns suspended calls awaiting a decision, oldest parked
-// first, filtered by f.Agent, f.Tool and f.RunID, at most f.Limit of them
+// first, filtered by f.Agent, f.Tool, f.RunID and f.Tenant, at most f.Limit of them
 // (default 100, at most 1000). Calls of runs that are done are not pending
 // (no decision can apply to them).
 //
@@ -118,7 +122,7 @@ func (s *Store) loadPending(ctx context.Context, members []string) ([]PendingCal
 		for i := range entries {
 			e := &entries[i]
 			e.call = p.HGetAll(ctx, s.callKey(e.runID, e.callID))
-			e.run = p.HMGet(ctx, s.runKey(e.runID), "agent", "status")
+			e.run = p.HMGet(ctx, s.runKey(e.runID), "agent", "status", "tenant")
 		}
 		return nil
 	})
@@ -131,6 +135,7 @@ func (s *Store) loadPending(ctx context.Context, members []string) ([]PendingCal
 		rv := e.run.Val()
 		agent, _ := rv[0].(string)
 		status, _ := rv[1].(string)
+		tenant, _ := rv[2].(string)
 		if len(h) == 0 || h["status"] != string(pipeline.CallSuspended) || status == "" || status == string(pipeline.RunDone) {
 			stale = append(stale, pendingMember(e.runID, e.callID))
 			continue
@@ -139,7 +144,7 @@ func (s *Store) loadPending(ctx context.Context, members []string) ([]PendingCal
 		if err != nil {
 			return nil, nil, err
 		}
-		out = append(out, PendingCall{Call: call, Agent: agent})
+		out = append(out, PendingCall{Call: call, Agent: agent, Tenant: cmp.Or(tenant, pipeline.DefaultTenant)})
 	}
 	return out, stale, nil
 }
@@ -162,7 +167,7 @@ func (s *Store) runPending(ctx context.Context, f PendingFilter, limit int) ([]P
 		return nil, err
 	}
 	for _, c := range calls {
-		p := PendingCall{Call: c, Agent: run.Agent}
+		p := PendingCall{Call: c, Agent: run.Agent, Tenant: run.Tenant}
 		if c.Status == pipeline.CallSuspended && pendingMatches(p, f) {
 			out = append(out, p)
 		}
@@ -183,5 +188,5 @@ func parkedAt(p PendingCall) int64 {
 
 func pendingMatches(p PendingCall, f PendingFilter) bool {
 	return (f.Agent == "" || p.Agent == f.Agent) && (f.Tool == "" || p.Call.Tool == f.Tool) &&
-		(f.RunID == "" || p.Call.RunID == f.RunID)
+		(f.RunID == "" || p.Call.RunID == f.RunID) && (f.Tenant == "" || p.Tenant == f.Tenant)
 }

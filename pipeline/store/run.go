@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,7 +33,7 @@ func (s *Store) CreateRun(ctx context.Context, run pipeline.Run, input []pipelin
 		return pipeline.Run{}, false, err
 	}
 	fresh := pipeline.Run{
-		ID: run.ID, Agent: run.Agent, Model: run.Model, Metadata: run.Metadata, RequestHash: run.RequestHash,
+		ID: run.ID, Agent: run.Agent, Tenant: run.Tenant, Model: run.Model, Metadata: run.Metadata, RequestHash: run.RequestHash,
 		Status: pipeline.RunCreated, StepState: pipeline.StepPending, CreatedAt: now, UpdatedAt: now,
 	}
 	ev, err := newEvent(run.ID, 0, "", pipeline.EventRunCreated, now, map[string]string{"agent": run.Agent})
@@ -180,4 +181,19 @@ func (s *Store) decodeRunReply(runID string, v any) (pipeline.Run, error) {
 		return pipeline.Run{}, fmt.Errorf("run %s: %w", runID, err)
 	}
 	return decodeRun(runID, h)
+}
+
+// RunTenant returns the tenant of a run (pipeline.DefaultTenant for a run
+// stored without one): one field read, for the gateway to check who may
+// see a run before it serves it. An unknown run is ErrNotFound.
+func (s *Store) RunTenant(ctx context.Context, runID string) (string, error) {
+	v, err := s.rdb.HMGet(ctx, s.runKey(runID), "id", "tenant").Result()
+	if err != nil {
+		return "", fmt.Errorf("tenant of run %s: %w", runID, err)
+	}
+	if id, _ := v[0].(string); id == "" {
+		return "", fmt.Errorf("%w: run %s", ErrNotFound, runID)
+	}
+	tenant, _ := v[1].(string)
+	return cmp.Or(tenant, pipeline.DefaultTenant), nil
 }

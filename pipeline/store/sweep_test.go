@@ -42,7 +42,9 @@ var sweepCases = []contractCase{
 			t.Fatal(err)
 		}
 		f.created(t, "r1") // at t0, as admitted
-		if err := f.st.Admit(f.ctx, "r1", at(40), at(5)); err != nil { // a replay keeps its place in the list
+
+		// A replay keeps its place in the list.
+		if err := f.st.Admit(f.ctx, "r1", at(40), at(5)); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := f.st.DueRuns(f.ctx, at(40), 10, at(90)); !slices.Equal(got, []string{"r1"}) {
