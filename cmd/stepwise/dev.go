@@ -16,6 +16,7 @@ func dev(ctx context.Context, args []string) error {
 	kafkaAddr := fs.String("kafka", app.DefaultDevKafka, "`address` the embedded Kafka-protocol broker listens on")
 	redisURL := fs.String("redis", "", "Redis `URL` to use instead of the embedded one")
 	dataDir := fs.String("data", "", "`directory` where the broker keeps topics and offsets across restarts (default: nothing kept)")
+	insecure := fs.Bool("insecure", false, "serve HTTP beyond loopback even with no API key configured (auth.keys)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -31,9 +32,13 @@ func dev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stack.Close()
+	stack.Insecure = *insecure
 	l, err := net.Listen("tcp", *httpAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *httpAddr, err)
+	}
+	if err := stack.CheckExposure(l.Addr()); err != nil {
+		return err
 	}
 	fmt.Printf("stepwise dev: http=http://%s kafka=%s redis=%s\n", l.Addr(), in.Kafka.Addrs()[0], in.RedisURL)
 	return stack.RunAll(ctx, l)

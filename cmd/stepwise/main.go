@@ -1,6 +1,6 @@
 // Command stepwise is the command line of stepwise:
 //
-//	stepwise dev   [--config FILE] [--http ADDR] [--kafka ADDR] [--redis URL] [--data DIR]   everything in one process
+//	stepwise dev   [--config FILE] [--http ADDR] [--kafka ADDR] [--redis URL] [--data DIR] [--insecure]   everything in one process
 //	stepwise infra [--kafka ADDR] [--redis ADDR] [--data DIR]                               only the embedded broker and Redis
 //	stepwise demo  [--runs N]                                                               a sample batch on an embedded stack
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -109,8 +110,15 @@ func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
 	return err
 }
 
-// Gateway builds the HTTP API of this stack.
+// Gateway builds the HTTP API of this stack: its keys read from the
+// environment variables the configuration names, its CORS allow-list and
+// stream cap from gateway:.
 func (s *Stack) Gateway() (*gateway.Server, error) {
+	keys, err := apiKeys(s.Config.Auth)
+	if err != nil {
+		return nil, err
+	}
+	g := s.Config.Gateway
 	return gateway.New(gateway.Config{
 		Store: s.Store, Publisher: s.Publisher, Names: s.Names,
 		Agents: func(name string) bool { _, ok := s.Config.Agent(name); return ok },
@@ -118,20 +126,38 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 			_, err := script.Parse(raw)
 			return err
 		},
-		Ready:      s.transport.ready,
-		SweepAfter: s.Config.StepWorker.Lease.Duration,
-		Logger:     s.Logger.With("component", "gateway"),
+		Ready:              s.transport.ready,
+		SweepAfter:         s.Config.StepWorker.Lease.Duration,
+		Logger:             s.Logger.With("component", "gateway"),
+		Keys:               keys,
+		CORSOrigins:        g.CORSOrigins,
+		MaxStreamsPerKey:   g.MaxStreamsPerKey,
+		StreamWriteTimeout: g.WriteTimeout.Duration,
 	})
 }
 
 // RunGateway serves the HTTP API on l until ctx ends, then shuts down
-// gracefully (in-flight requests get ShutdownTimeout).
+// gracefully (in-flight requests get ShutdownTimeout). It refuses to serve
+// beyond loopback without an API key unless s.Insecure. The server's
+// timeouts and header limit come from gateway: in the configuration.
 func (s *Stack) RunGateway(ctx context.Context, l net.Listener) error {
+	if err := s.CheckExposure(l.Addr()); err != nil {
+		return err
+	}
 	gw, err := s.Gateway()
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	g := s.Config.Gateway
+	srv := &http.Server{
+		Handler:           gw.Handler(),
+		ReadHeaderTimeout: g.ReadHeaderTimeout.Duration,
+		ReadTimeout:       g.ReadTimeout.Duration,
+		WriteTimeout:      g.WriteTimeout.Duration,
+		IdleTimeout:       g.IdleTimeout.Duration,
+		MaxHeaderBytes:    g.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelDebug),
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {

@@ -34,6 +34,9 @@ type Stack struct {
 	Publisher message.Publisher
 	Logger    *slog.Logger
 	Plugins   *plugin.Registry // the plugins agents may enable
+	// Insecure lets a gateway with no API key listen beyond loopback
+	// (--insecure); see CheckExposure.
+	Insecure bool
 
 	wmLogger  watermill.LoggerAdapter
 	transport transport

@@ -344,7 +344,9 @@ func (d *driver) post(st *store.Store, pub message.Publisher) {
 	}
 	body := fmt.Sprintf(`{"run_id":%q,"agent":%q,"input":"go","model":%s}`, RunID, d.sc.Agent, d.sc.Script)
 	rec := httptest.NewRecorder()
-	gw.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/runs", strings.NewReader(body)))
+	req := httptest.NewRequest(http.MethodPost, "/v1/runs", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	gw.Handler().ServeHTTP(rec, req)
 	if rec.Code != http.StatusCreated && !d.inj.Crashed() {
 		d.t.Fatalf("%s: create run: %d %s", d.sc.Name, rec.Code, rec.Body)
 	}

@@ -53,6 +53,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	seen := make(map[string]int, len(items))
 	for i, it := range items {
 		nr, problems := s.parseCreate(it.raw, true)
+		nr = nr.ownedBy(principalOf(r).Tenant)
 		if id := nr.run.ID; id != "" {
 			if j, dup := seen[id]; dup {
 				problems = append(problems, fmt.Sprintf("run_id %q repeats item %d's", id, j))

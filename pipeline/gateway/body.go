@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
 )
@@ -19,22 +20,21 @@ const (
 	mediaJSONL2 = "application/x-jsonlines"
 )
 
-// mediaType returns the request's media type, "" when it sent none, or a 415
-// when it is not one of accepted. Types that clients send by default without
-// being asked (curl -d sends a form type, fetch a text/plain one) count as
-// none: the body is read as JSON and must be JSON.
+// mediaType returns the request's media type, or a 415 when it is not one
+// of accepted (application/*+json counts as JSON). A body without a
+// Content-Type, or with one a browser may send to another origin without
+// asking first (text/plain, a form), is refused too: reading those as JSON
+// would let any web page change state through a visitor's browser.
 func mediaType(r *http.Request, accepted ...string) (string, *apiError) {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
-		return "", nil
+		return "", apiErr(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+			fmt.Sprintf("no Content-Type: send the body as %s", strings.Join(accepted, " or ")))
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
 		return "", apiErr(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
 			fmt.Sprintf("Content-Type %q does not parse: %v", ct, err))
-	}
-	if mt == "application/x-www-form-urlencoded" || mt == "text/plain" {
-		return "", nil
 	}
 	for _, a := range accepted {
 		if mt == a {
@@ -56,6 +56,11 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiEr
 		if errors.As(err, &tooBig) {
 			return nil, apiErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
 				fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit))
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, apiErr(http.StatusRequestTimeout, CodeRequestTimeout,
+				"the request body stalled: it did not arrive within the gateway's read timeout (gateway.read_timeout)")
 		}
 		return nil, invalid("read request body: %v", err)
 	}

@@ -42,6 +42,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, invalidAll("invalid run", problems))
 		return
 	}
+	nr = nr.ownedBy(principalOf(r).Tenant)
 	if nr.run.ID == "" {
 		nr.run.ID = uuid.NewString()
 	}

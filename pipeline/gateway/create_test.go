@@ -234,24 +234,22 @@ func TestCreate_a_body_over_MaxBodyBytes_is_refused_with_413(t *testing.T) {
 	h.post("/v1/runs/batch", "["+big+"]").wantError(t, http.StatusRequestEntityTooLarge, "payload_too_large")
 }
 
-func TestCreate_a_body_of_another_media_type_is_refused_with_415(t *testing.T) {
+// Only JSON changes state. A body without a Content-Type, or with one a
+// browser sends to another origin without a preflight (text/plain, a form),
+// is refused: read as JSON, it would let any web page act through a
+// visitor's browser.
+func TestCreate_a_body_that_is_not_declared_JSON_is_refused_with_415(t *testing.T) {
 	h := newHarness(t)
-	h.do(http.MethodPost, "/v1/runs", "text/csv", []byte("agent,input\n")).
-		wantError(t, http.StatusUnsupportedMediaType, "unsupported_media_type", "application/json")
-	// Without a Content-Type, and with a +json type, the body is read as JSON.
-	h.do(http.MethodPost, "/v1/runs", "", []byte(`{"agent": "assistant", "input": "hi"}`)).want(t, http.StatusCreated, nil)
-	h.do(http.MethodPost, "/v1/runs", "application/vnd.stepwise+json; charset=utf-8", []byte(`{"agent": "assistant", "input": "hi"}`)).
-		want(t, http.StatusCreated, nil)
-}
-
-// curl -d sends a form type unless told otherwise: the body is read as JSON
-// all the same, and must be JSON.
-func TestCreate_accepts_JSON_sent_with_curls_default_form_type(t *testing.T) {
-	h := newHarness(t)
-	h.do(http.MethodPost, "/v1/runs", "application/x-www-form-urlencoded", []byte(`{"agent": "assistant", "input": "hi"}`)).
-		want(t, http.StatusCreated, nil)
-	h.do(http.MethodPost, "/v1/runs", "application/x-www-form-urlencoded", []byte("agent=assistant")).
-		wantError(t, http.StatusBadRequest, "invalid_request")
+	body := []byte(`{"agent": "assistant", "input": "hi"}`)
+	for _, ct := range []string{"text/csv", "", "text/plain", "text/plain; charset=utf-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+		for _, path := range []string{"/v1/runs", "/v1/runs/batch"} {
+			h.do(http.MethodPost, path, ct, body).
+				wantError(t, http.StatusUnsupportedMediaType, "unsupported_media_type", "application/json")
+		}
+	}
+	h.do(http.MethodPost, "/v1/runs", "application/json; charset=utf-8", body).want(t, http.StatusCreated, nil)
+	h.do(http.MethodPost, "/v1/runs", "application/vnd.stepwise+json", body).want(t, http.StatusCreated, nil)
+	h.do(http.MethodPost, "/v1/runs/batch", "application/x-ndjson", body).want(t, http.StatusCreated, nil)
 }
 
 func TestCreate_a_failed_publish_answers_503_and_the_retry_publishes(t *testing.T) {

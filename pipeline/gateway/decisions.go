@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -93,10 +94,10 @@ func (s *Server) postDecision(w http.ResponseWriter, r *http.Request) {
 		writeError(w, invalidAll("invalid decision", problems))
 		return
 	}
-	if _, err := s.cfg.Store.GetRun(r.Context(), runID); err != nil {
-		s.fail(w, r, "run "+runID, err)
+	if !s.ownedRun(w, r, runID) {
 		return
 	}
+	d.DecidedBy = decidedBy(r, d.DecidedBy)
 	if d.DecisionID == "" {
 		d.DecisionID = uuid.NewString()
 	}
@@ -115,9 +116,11 @@ func (s *Server) postDecision(w http.ResponseWriter, r *http.Request) {
 // the cancel a no-op for the step worker).
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	runID := r.PathValue("id")
-	if _, ae := mediaType(r, mediaJSON); ae != nil {
-		writeError(w, ae)
-		return
+	if bodyless := r.ContentLength == 0 && r.Header.Get("Content-Type") == ""; !bodyless {
+		if _, ae := mediaType(r, mediaJSON); ae != nil {
+			writeError(w, ae)
+			return
+		}
 	}
 	body, ae := readBody(w, r, s.cfg.MaxDecisionBytes)
 	if ae != nil {
@@ -134,6 +137,9 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "run "+runID, err)
 		return
 	}
+	if !s.visible(w, r, runID, run.Tenant) {
+		return
+	}
 	if run.Status.Final() {
 		msg := fmt.Sprintf("run %s is already done", runID)
 		if run.Termination != nil {
@@ -146,11 +152,8 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		Header:     topics.Header{RunID: runID},
 		DecisionID: uuid.NewString(),
 		Action:     topics.ActionCancelRun,
-		DecidedBy:  req.DecidedBy,
+		DecidedBy:  cmp.Or(decidedBy(r, req.DecidedBy), decidedByAPI),
 		Reason:     req.Reason,
-	}
-	if d.DecidedBy == "" {
-		d.DecidedBy = decidedByAPI
 	}
 	if ae := s.publishDecision(r, d); ae != nil {
 		writeError(w, ae)

@@ -52,7 +52,7 @@
 // being a no-op. A cancel publishes a cancel_run decision (decided_by "api"
 // unless the body names someone) for a run that is not done.
 //
-//	curl -X POST localhost:8080/v1/runs/r-1/decisions -d '{"call_id": "c-1",
+//	curl -X POST localhost:8080/v1/runs/r-1/decisions -H "Content-Type: application/json" -d '{"call_id": "c-1",
 //		"action": "resume", "args_hash": "<from GET /v1/pending>", "decided_by": "alice"}'
 //	→ 202 {"decision_id":"9b0e…","run_id":"r-1","call_id":"c-1","status":"accepted"}
 package gateway

@@ -19,11 +19,15 @@ import (
 // Each goes with one HTTP status.
 const (
 	CodeInvalidRequest       = "invalid_request"        // 400
+	CodeUnauthorized         = "unauthorized"           // 401: no API key, or an unknown one
+	CodeForbidden            = "forbidden"              // 403: the key lacks the scope, or the origin is not allowed
 	CodeNotFound             = "not_found"              // 404
+	CodeRequestTimeout       = "request_timeout"        // 408: the body stalled
 	CodeMethodNotAllowed     = "method_not_allowed"     // 405
 	CodeConflict             = "conflict"               // 409
 	CodePayloadTooLarge      = "payload_too_large"      // 413
 	CodeUnsupportedMediaType = "unsupported_media_type" // 415
+	CodeTooManyRequests      = "too_many_requests"      // 429: too many event streams open for the key
 	CodeInternal             = "internal"               // 500; the detail is logged, not sent
 	CodeUnavailable          = "unavailable"            // 503; retrying later may succeed
 )

@@ -42,8 +42,22 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "run "+id, err)
 		return
 	}
+	if !s.visible(w, r, id, run.Tenant) {
+		return
+	}
+	release, ok := s.streams.acquire(streamOwner(r))
+	if !ok {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, apiErr(http.StatusTooManyRequests, CodeTooManyRequests,
+			fmt.Sprintf("%d event streams are open for this key already (gateway.max_streams_per_key); close one first", s.cfg.MaxStreamsPerKey)))
+		return
+	}
+	defer release()
 
 	rc := http.NewResponseController(w)
+	// Each write gets its own deadline (eventStream.deadline), in place of
+	// the server's write timeout, which would cut every long stream.
+	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout))
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -57,7 +71,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	es := eventStream{w: w, rc: rc, after: after, lastWrite: time.Now()}
+	es := eventStream{w: w, rc: rc, after: after, lastWrite: time.Now(), timeout: s.cfg.StreamWriteTimeout}
 	// The backlog, page by page.
 	for {
 		events, err := s.cfg.Store.Events(ctx, id, es.after, eventPage)
@@ -112,6 +126,13 @@ type eventStream struct {
 	rc        *http.ResponseController
 	after     string
 	lastWrite time.Time
+	timeout   time.Duration // of each write: a client that stops reading is dropped
+}
+
+// deadline gives the next write its time. A writer without deadlines (a
+// test's recorder) has no need of one.
+func (e *eventStream) deadline() {
+	_ = e.rc.SetWriteDeadline(time.Now().Add(e.timeout))
 }
 
 // send writes events and flushes. done is true once run.finished is sent.
@@ -119,6 +140,7 @@ func (e *eventStream) send(events []pipeline.Event) (done bool, err error) {
 	if len(events) == 0 {
 		return false, nil
 	}
+	e.deadline()
 	for _, ev := range events {
 		data, err := json.Marshal(ev)
 		if err != nil {
@@ -139,6 +161,7 @@ func (e *eventStream) send(events []pipeline.Event) (done bool, err error) {
 
 // heartbeat writes an SSE comment line, which clients ignore.
 func (e *eventStream) heartbeat() error {
+	e.deadline()
 	if _, err := io.WriteString(e.w, ": heartbeat\n\n"); err != nil {
 		return err
 	}

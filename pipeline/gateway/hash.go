@@ -14,11 +14,12 @@ import (
 const hashVersion = "stepwise/create-run/v1\n"
 
 // requestHash is the sha256 of a canonical encoding of what a create request
-// asks for: agent, input messages, model and metadata (not the run_id, which
-// is the key it is compared under). Object keys are sorted and whitespace
+// asks for: agent, input messages, model and metadata, and the tenant it is
+// made for unless the default one (so hashes from before tenants still
+// match); not the run_id, which is the key it is compared under. Object keys are sorted and whitespace
 // dropped, so the same request sent twice, however formatted, hashes the
 // same; text input hashes like the one user message it becomes.
-func requestHash(agent string, input []pipeline.Message, model, metadata json.RawMessage) string {
+func requestHash(tenant, agent string, input []pipeline.Message, model, metadata json.RawMessage) string {
 	type call struct {
 		ID        string `json:"id"`
 		Name      string `json:"name"`
@@ -30,12 +31,16 @@ func requestHash(agent string, input []pipeline.Message, model, metadata json.Ra
 		ToolCalls  []call        `json:"tool_calls"`
 		ToolCallID string        `json:"tool_call_id"`
 	}
+	if tenant == pipeline.DefaultTenant {
+		tenant = ""
+	}
 	canon := struct {
+		Tenant   string `json:"tenant,omitempty"`
 		Agent    string `json:"agent"`
 		Input    []msg  `json:"input"`
 		Model    any    `json:"model"`
 		Metadata any    `json:"metadata"`
-	}{Agent: agent, Model: canonical(model), Metadata: canonical(metadata)}
+	}{Tenant: tenant, Agent: agent, Model: canonical(model), Metadata: canonical(metadata)}
 	for _, m := range input {
 		cm := msg{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
 		for _, tc := range m.ToolCalls {

@@ -69,7 +69,7 @@ func pendingViewOf(p store.PendingCall) PendingView {
 // are done are never pending; an unknown run_id lists nothing.
 func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.PendingFilter{Agent: q.Get("agent"), Tool: q.Get("tool"), RunID: q.Get("run_id")}
+	f := store.PendingFilter{Agent: q.Get("agent"), Tool: q.Get("tool"), RunID: q.Get("run_id"), Tenant: tenantFilter(r)}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxPendingLimit {

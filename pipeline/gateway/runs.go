@@ -141,6 +141,9 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, what, err)
 		return
 	}
+	if !s.visible(w, r, id, run.Tenant) {
+		return
+	}
 	calls, err := s.cfg.Store.RunCalls(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, what, err)
@@ -163,8 +166,7 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	what := fmt.Sprintf("run %s", id)
 	// Messages of an unknown run may read as an empty list; the run decides.
-	if _, err := s.cfg.Store.GetRun(r.Context(), id); err != nil {
-		s.fail(w, r, what, err)
+	if !s.ownedRun(w, r, id) {
 		return
 	}
 	msgs, err := s.cfg.Store.Messages(r.Context(), id)
@@ -181,7 +183,7 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request) {
 // listRuns serves GET /v1/runs?status=&agent=&limit=&cursor=.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.ListFilter{Agent: q.Get("agent"), Cursor: q.Get("cursor")}
+	f := store.ListFilter{Agent: q.Get("agent"), Cursor: q.Get("cursor"), Tenant: tenantFilter(r)}
 	var problems []string
 	if v := q.Get("status"); v != "" {
 		st, err := pipeline.ParseRunStatus(v)

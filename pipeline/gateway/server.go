@@ -17,14 +17,16 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultSweepAfter       = 5 * time.Minute
-	DefaultMaxBodyBytes     = 10 << 20  // 10 MiB
-	DefaultMaxDecisionBytes = 512 << 10 // 512 KiB
-	DefaultMaxBatchItems    = 10000
-	DefaultBatchConcurrency = 32
-	DefaultEventWait        = 1500 * time.Millisecond
-	DefaultHeartbeat        = 15 * time.Second
-	DefaultReadyTimeout     = 2 * time.Second
+	DefaultSweepAfter         = 5 * time.Minute
+	DefaultMaxBodyBytes       = 10 << 20  // 10 MiB
+	DefaultMaxDecisionBytes   = 512 << 10 // 512 KiB
+	DefaultMaxBatchItems      = 10000
+	DefaultBatchConcurrency   = 32
+	DefaultEventWait          = 1500 * time.Millisecond
+	DefaultHeartbeat          = 15 * time.Second
+	DefaultReadyTimeout       = 2 * time.Second
+	DefaultMaxStreamsPerKey   = 64
+	DefaultStreamWriteTimeout = time.Minute
 )
 
 // Config is what a Server needs. Store and Publisher are required; every
@@ -81,6 +83,23 @@ type Config struct {
 	// ReadyTimeout bounds the checks of GET /readyz. Default
 	// DefaultReadyTimeout (2s).
 	ReadyTimeout time.Duration
+	// Keys are the API keys the gateway takes. None: every request is
+	// served, as the admin of the default tenant (keep such a gateway on
+	// loopback). Some: every route but /healthz and /readyz needs one.
+	Keys []Key
+	// CORSOrigins are the browser origins allowed to call the API ("*":
+	// any). None: no CORS answer, and a state-changing request a page of
+	// another origin sends is refused with 403.
+	CORSOrigins []string
+	// StreamWriteTimeout bounds each write of an event stream, renewed for
+	// every one (the server's own write timeout would cut a long stream):
+	// a client that stops reading is dropped. Default
+	// DefaultStreamWriteTimeout (60s).
+	StreamWriteTimeout time.Duration
+	// MaxStreamsPerKey caps the event streams one key (with no keys, one
+	// client IP) holds open on this gateway. Default
+	// DefaultMaxStreamsPerKey (64); one more is answered 429.
+	MaxStreamsPerKey int
 }
 
 func (c *Config) setDefaults() {
@@ -114,6 +133,12 @@ func (c *Config) setDefaults() {
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = DefaultReadyTimeout
 	}
+	if c.MaxStreamsPerKey == 0 {
+		c.MaxStreamsPerKey = DefaultMaxStreamsPerKey
+	}
+	if c.StreamWriteTimeout == 0 {
+		c.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
 }
 
 // Validate reports every problem of the configuration at once.
@@ -140,6 +165,8 @@ func (c Config) Validate() error {
 		{"EventWait", int64(c.EventWait)},
 		{"Heartbeat", int64(c.Heartbeat)},
 		{"ReadyTimeout", int64(c.ReadyTimeout)},
+		{"MaxStreamsPerKey", int64(c.MaxStreamsPerKey)},
+		{"StreamWriteTimeout", int64(c.StreamWriteTimeout)},
 	}
 	for _, p := range positive {
 		if p.v < 0 {
@@ -153,9 +180,12 @@ func (c Config) Validate() error {
 // holds no per-run state: any number of gateways may serve the same Redis.
 // Its methods are safe for concurrent use.
 type Server struct {
-	cfg Config
-	log *slog.Logger
-	mux *http.ServeMux
+	cfg     Config
+	log     *slog.Logger
+	mux     *http.ServeMux
+	keys    keyring
+	origins origins
+	streams *streamCounter
 }
 
 // New checks cfg, fills its defaults and returns a Server.
@@ -164,32 +194,38 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger}
+	keys, err := newKeyring(cfg.Keys)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, keys: keys, origins: newOrigins(cfg.CORSOrigins),
+		streams: newStreamCounter(cfg.MaxStreamsPerKey)}
 	s.mux = http.NewServeMux()
 	s.routes()
 	return s, nil
 }
 
 func (s *Server) routes() {
-	s.mux.HandleFunc("POST /v1/runs", s.createRun)
-	s.mux.HandleFunc("POST /v1/runs/batch", s.createBatch)
-	s.mux.HandleFunc("GET /v1/runs", s.listRuns)
-	s.mux.HandleFunc("GET /v1/runs/{id}", s.getRun)
-	s.mux.HandleFunc("GET /v1/runs/{id}/messages", s.getMessages)
-	s.mux.HandleFunc("GET /v1/runs/{id}/events", s.streamEvents)
-	s.mux.HandleFunc("POST /v1/runs/{id}/decisions", s.postDecision)
-	s.mux.HandleFunc("POST /v1/runs/{id}/cancel", s.cancelRun)
-	s.mux.HandleFunc("GET /v1/pending", s.listPending)
+	s.mux.HandleFunc("POST /v1/runs", need(ScopeRunsWrite, s.createRun))
+	s.mux.HandleFunc("POST /v1/runs/batch", need(ScopeRunsWrite, s.createBatch))
+	s.mux.HandleFunc("GET /v1/runs", need(ScopeRunsRead, s.listRuns))
+	s.mux.HandleFunc("GET /v1/runs/{id}", need(ScopeRunsRead, s.getRun))
+	s.mux.HandleFunc("GET /v1/runs/{id}/messages", need(ScopeRunsRead, s.getMessages))
+	s.mux.HandleFunc("GET /v1/runs/{id}/events", need(ScopeRunsRead, s.streamEvents))
+	s.mux.HandleFunc("POST /v1/runs/{id}/decisions", need(ScopeDecisionsWrite, s.postDecision))
+	s.mux.HandleFunc("POST /v1/runs/{id}/cancel", need(ScopeRunsWrite, s.cancelRun))
+	s.mux.HandleFunc("GET /v1/pending", need(ScopeRunsRead, s.listPending))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 }
 
 // Handler returns the API as one http.Handler: every route, JSON errors for
 // unknown paths (404) and wrong methods (405), panics answered with 500, and
-// one debug log line per request. Cancelling a request's context (the
-// client going away) stops its work, an SSE stream included.
+// one debug log line per request. Cross-origin requests are checked first
+// (cors.go), then the API key (auth.go). Cancelling a request's context
+// (the client going away) stops its work, an SSE stream included.
 func (s *Server) Handler() http.Handler {
-	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.route)))
+	return s.logRequests(s.recoverPanics(s.crossOrigin(s.authenticate(http.HandlerFunc(s.route)))))
 }
 
 // route serves through the mux, rewriting the mux's own plain-text 404 and

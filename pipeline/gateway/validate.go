@@ -128,8 +128,15 @@ func (s *Server) parseCreate(body []byte, item bool) (newRun, []string) {
 	if len(problems) > 0 {
 		return newRun{}, problems
 	}
-	nr.run.RequestHash = requestHash(nr.run.Agent, nr.input, nr.run.Model, nr.run.Metadata)
-	return nr, nil
+	return nr.ownedBy(pipeline.DefaultTenant), nil
+}
+
+// ownedBy returns nr made for tenant: the run's tenant, and its request
+// hash, so the same request from another tenant is another request.
+func (nr newRun) ownedBy(tenant string) newRun {
+	nr.run.Tenant = tenant
+	nr.run.RequestHash = requestHash(tenant, nr.run.Agent, nr.input, nr.run.Model, nr.run.Metadata)
+	return nr
 }
 
 // stringField returns fields[name] as a string; absent and null read as "".
