@@ -22,7 +22,7 @@ type deadLetter struct {
 // a function that lists the dead letters received so far.
 func collect(t *testing.T, stack *app.Stack, topic string) func() []deadLetter {
 	t.Helper()
-	sub, err := kafka.NewSubscriber(stack.Brokers, "test-"+uuid.NewString(), watermill.NopLogger{})
+	sub, err := kafka.NewSubscriber(stack.Kafka, "test-"+uuid.NewString(), watermill.NopLogger{})
 	if err != nil {
 		t.Fatal(err)
 	}

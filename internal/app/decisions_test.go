@@ -154,7 +154,7 @@ func TestDecisions_a_decision_published_with_kcat_resumes_the_run(t *testing.T) 
 	waitFor(t, base, id, "A waiting", func(v runView) bool { return v.Status == pipeline.RunWaiting })
 
 	decision := `{"decision_id":"kcat-1","run_id":"r-kcat","call_id":"A","action":"resume","decided_by":"ticketing"}`
-	cmd := exec.Command(kcat, "-P", "-b", stack.Brokers[0], "-t", stack.Names.Decisions(), "-k", id,
+	cmd := exec.Command(kcat, "-P", "-b", stack.Kafka.Brokers[0], "-t", stack.Names.Decisions(), "-k", id,
 		"-X", "topic.partitioner=murmur2_random")
 	cmd.Stdin = strings.NewReader(decision + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -3,12 +3,14 @@ package app
 import (
 	"errors"
 	"flag"
-	"github.com/stepwise-run/stepwise/pipeline/config"
-	"github.com/stepwise-run/stepwise/pipeline/plugin"
-	"github.com/stepwise-run/stepwise/pipeline/plugin/builtin"
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/stepwise-run/stepwise/internal/kafka"
+	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/plugin"
+	"github.com/stepwise-run/stepwise/pipeline/plugin/builtin"
 )
 
 // Environment variables that name the infrastructure when flags do not.
@@ -18,25 +20,33 @@ const (
 )
 
 // Options are the settings every program takes: the configuration file and
-// the addresses of Kafka and Redis.
+// the addresses of Kafka and Redis, with how to reach them securely.
 type Options struct {
 	ConfigPath string           // "" = the built-in default configuration
 	Config     *config.Config   // when set, used instead of ConfigPath (tests, embedding)
 	Plugins    *plugin.Registry // the plugins agents may enable; nil: stepwise's built-ins
 	Kafka      string           // comma-separated brokers; "" = $STEPWISE_KAFKA_BROKERS
-	Redis      string           // redis:// URL; "" = $STEPWISE_REDIS_URL
+	Redis      string           // redis:// or rediss:// URL; "" = $STEPWISE_REDIS_URL
 	Logger     *slog.Logger     // default slog.Default()
+	// KafkaSecurity and RedisSecurity are TLS and logins (security.go);
+	// each empty field falls back to its environment variable.
+	KafkaSecurity KafkaSecurity
+	RedisSecurity RedisSecurity
 }
 
-// Register adds --config, --kafka and --redis to fs.
+// Register adds --config, --kafka and --redis to fs, and the flags of
+// KafkaSecurity and RedisSecurity.
 func (o *Options) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.ConfigPath, "config", "", "configuration `file` (YAML); empty: the built-in default")
 	fs.StringVar(&o.Kafka, "kafka", "", "Kafka `brokers`, comma-separated (default $"+EnvKafkaBrokers+")")
-	fs.StringVar(&o.Redis, "redis", "", "Redis `URL` (default $"+EnvRedisURL+")")
+	fs.StringVar(&o.Redis, "redis", "", "Redis `URL`: redis://[user:password@]host:port/db, rediss:// for TLS, or a cluster's (default $"+EnvRedisURL+")")
+	o.KafkaSecurity.register(fs)
+	o.RedisSecurity.register(fs)
 }
 
-// brokers returns the Kafka brokers from the flag or the environment.
-func (o Options) brokers() ([]string, error) {
+// cluster returns the Kafka brokers from the flag or the environment, with
+// their TLS and SASL settings.
+func (o Options) cluster() (kafka.Cluster, error) {
 	raw := o.Kafka
 	if raw == "" {
 		raw = os.Getenv(EnvKafkaBrokers)
@@ -48,9 +58,9 @@ func (o Options) brokers() ([]string, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no Kafka brokers: pass --kafka host:port or set " + EnvKafkaBrokers)
+		return kafka.Cluster{}, errors.New("no Kafka brokers: pass --kafka host:port or set " + EnvKafkaBrokers)
 	}
-	return out, nil
+	return o.KafkaSecurity.cluster(out)
 }
 
 // redisURL returns the Redis URL from the flag or the environment.

@@ -15,17 +15,21 @@ import (
 // URL form (redis://host1:port?addr=host2:port&addr=host3:port); the URL of
 // a single node is asked whether it is part of a cluster (INFO), so
 // the address of any one node of a cluster works as well.
-func connectRedis(ctx context.Context, url string) (redis.UniversalClient, error) {
+func connectRedis(ctx context.Context, url string, sec RedisSecurity) (redis.UniversalClient, error) {
 	u, err := neturl.Parse(url)
 	if err != nil {
-		return nil, fmt.Errorf("redis URL %q: %w", url, err)
+		return nil, fmt.Errorf("redis URL does not parse: %w", err)
 	}
+	shown := u.Redacted() // the URL without its password, for messages
 	if u.Query().Has("addr") {
-		return connectCluster(ctx, url, u)
+		return connectCluster(ctx, shown, u, sec)
 	}
 	opts, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("redis URL %q: %w", url, err)
+		return nil, fmt.Errorf("redis URL %s: %w", shown, err)
+	}
+	if err := sec.apply(&opts.TLSConfig, &opts.Username, &opts.Password); err != nil {
+		return nil, err
 	}
 	db := opts.DB
 	opts.DB = 0 // a cluster node refuses SELECT: ask it what it is first
@@ -37,7 +41,7 @@ func connectRedis(ctx context.Context, url string) (redis.UniversalClient, error
 	}
 	if strings.Contains(info, "cluster_enabled:1") {
 		_ = rdb.Close()
-		return connectCluster(ctx, url, u)
+		return connectCluster(ctx, shown, u, sec)
 	}
 	if db == 0 {
 		return rdb, nil
@@ -53,15 +57,18 @@ func connectRedis(ctx context.Context, url string) (redis.UniversalClient, error
 }
 
 // connectCluster connects a cluster client and checks that the cluster
-// serves every slot.
-func connectCluster(ctx context.Context, url string, u *neturl.URL) (redis.UniversalClient, error) {
+// serves every slot. shown is the URL without its password.
+func connectCluster(ctx context.Context, shown string, u *neturl.URL, sec RedisSecurity) (redis.UniversalClient, error) {
 	if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
-		return nil, fmt.Errorf("redis URL %q: a Redis Cluster has only database 0, not %s", url, db)
+		return nil, fmt.Errorf("redis URL %s: a Redis Cluster has only database 0, not %s", shown, db)
 	}
 	u.Path = ""
 	opts, err := redis.ParseClusterURL(u.String())
 	if err != nil {
-		return nil, fmt.Errorf("redis cluster URL %q: %w", url, err)
+		return nil, fmt.Errorf("redis cluster URL %s: %w", shown, err)
+	}
+	if err := sec.apply(&opts.TLSConfig, &opts.Username, &opts.Password); err != nil {
+		return nil, err
 	}
 	rdb := redis.NewClusterClient(opts)
 	info, err := rdb.ClusterInfo(ctx).Result()

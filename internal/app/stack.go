@@ -28,7 +28,7 @@ const ConnectTimeout = 10 * time.Second
 type Stack struct {
 	Config    *config.Config
 	Names     topics.Names
-	Brokers   []string
+	Kafka     kafka.Cluster // the brokers, with TLS and SASL when they need them
 	Redis     redis.UniversalClient
 	Store     *store.Store
 	Publisher message.Publisher
@@ -51,7 +51,7 @@ func Connect(ctx context.Context, o Options) (*Stack, error) {
 		return nil, err
 	}
 	o.Config = cfg
-	brokers, errK := o.brokers()
+	cluster, errK := o.cluster()
 	_, errR := o.redisURL()
 	if err := errors.Join(errK, errR); err != nil {
 		return nil, err
@@ -66,19 +66,19 @@ func Connect(ctx context.Context, o Options) (*Stack, error) {
 		_ = s.Redis.Close()
 		return nil, err
 	}
-	if err := kafka.Check(ctx, brokers); err != nil {
+	if err := kafka.Check(ctx, cluster); err != nil {
 		return fail(err)
 	}
 	all := append(s.Names.Static(), queueTopics(s.Names, s.Config.Queues())...)
-	if err := kafka.EnsureTopics(ctx, brokers, all, s.Config.Kafka.Partitions); err != nil {
+	if err := kafka.EnsureTopics(ctx, cluster, all, s.Config.Kafka.Partitions); err != nil {
 		return fail(fmt.Errorf("create topics: %w", err))
 	}
-	pub, err := kafka.NewPublisher(brokers, s.wmLogger)
+	pub, err := kafka.NewPublisher(cluster, s.wmLogger)
 	if err != nil {
 		return fail(err)
 	}
-	s.Brokers, s.Publisher = brokers, pub
-	s.transport = kafkaTransport{brokers: brokers, partitions: s.Config.Kafka.Partitions, logger: s.wmLogger}
+	s.Kafka, s.Publisher = cluster, pub
+	s.transport = kafkaTransport{cluster: cluster, partitions: s.Config.Kafka.Partitions, logger: s.wmLogger}
 	return s, nil
 }
 
@@ -115,7 +115,7 @@ func open(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := connectRedis(ctx, url)
+	rdb, err := connectRedis(ctx, url, o.RedisSecurity)
 	if err != nil {
 		return nil, err
 	}

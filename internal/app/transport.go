@@ -19,20 +19,20 @@ type transport interface {
 }
 
 type kafkaTransport struct {
-	brokers    []string
+	cluster    kafka.Cluster
 	partitions int32
 	logger     watermill.LoggerAdapter
 }
 
 func (k kafkaTransport) subscriber(group string) (message.Subscriber, error) {
-	return kafka.NewSubscriber(k.brokers, group, k.logger)
+	return kafka.NewSubscriber(k.cluster, group, k.logger)
 }
 
 func (k kafkaTransport) ensureTopics(ctx context.Context, topics []string) error {
-	return kafka.EnsureTopics(ctx, k.brokers, topics, k.partitions)
+	return kafka.EnsureTopics(ctx, k.cluster, topics, k.partitions)
 }
 
-func (k kafkaTransport) ready(ctx context.Context) error { return kafka.Check(ctx, k.brokers) }
+func (k kafkaTransport) ready(ctx context.Context) error { return kafka.Check(ctx, k.cluster) }
 
 // channelTransport is one in-process Go channel pub/sub. It has no consumer
 // groups: every subscriber of a topic gets every message.

@@ -30,7 +30,7 @@ func check(t *testing.T, brokers []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := kafka.Check(ctx, brokers); err != nil {
+	if err := kafka.Check(ctx, kafka.Plain(brokers...)); err != nil {
 		t.Fatalf("Check(%v): %v", brokers, err)
 	}
 }

@@ -1,12 +1,16 @@
 package embedded
 
 import (
+	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/stepwise-run/stepwise/internal/kafka"
 )
 
 // DefaultPartitions is the partition count of topics the embedded broker
@@ -21,6 +25,21 @@ type kafkaOptions struct {
 	autoCreate bool
 	partitions int
 	seed       map[string]int32
+	tls        *tls.Config
+	sasl       kafka.SASL
+}
+
+// WithTLS serves TLS only, with cfg's certificate: clients must speak TLS
+// and trust it.
+func WithTLS(cfg *tls.Config) KafkaOption {
+	return func(o *kafkaOptions) { o.tls = cfg }
+}
+
+// WithSASL requires every client to log in with SASL; login is a superuser
+// (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512). More users can log in through
+// the same mechanisms once added with kfake's admin requests.
+func WithSASL(login kafka.SASL) KafkaOption {
+	return func(o *kafkaOptions) { o.sasl = login }
 }
 
 // WithDataDir keeps the broker's topics, messages and committed offsets in
@@ -104,6 +123,17 @@ func StartKafka(addr string, opts ...KafkaOption) (*Kafka, error) {
 	}
 	if o.dataDir != "" {
 		kopts = append(kopts, kfake.DataDir(o.dataDir))
+	}
+	if o.tls != nil {
+		kopts = append(kopts, kfake.TLS(o.tls))
+		reap.link.TLS = &tls.Config{InsecureSkipVerify: true} // its own listener, in this process
+	}
+	if o.sasl != (kafka.SASL{}) {
+		// The reaper logs in as a PLAIN superuser of its own.
+		reap.link.SASL = kafka.SASL{Mechanism: kafka.SASLPlain, User: "stepwise-embedded-reaper", Password: rand.Text()}
+		kopts = append(kopts, kfake.EnableSASL(),
+			kfake.Superuser(o.sasl.Mechanism, o.sasl.User, o.sasl.Password),
+			kfake.Superuser(reap.link.SASL.Mechanism, reap.link.SASL.User, reap.link.SASL.Password))
 	}
 	if o.autoCreate {
 		kopts = append(kopts, kfake.AllowAutoTopicCreation())

@@ -9,6 +9,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/stepwise-run/stepwise/internal/kafka"
 )
 
 // reaper removes the consumer group members of client processes that died,
@@ -47,6 +49,7 @@ import (
 type reaper struct {
 	cluster *kfake.Cluster
 	addr    string        // the broker, for the requests the reaper sends
+	link    kafka.Cluster // TLS and SASL of its connection, when the broker wants them
 	every   time.Duration // how often it looks again while closed connections are pending
 
 	mu     sync.Mutex
@@ -253,7 +256,7 @@ func (r *reaper) conn() (*sarama.Broker, error) {
 	if r.broker != nil {
 		return r.broker, nil
 	}
-	cfg := sarama.NewConfig()
+	cfg := r.link.SaramaConfig()
 	cfg.ClientID = "stepwise-embedded-reaper"
 	cfg.Net.DialTimeout = 2 * time.Second
 	cfg.Net.ReadTimeout = 2 * time.Second

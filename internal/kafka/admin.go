@@ -25,7 +25,7 @@ const topicReadyTimeout = 10 * time.Second
 // are joined into one error. An unreachable cluster fails within
 // [DefaultConnectTimeout] (or ctx's earlier deadline) with an error wrapping
 // [ErrUnreachable]; a cancelled ctx returns at once.
-func EnsureTopics(ctx context.Context, brokers []string, names []string, partitions int32) error {
+func EnsureTopics(ctx context.Context, c Cluster, names []string, partitions int32) error {
 	if partitions < 1 {
 		return fmt.Errorf("ensure topics: %d partitions, want ≥ 1", partitions)
 	}
@@ -33,21 +33,21 @@ func EnsureTopics(ctx context.Context, brokers []string, names []string, partiti
 	if len(names) == 0 {
 		return nil
 	}
-	client, err := connect(ctx, brokers)
+	client, err := connect(ctx, c)
 	if err != nil {
 		return fmt.Errorf("ensure topics: %w", err)
 	}
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err != nil {
 		_ = client.Close()
-		return fmt.Errorf("ensure topics: cluster admin on %v: %w", brokers, err)
+		return fmt.Errorf("ensure topics: cluster admin on %s: %w", c, err)
 	}
 	err = withContext(ctx, func() error {
 		defer admin.Close() // closes client too
 		return ensureTopics(ctx, admin, len(client.Brokers()), names, partitions)
 	})
 	if err != nil {
-		return fmt.Errorf("ensure topics on %v: %w", brokers, err)
+		return fmt.Errorf("ensure topics on %s: %w", c, err)
 	}
 	return nil
 }

@@ -47,13 +47,13 @@ func TestEnsureTopics_creates_missing_topics_and_leaves_existing_ones(t *testing
 	a, b, c := unique(t, "a"), unique(t, "b"), unique(t, "c")
 	ctx := context.Background()
 
-	if err := kafka.EnsureTopics(ctx, brokers, []string{a, b, a}, 3); err != nil {
+	if err := kafka.EnsureTopics(ctx, kafka.Plain(brokers...), []string{a, b, a}, 3); err != nil {
 		t.Fatalf("first EnsureTopics: %v", err)
 	}
-	if err := kafka.EnsureTopics(ctx, brokers, []string{a, b, c}, 5); err != nil {
+	if err := kafka.EnsureTopics(ctx, kafka.Plain(brokers...), []string{a, b, c}, 5); err != nil {
 		t.Fatalf("second EnsureTopics: %v", err)
 	}
-	if err := kafka.EnsureTopics(ctx, brokers, []string{a, b, c}, 5); err != nil {
+	if err := kafka.EnsureTopics(ctx, kafka.Plain(brokers...), []string{a, b, c}, 5); err != nil {
 		t.Fatalf("third EnsureTopics: %v", err)
 	}
 	for topic, want := range map[string]int{a: 3, b: 3, c: 5} {
@@ -65,7 +65,7 @@ func TestEnsureTopics_creates_missing_topics_and_leaves_existing_ones(t *testing
 
 func TestEnsureTopics_refuses_fewer_than_one_partition(t *testing.T) {
 	t.Parallel()
-	err := kafka.EnsureTopics(context.Background(), []string{deadAddr(t)}, []string{"x"}, 0)
+	err := kafka.EnsureTopics(context.Background(), kafka.Plain(deadAddr(t)), []string{"x"}, 0)
 	if err == nil || !strings.Contains(err.Error(), "partitions") {
 		t.Errorf("EnsureTopics(0 partitions) = %v, want an error about partitions", err)
 	}
@@ -76,7 +76,7 @@ func TestEnsureTopics_on_an_unreachable_broker_fails_with_ErrUnreachable(t *test
 	addr := deadAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	err := kafka.EnsureTopics(ctx, []string{addr}, []string{"x"}, 1)
+	err := kafka.EnsureTopics(ctx, kafka.Plain(addr), []string{"x"}, 1)
 	if !errors.Is(err, kafka.ErrUnreachable) || !strings.Contains(err.Error(), addr) {
 		t.Errorf("EnsureTopics = %v, want ErrUnreachable naming %s", err, addr)
 	}
@@ -86,7 +86,7 @@ func TestCheck_accepts_a_live_broker(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := kafka.Check(ctx, testinfra.Kafka(t)); err != nil {
+	if err := kafka.Check(ctx, kafka.Plain(testinfra.Kafka(t)...)); err != nil {
 		t.Errorf("Check = %v", err)
 	}
 }
@@ -96,11 +96,11 @@ func TestCheck_names_the_unreachable_broker(t *testing.T) {
 	addr := deadAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	err := kafka.Check(ctx, []string{addr})
+	err := kafka.Check(ctx, kafka.Plain(addr))
 	if !errors.Is(err, kafka.ErrUnreachable) || !strings.Contains(err.Error(), addr) {
 		t.Errorf("Check = %v, want ErrUnreachable naming %s", err, addr)
 	}
-	if err := kafka.Check(ctx, nil); !errors.Is(err, kafka.ErrUnreachable) {
+	if err := kafka.Check(ctx, kafka.Cluster{}); !errors.Is(err, kafka.ErrUnreachable) {
 		t.Errorf("Check(no brokers) = %v, want ErrUnreachable", err)
 	}
 }
@@ -136,7 +136,7 @@ func TestCheck_returns_when_the_context_is_cancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	time.AfterFunc(50*time.Millisecond, cancel)
-	err = kafka.Check(ctx, []string{ln.Addr().String()})
+	err = kafka.Check(ctx, kafka.Plain(ln.Addr().String()))
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, kafka.ErrUnreachable) {
 		t.Errorf("Check = %v, want ErrUnreachable wrapping context.Canceled", err)
 	}

@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"strings"
 )
 
 // Check reports whether at least one of brokers answers a Kafka metadata
@@ -16,14 +15,14 @@ import (
 // waits at most until ctx's deadline or [DefaultConnectTimeout], whichever
 // is first, and returns at once when ctx is cancelled. Safe for concurrent
 // use.
-func Check(ctx context.Context, brokers []string) error {
-	client, err := connect(ctx, brokers)
+func Check(ctx context.Context, c Cluster) error {
+	client, err := connect(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
 	if len(client.Brokers()) == 0 {
-		return fmt.Errorf("%w: %s: metadata lists no brokers", ErrUnreachable, strings.Join(brokers, ","))
+		return fmt.Errorf("%w: %s: metadata lists no brokers", ErrUnreachable, c)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -17,15 +16,15 @@ const DefaultConnectTimeout = 5 * time.Second
 // ErrUnreachable. Network waits are bounded by the context's deadline and by
 // DefaultConnectTimeout, whichever comes first; a cancelled context returns
 // at once.
-func connect(ctx context.Context, brokers []string) (sarama.Client, error) {
-	if len(brokers) == 0 {
+func connect(ctx context.Context, c Cluster) (sarama.Client, error) {
+	if len(c.Brokers) == 0 {
 		return nil, fmt.Errorf("%w: no brokers given", ErrUnreachable)
 	}
 	limit := DefaultConnectTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		limit = min(limit, max(time.Until(dl), time.Millisecond))
 	}
-	cfg := SaramaConfig()
+	cfg := c.SaramaConfig()
 	cfg.Net.DialTimeout = limit
 	cfg.Net.ReadTimeout = limit
 	cfg.Net.WriteTimeout = limit
@@ -38,7 +37,7 @@ func connect(ctx context.Context, brokers []string) (sarama.Client, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		c, err := sarama.NewClient(brokers, cfg)
+		c, err := sarama.NewClient(c.Brokers, cfg)
 		done <- result{c, err}
 	}()
 	var err error
@@ -56,7 +55,7 @@ func connect(ctx context.Context, brokers []string) (sarama.Client, error) {
 		}()
 		err = context.Cause(ctx)
 	}
-	return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, strings.Join(brokers, ","), err)
+	return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, c, err)
 }
 
 // withContext runs fn and returns its error, or the context's cause as soon

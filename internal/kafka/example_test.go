@@ -24,21 +24,21 @@ func Example() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := kafka.Check(ctx, brokers); err != nil {
+	if err := kafka.Check(ctx, kafka.Plain(brokers...)); err != nil {
 		panic(err)
 	}
 	names := topics.NewNames("example.")
-	if err := kafka.EnsureTopics(ctx, brokers, names.Static(), 4); err != nil {
+	if err := kafka.EnsureTopics(ctx, kafka.Plain(brokers...), names.Static(), 4); err != nil {
 		panic(err)
 	}
 
 	wlog := watermill.NopLogger{}
-	pub, err := kafka.NewPublisher(brokers, wlog)
+	pub, err := kafka.NewPublisher(kafka.Plain(brokers...), wlog)
 	if err != nil {
 		panic(err)
 	}
 	defer pub.Close()
-	sub, err := kafka.NewSubscriber(brokers, "example-stepworker", wlog)
+	sub, err := kafka.NewSubscriber(kafka.Plain(brokers...), "example-stepworker", wlog)
 	if err != nil {
 		panic(err)
 	}

@@ -62,7 +62,7 @@ func runChurn(t *testing.T, c churn) {
 	topic := unique(t, "churn")
 	ensure(t, brokers, c.partitions, topic)
 	group := unique(t, "group")
-	pub, err := kafka.NewPublisher(brokers, wlog)
+	pub, err := kafka.NewPublisher(kafka.Plain(brokers...), wlog)
 	if err != nil {
 		t.Fatalf("NewPublisher: %v", err)
 	}

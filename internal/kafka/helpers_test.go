@@ -41,7 +41,7 @@ func newStack(t testing.TB, partitions int32, topicNames ...string) stack {
 	brokers := testinfra.Kafka(t)
 	s := stack{brokers: brokers, deadLetter: unique(t, "dead-letter")}
 	ensure(t, brokers, partitions, append(topicNames, s.deadLetter)...)
-	pub, err := kafka.NewPublisher(brokers, wlog)
+	pub, err := kafka.NewPublisher(kafka.Plain(brokers...), wlog)
 	if err != nil {
 		t.Fatalf("NewPublisher: %v", err)
 	}
@@ -54,7 +54,7 @@ func ensure(t testing.TB, brokers []string, partitions int32, names ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := kafka.EnsureTopics(ctx, brokers, names, partitions); err != nil {
+	if err := kafka.EnsureTopics(ctx, kafka.Plain(brokers...), names, partitions); err != nil {
 		t.Fatalf("EnsureTopics: %v", err)
 	}
 }
@@ -73,7 +73,7 @@ func (s stack) router(t testing.TB, cfg kafka.RouterConfig) *message.Router {
 
 func (s stack) subscriber(t testing.TB, group string, opts ...kafka.SubscriberOption) message.Subscriber {
 	t.Helper()
-	sub, err := kafka.NewSubscriber(s.brokers, group, wlog, opts...)
+	sub, err := kafka.NewSubscriber(kafka.Plain(s.brokers...), group, wlog, opts...)
 	if err != nil {
 		t.Fatalf("NewSubscriber: %v", err)
 	}

@@ -44,7 +44,7 @@ func runMember(specJSON string) int {
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	sub, err := kafka.NewSubscriber(spec.Brokers, spec.Group, watermill.NewSlogLogger(logger))
+	sub, err := kafka.NewSubscriber(kafka.Plain(spec.Brokers...), spec.Group, watermill.NewSlogLogger(logger))
 	if err != nil {
 		logger.Error("new subscriber", "err", err)
 		return 1

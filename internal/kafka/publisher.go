@@ -19,17 +19,17 @@ import (
 // the publisher when done; Publish after Close fails.
 //
 // It fails at once when no broker answers.
-func NewPublisher(brokers []string, logger watermill.LoggerAdapter) (message.Publisher, error) {
-	if len(brokers) == 0 {
+func NewPublisher(c Cluster, logger watermill.LoggerAdapter) (message.Publisher, error) {
+	if len(c.Brokers) == 0 {
 		return nil, errors.New("kafka publisher: no brokers given")
 	}
 	pub, err := wmkafka.NewPublisher(wmkafka.PublisherConfig{
-		Brokers:               brokers,
+		Brokers:               c.Brokers,
 		Marshaler:             Marshaler{},
-		OverwriteSaramaConfig: SaramaConfig(),
+		OverwriteSaramaConfig: c.SaramaConfig(),
 	}, logger)
 	if err != nil {
-		return nil, fmt.Errorf("kafka publisher on %v: %w", brokers, err)
+		return nil, fmt.Errorf("kafka publisher on %s: %w", c, err)
 	}
 	return pub, nil
 }

@@ -73,7 +73,7 @@ func WithInstanceID(id string) SubscriberOption {
 
 // Subscriber is the consumer-group subscriber [NewSubscriber] returns.
 type Subscriber struct {
-	brokers []string
+	cluster Cluster
 	group   string
 	logger  watermill.LoggerAdapter
 	opts    subscriberOptions
@@ -111,8 +111,8 @@ var _ message.Subscriber = (*Subscriber)(nil)
 // owns its partition next. The other members take the partitions over in
 // the rebalance the LeaveGroup starts, within about a second, instead of
 // after a session timeout. Subscribe and Close are safe for concurrent use.
-func NewSubscriber(brokers []string, group string, logger watermill.LoggerAdapter, opts ...SubscriberOption) (message.Subscriber, error) {
-	if len(brokers) == 0 {
+func NewSubscriber(c Cluster, group string, logger watermill.LoggerAdapter, opts ...SubscriberOption) (message.Subscriber, error) {
+	if len(c.Brokers) == 0 {
 		return nil, errors.New("kafka subscriber: no brokers given")
 	}
 	if logger == nil {
@@ -130,13 +130,13 @@ func NewSubscriber(brokers []string, group string, logger watermill.LoggerAdapte
 		o.instanceID = ""
 	}
 	if o.instanceID != "" {
-		cfg := SaramaConfig()
+		cfg := c.SaramaConfig()
 		cfg.Consumer.Group.InstanceId = o.instanceID
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("kafka subscriber %q: instance id %q: %w", group, o.instanceID, err)
 		}
 	}
-	return &Subscriber{brokers: brokers, group: group, logger: logger, opts: o, perTopic: map[string]int{}}, nil
+	return &Subscriber{cluster: c, group: group, logger: logger, opts: o, perTopic: map[string]int{}}, nil
 }
 
 // Subscribe joins the group for topic; see [NewSubscriber].
@@ -160,7 +160,7 @@ func (s *Subscriber) add(topic string) (*wmkafka.Subscriber, error) {
 	if s.closed {
 		return nil, fmt.Errorf("kafka subscriber %q: closed", s.group)
 	}
-	cfg := SaramaConfig()
+	cfg := s.cluster.SaramaConfig()
 	instance := ""
 	if s.opts.instanceID != "" {
 		s.perTopic[topic]++
@@ -171,7 +171,7 @@ func (s *Subscriber) add(topic string) (*wmkafka.Subscriber, error) {
 		cfg.Consumer.Group.InstanceId = instance
 	}
 	sub, err := wmkafka.NewSubscriber(wmkafka.SubscriberConfig{
-		Brokers:               s.brokers,
+		Brokers:               s.cluster.Brokers,
 		Unmarshaler:           Marshaler{},
 		OverwriteSaramaConfig: cfg,
 		ConsumerGroup:         s.group,
@@ -179,7 +179,7 @@ func (s *Subscriber) add(topic string) (*wmkafka.Subscriber, error) {
 		ReconnectRetrySleep:   sleepOrNone(s.opts.reconnectSleep),
 	}, s.logger)
 	if err != nil {
-		return nil, fmt.Errorf("kafka subscriber %q on %v: %w", s.group, s.brokers, err)
+		return nil, fmt.Errorf("kafka subscriber %q on %s: %w", s.group, s.cluster, err)
 	}
 	s.subs = append(s.subs, sub)
 	if instance != "" {
@@ -222,7 +222,7 @@ func (s *Subscriber) Close() error {
 func (s *Subscriber) leave(instances []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultConnectTimeout)
 	defer cancel()
-	client, err := connect(ctx, s.brokers)
+	client, err := connect(ctx, s.cluster)
 	if err != nil {
 		return fmt.Errorf("leave group: %w", err)
 	}

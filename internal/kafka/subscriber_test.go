@@ -82,7 +82,7 @@ func TestSubscriber_Close_leaves_the_group_before_it_returns(t *testing.T) {
 
 func TestNewSubscriber_refuses_an_invalid_instance_id(t *testing.T) {
 	t.Parallel()
-	_, err := kafka.NewSubscriber([]string{"127.0.0.1:9"}, "group", wlog, kafka.WithInstanceID("pod/1"))
+	_, err := kafka.NewSubscriber(kafka.Plain("127.0.0.1:9"), "group", wlog, kafka.WithInstanceID("pod/1"))
 	if err == nil || !strings.Contains(err.Error(), "pod/1") {
 		t.Fatalf("NewSubscriber with instance id pod/1: err = %v, want an error naming it", err)
 	}
