@@ -30,6 +30,9 @@ func NewNames(prefix string) Names {
 	return Names{prefix: prefix}
 }
 
+// Prefix is what every topic name starts with.
+func (n Names) Prefix() string { return n.prefix }
+
 // RunSteps is where StepRequested goes.
 func (n Names) RunSteps() string { return n.prefix + RunSteps }
 

@@ -3,6 +3,7 @@
 //	stepwise dev   [--config FILE] [--http ADDR] [--kafka ADDR] [--redis URL] [--data DIR] [--insecure]   everything in one process
 //	stepwise infra [--kafka ADDR] [--redis ADDR] [--data DIR]                               only the embedded broker and Redis
 //	stepwise demo  [--runs N]                                                               a sample batch on an embedded stack
+//	stepwise dlq list|redrive [--topic T] [--since D] [--dry-run] [--json]                  the dead-letter topic: show, re-publish
 //
 // dev's --redis is the URL of a Redis to use instead of the embedded one;
 // infra's --redis is the address its embedded Redis listens on. --data keeps
@@ -24,6 +25,7 @@ commands:
           an embedded Redis (unless --redis) in one process
   infra   run only the embedded broker and Redis, for multi-process setups
   demo    run a sample batch of agent runs on an embedded stack and summarize it
+  dlq     list the dead-letter topic, or re-drive its records to their topics
 
 Run 'stepwise <command> -h' for the flags of a command.
 `
@@ -37,6 +39,7 @@ func main() {
 		"dev":   dev,
 		"infra": infra,
 		"demo":  demoCmd,
+		"dlq":   dlq,
 	}
 	cmd, ok := commands[os.Args[1]]
 	if !ok {

@@ -15,13 +15,14 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
-// buildPrograms builds the worker programs once per test binary.
+// buildPrograms builds the worker programs and the stepwise command once
+// per test binary.
 var buildPrograms = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "stepwise-bin-")
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", "build", "-o", dir, "../../cmd/stepworker", "../../cmd/toolworker")
+	cmd := exec.Command("go", "build", "-o", dir, "../../cmd/stepworker", "../../cmd/toolworker", "../../cmd/stepwise")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", &buildError{out: out, err: err}
 	}
