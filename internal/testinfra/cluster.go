@@ -194,39 +194,11 @@ func primariesOf(slots []redis.ClusterSlot) []string {
 // port (port+10000) are both free, and returns its address.
 func clusterNode(t testing.TB) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server is not on PATH: %v", err)
-	}
-	for attempt := 0; attempt < 20; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatalf("find a free port: %v", err)
-		}
-		if port+10000 > 65535 || !portFree(port+10000) {
-			continue
-		}
-		dir := t.TempDir()
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--cluster-enabled", "yes", "--cluster-config-file", dir+"/nodes.conf",
-			"--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no",
-			"--dir", dir, "--loglevel", "warning")
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start redis-server: %v", err)
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if waitReady(addr, 5*time.Second) {
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			})
-			return addr
-		}
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
-	t.Fatalf("no cluster-enabled redis-server became ready")
-	return ""
+	return startRedisServer(t, func(port int) bool { return port+10000 <= 65535 && portFree(port+10000) },
+		func(port int, dir string) []string {
+			return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+				"--cluster-enabled", "yes", "--cluster-config-file", dir + "/nodes.conf", "--cluster-node-timeout", "1000"}
+		}, func(addr string) bool { return waitReady(addr, 5*time.Second) })
 }
 
 func portFree(port int) bool {

@@ -52,30 +52,47 @@ func RedisClient(t testing.TB) *redis.Client {
 // on disk, and returns its URL. It fails t when redis-server is missing.
 func RedisServer(t testing.TB) string {
 	t.Helper()
+	addr := startRedisServer(t, nil, func(port int, dir string) []string {
+		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1"}
+	}, func(addr string) bool { return waitReady(addr, 5*time.Second) })
+	return "redis://" + addr + "/0"
+}
+
+// startRedisServer starts redis-server on a free port (one usable(port)
+// accepts, when given) with the arguments args gives for it and a private
+// directory, and nothing kept on disk; it tries another port when ready
+// does not see it up (the port was probably taken between finding it and
+// binding it). It stops the server when t ends and returns its address.
+func startRedisServer(t testing.TB, usable func(port int) bool, args func(port int, dir string) []string, ready func(addr string) bool) string {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server is not on PATH: %v", err)
 	}
-	for attempt := 0; attempt < 5; attempt++ {
+	for attempt := 0; attempt < 20; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			t.Fatalf("find a free port: %v", err)
 		}
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--loglevel", "warning")
+		if usable != nil && !usable(port) {
+			continue
+		}
+		dir := t.TempDir()
+		cmd := exec.Command(bin, append(args(port, dir),
+			"--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning")...)
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start redis-server: %v", err)
 		}
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if waitReady(addr, 5*time.Second) {
+		if ready(addr) {
 			t.Cleanup(func() {
 				_ = cmd.Process.Kill()
 				_ = cmd.Wait()
 			})
-			return "redis://" + addr + "/0"
+			return addr
 		}
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait() // the port was probably taken between freePort and bind: try another
+		_ = cmd.Wait()
 	}
 	t.Fatalf("redis-server did not become ready")
 	return ""

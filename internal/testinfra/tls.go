@@ -137,35 +137,16 @@ func KafkaSecure(t testing.TB, certs *Certs, login kafka.SASL) []string {
 // default user is off). It returns a rediss:// URL without the login.
 func RedisTLS(t testing.TB, certs *Certs, user, password string) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
+	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skipf("redis-server is not on PATH: %v", err)
 	}
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, "--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
+	client := certs.Client(t)
+	addr := startRedisServer(t, nil, func(port int, dir string) []string {
+		return []string{"--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--tls-cert-file", certs.ServerCert, "--tls-key-file", certs.ServerKey, "--tls-ca-cert-file", certs.CA,
-			"--user", "default", "off", "--user", user, "on", ">"+password, "~*", "&*", "+@all",
-			"--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--loglevel", "warning")
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start redis-server: %v", err)
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if waitTLS(addr, certs.Client(t), 5*time.Second) {
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			})
-			return "rediss://" + addr + "/0"
-		}
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
-	t.Fatalf("a TLS redis-server did not become ready (is redis-server built with TLS?)")
-	return ""
+			"--user", "default", "off", "--user", user, "on", ">" + password, "~*", "&*", "+@all"}
+	}, func(addr string) bool { return waitTLS(addr, client, 5*time.Second) })
+	return "rediss://" + addr + "/0"
 }
 
 // waitTLS waits until a TLS handshake with addr succeeds.
