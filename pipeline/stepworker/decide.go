@@ -50,10 +50,18 @@ func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
 	if err != nil {
 		return err
 	}
-	res, err := w.store.ApplyDecision(ctx, d.RunID, store.Decision{
+	sd := store.Decision{
 		ID: d.DecisionID, CallID: d.CallID, Action: d.Action, Payload: d.Payload,
 		ArgsHash: d.ArgsHash, DecidedBy: d.DecidedBy, Reason: d.Reason,
-	}, now.Add(w.settings.DecisionHold.Duration), now)
+	}
+	if sd.Action == store.ActionResume {
+		run, call, err := w.store.ResumeTarget(ctx, d.RunID, d.CallID)
+		if err != nil {
+			return err
+		}
+		w.checkResume(ctx, run, call, &sd)
+	}
+	res, err := w.store.ApplyDecision(ctx, d.RunID, sd, now.Add(w.settings.DecisionHold.Duration), now)
 	if err != nil {
 		return err
 	}

@@ -195,14 +195,18 @@ func (w *Worker) reconcileTools(ctx context.Context, snap store.Snapshot, now ti
 func (w *Worker) applyDue(ctx context.Context, snap store.Snapshot, now time.Time) (bool, error) {
 	run := snap.Run
 	parked := map[string]bool{}
+	byID := map[string]pipeline.ToolCall{}
 	for _, c := range snap.Calls {
 		parked[c.ID] = c.Status == pipeline.CallSuspended
+		byID[c.ID] = c
 	}
 	changed := false
 	for _, h := range snap.Held {
 		switch {
 		case parked[h.CallID]:
-			if _, err := w.store.ApplyDecision(ctx, run.ID, h.Decision, h.Until, now); err != nil {
+			d := h.Decision
+			w.checkResume(ctx, run, byID[h.CallID], &d)
+			if _, err := w.store.ApplyDecision(ctx, run.ID, d, h.Until, now); err != nil {
 				return changed, err
 			}
 			parked[h.CallID] = false
@@ -226,10 +230,12 @@ func (w *Worker) applyDue(ctx context.Context, snap store.Snapshot, now time.Tim
 			action = topics.ActionResume
 		}
 		waited := c.Parking.Deadline.Sub(c.Parking.ParkedAt).Round(time.Second)
-		if _, err := w.store.ApplyDecision(ctx, run.ID, store.Decision{
+		d := store.Decision{
 			ID: "timeout:" + c.ID, CallID: c.ID, Action: action, DecidedBy: "stepwise",
 			Reason: fmt.Sprintf("no decision within %s", waited), Timeout: true,
-		}, now, now); err != nil {
+		}
+		w.checkResume(ctx, run, c, &d)
+		if _, err := w.store.ApplyDecision(ctx, run.ID, d, now, now); err != nil {
 			return changed, err
 		}
 		changed = true

@@ -257,3 +257,27 @@ func (s *Store) decodeCallReply(runID, callID string, v any) (pipeline.ToolCall,
 	}
 	return decodeCall(runID, callID, h)
 }
+
+// ResumeTarget reads a run and one of its calls in one round trip: what the
+// step worker checks a resume decision against. An unknown run is
+// ErrNotFound; an unknown call is the zero ToolCall.
+func (s *Store) ResumeTarget(ctx context.Context, runID, callID string) (pipeline.Run, pipeline.ToolCall, error) {
+	var run, call *redis.MapStringStringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		run = p.HGetAll(ctx, s.runKey(runID))
+		call = p.HGetAll(ctx, s.callKey(runID, callID))
+		return nil
+	})
+	if err != nil {
+		return pipeline.Run{}, pipeline.ToolCall{}, fmt.Errorf("read run %s and call %s: %w", runID, callID, err)
+	}
+	r, err := decodeRun(runID, run.Val())
+	if err != nil {
+		return pipeline.Run{}, pipeline.ToolCall{}, err
+	}
+	if len(call.Val()) == 0 {
+		return r, pipeline.ToolCall{}, nil
+	}
+	c, err := decodeCall(runID, callID, call.Val())
+	return r, c, err
+}

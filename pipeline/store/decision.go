@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,6 +25,12 @@ type Decision struct {
 	DecidedBy string          `json:"decided_by,omitempty"` // who decided
 	Reason    string          `json:"reason,omitempty"`     // why
 	Timeout   bool            `json:"timeout,omitempty"`    // the sweeper applies the call's on_timeout
+
+	// What the step worker found checking a resume against the parked call
+	// it targets (CheckResume); never kept with a held decision, whose
+	// checks are made again when it is applied.
+	Refuse string `json:"-"` // reject the decision with this reason: its payload does not fit the tool
+	Block  string `json:"-"` // apply it, but fail the call with this reason: ToolGate blocks the tool now
 }
 
 // DecisionOutcome is what ApplyDecision did with a decision.
@@ -104,13 +111,17 @@ type (
 //   - the call is terminal or resuming: rejected ("call is <status>, not
 //     suspended");
 //   - d.ArgsHash is set and differs from the parked call's: rejected;
+//   - a resume with d.Refuse (its payload does not fit the tool): rejected
+//     with that reason;
 //   - otherwise applied. Resume moves the call suspended → resuming, and
 //     by the call's resume mode: replay leaves it resuming;
 //     pass_decision_to_tool leaves it resuming with the payload as
 //     arguments (the model's arguments kept as OrigArgs; no payload:
 //     rejected); use_decision_as_result completes it at once, resuming →
 //     succeeded, with the payload as result (JSON null when none), as the
-//     transition table has no suspended → succeeded. Cancel → cancelled
+//     transition table has no suspended → succeeded. A resume with d.Block
+//     goes resuming → failed at once with that error and gate block, in any
+//     mode: ToolGate refused the tool, nothing runs. Cancel → cancelled
 //     with the error "cancelled by <decided_by>: <reason>" ("approval
 //     timed out: <reason>" for d.Timeout). A resuming call starts its
 //     attempts afresh. The decision is recorded on the call (Decision); a
@@ -146,7 +157,7 @@ func (s *Store) ApplyDecision(ctx context.Context, runID string, d Decision, hol
 	for _, ev := range evs {
 		args = append(args, ev.args()...)
 	}
-	args = append(args, decidableCalls())
+	args = append(args, decidableCalls(), plainReason(d.Refuse), d.Block)
 	what := fmt.Sprintf("apply decision %s to call %s of run %s", d.ID, d.CallID, runID)
 	v, err := s.eval(ctx, s.scripts.applyDecision, what, s.decisionKeys(runID, d.CallID), args...)
 	if err != nil {
@@ -191,7 +202,10 @@ func checkDecision(runID string, d Decision) (Decision, error) {
 // tool_call.finished of a call the decision ends.
 func decisionEvents(runID string, d Decision, holdUntil, now time.Time) ([]holedEvent, error) {
 	finished := finishedData{Status: pipeline.CallCancelled, Error: cancelError(d)}
-	if d.Action == ActionResume {
+	switch {
+	case d.Action == ActionResume && d.Block != "":
+		finished = finishedData{Status: pipeline.CallFailed, Error: d.Block}
+	case d.Action == ActionResume:
 		finished = finishedData{Status: pipeline.CallSucceeded, Result: d.Payload}
 		if finished.Result == nil {
 			finished.Result = json.RawMessage("null")
@@ -239,6 +253,23 @@ func cancelError(d Decision) string {
 		return withReason("cancelled", d.Reason)
 	}
 	return withReason("cancelled by "+d.DecidedBy, d.Reason)
+}
+
+// plainReason makes a reason safe to put into event JSON unescaped, as
+// the scripts do: quotes, backslashes and control characters become
+// plain ones.
+func plainReason(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '"':
+			return '\''
+		case r == '\\':
+			return '/'
+		case r < 0x20:
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // withReason is what, followed by ": reason" when there is one.

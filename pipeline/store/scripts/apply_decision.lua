@@ -11,7 +11,9 @@
 --       18-20 decision.applied (step, status), 21-22 run.resumed (step),
 --       23-24 tool_call.finished (step) for a call the decision ends,
 --       25 statuses a decision applies to (",suspended,"), derived from
---       the transition table
+--       the transition table, 26 why to reject a resume ("" none: its
+--       payload fits the tool), 27 why ToolGate blocks a resumed call (""
+--       none): the decision applies, the call fails with it
 -- A resume goes suspended -> resuming, as the table says; in
 -- use_decision_as_result mode the call then completes at once, resuming ->
 -- succeeded: decision.applied reports resuming, tool_call.finished
@@ -70,6 +72,9 @@ end
 if ARGV[5] ~= '' and ARGV[5] ~= (call[3] or '') then
   return reject('args_hash does not match the parked arguments')
 end
+if ARGV[3] ~= 'cancel' and ARGV[26] ~= '' then
+  return reject(ARGV[26])
+end
 
 local fields = {'dec_id', ARGV[1], 'dec_action', ARGV[3], 'dec_by', ARGV[6], 'dec_reason', ARGV[7],
   'dec_timeout', ARGV[8], 'updated_at', ARGV[9]}
@@ -81,7 +86,13 @@ if ARGV[3] == 'cancel' then
 else
   applied = 'resuming'
   local mode = call[4]
-  if mode == 'use_decision_as_result' then
+  if ARGV[27] ~= '' then
+    nstatus = 'failed' -- resuming, then blocked by ToolGate: nothing runs
+    fields[#fields + 1] = 'error'
+    fields[#fields + 1] = ARGV[27]
+    fields[#fields + 1] = 'gate'
+    fields[#fields + 1] = 'block'
+  elseif mode == 'use_decision_as_result' then
     nstatus = 'succeeded' -- resuming, then completed with the payload
     local result = ARGV[4]
     if result == '' then
