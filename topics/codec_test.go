@@ -55,6 +55,12 @@ func TestDecode_golden_payloads_keep_decoding(t *testing.T) {
 			t.Fatalf("got %+v, %v", m, err)
 		}
 	})
+	t.Run("decision outcome", func(t *testing.T) {
+		m, err := topics.Decode[topics.DecisionOutcome](golden(t, "decision_outcome.v1.json"))
+		if err != nil || m.Outcome != topics.OutcomeRejected || m.DecisionID != "d-1" || m.CallID != "c-1" {
+			t.Fatalf("got %+v, %v", m, err)
+		}
+	})
 }
 
 func TestEncode_round_trips_and_writes_the_schema_version(t *testing.T) {

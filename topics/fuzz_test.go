@@ -30,6 +30,10 @@ func FuzzDecodeDecision(f *testing.F) { fuzzDecode[topics.Decision](f, "decision
 
 func FuzzDecodeRunResult(f *testing.F) { fuzzDecode[topics.RunResult](f, "run_result.v1.json") }
 
+func FuzzDecodeDecisionOutcome(f *testing.F) {
+	fuzzDecode[topics.DecisionOutcome](f, "decision_outcome.v1.json")
+}
+
 func fuzzDecode[M topics.Message](f *testing.F, golden string) {
 	b, err := os.ReadFile("testdata/" + golden)
 	if err != nil {

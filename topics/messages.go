@@ -98,6 +98,11 @@ type Decision struct {
 	ArgsHash   string          `json:"args_hash,omitempty"`
 	DecidedBy  string          `json:"decided_by,omitempty"`
 	Reason     string          `json:"reason,omitempty"`
+	// Producer names who signed the decision, and Signature is its
+	// HMAC-SHA256 (hex) over SigningBytes with that producer's key; both
+	// are needed where decisions.require_signature is on (signature.go).
+	Producer  string `json:"producer,omitempty"`
+	Signature string `json:"signature,omitempty"`
 }
 
 // Validate reports every problem of the message at once.
@@ -109,6 +114,38 @@ func (m Decision) Validate() error {
 	case ActionCancelRun:
 	default:
 		errs = append(errs, fmt.Errorf("action %q is not %q, %q or %q", m.Action, ActionResume, ActionCancel, ActionCancelRun))
+	}
+	return errors.Join(errs...)
+}
+
+// The outcomes of a decision.
+const (
+	OutcomeApplied  = "applied"
+	OutcomeHeld     = "held"
+	OutcomeRejected = "rejected"
+)
+
+// DecisionOutcome says what became of a decision: applied, held (its call
+// has not parked yet; a second outcome follows, applied or rejected) or
+// rejected, with the reason. Every decision gets one (two when held); a
+// duplicate of a decision gets none. Delivery is at least once: consumers
+// keep the first message per (decision_id, outcome). Topic:
+// decision-outcomes, keyed by run_id.
+type DecisionOutcome struct {
+	Header
+	DecisionID string `json:"decision_id"`
+	CallID     string `json:"call_id,omitempty"`
+	Outcome    string `json:"outcome"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// Validate reports every problem of the message at once.
+func (m DecisionOutcome) Validate() error {
+	errs := []error{m.check(), required("decision_id", m.DecisionID)}
+	switch m.Outcome {
+	case OutcomeApplied, OutcomeHeld, OutcomeRejected:
+	default:
+		errs = append(errs, fmt.Errorf("outcome %q is not %q, %q or %q", m.Outcome, OutcomeApplied, OutcomeHeld, OutcomeRejected))
 	}
 	return errors.Join(errs...)
 }

@@ -10,12 +10,13 @@ const DefaultQueue = "default"
 
 // Base names of the topics, before the prefix.
 const (
-	RunSteps        = "run-steps"
-	ToolCallsPrefix = "tool-calls."
-	ToolResults     = "tool-results"
-	Decisions       = "decisions"
-	RunResults      = "run-results"
-	DeadLetter      = "dead-letter"
+	RunSteps         = "run-steps"
+	ToolCallsPrefix  = "tool-calls."
+	ToolResults      = "tool-results"
+	Decisions        = "decisions"
+	RunResults       = "run-results"
+	DeadLetter       = "dead-letter"
+	DecisionOutcomes = "decision-outcomes"
 )
 
 // Names builds full topic names under one prefix. The zero value uses no
@@ -53,6 +54,9 @@ func (n Names) Decisions() string { return n.prefix + Decisions }
 // RunResults carries each finished run's outcome, for batch consumers.
 func (n Names) RunResults() string { return n.prefix + RunResults }
 
+// DecisionOutcomes says what became of each decision.
+func (n Names) DecisionOutcomes() string { return n.prefix + DecisionOutcomes }
+
 // DeadLetter receives messages no handler could accept, with the reason.
 func (n Names) DeadLetter() string { return n.prefix + DeadLetter }
 
@@ -63,5 +67,5 @@ func (n Names) Queue(topic string) (string, bool) {
 
 // Static lists the topics every deployment has, without the tool queues.
 func (n Names) Static() []string {
-	return []string{n.RunSteps(), n.ToolResults(), n.Decisions(), n.RunResults(), n.DeadLetter()}
+	return []string{n.RunSteps(), n.ToolResults(), n.Decisions(), n.RunResults(), n.DeadLetter(), n.DecisionOutcomes()}
 }

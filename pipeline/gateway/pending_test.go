@@ -85,7 +85,7 @@ func TestPending_lists_parked_calls_oldest_first_with_filters(t *testing.T) {
 	}
 	cancelled := h.commitCalls("assistant", base.Add(5*time.Second),
 		parked("c-d1", "issue_refund", `{"amount": 300}`, pipeline.Parking{Ticket: "t-d1"}))
-	if _, err := h.store.CancelRun(ctx, cancelled, "ops", "test", base.Add(6*time.Second)); err != nil {
+	if _, err := h.store.CancelRun(ctx, cancelled, "", "ops", "test", base.Add(6*time.Second)); err != nil {
 		t.Fatalf("CancelRun: %v", err)
 	}
 

@@ -38,6 +38,13 @@ func (w *Worker) HandleDecision(msg *message.Message) error {
 		err = w.decide(ctx, d)
 	}
 	if errors.Is(err, store.ErrNotFound) {
+		// No run, no outbox: say so straight, then dead-letter the decision.
+		if perr := w.publishOutcome(topics.DecisionOutcome{
+			Header: topics.Header{RunID: d.RunID}, DecisionID: d.DecisionID, CallID: d.CallID,
+			Outcome: topics.OutcomeRejected, Reason: "run not found",
+		}); perr != nil {
+			return perr
+		}
 		return topics.Permanent(fmt.Errorf("decision %s: %w", d.DecisionID, err))
 	}
 	return err
@@ -84,7 +91,7 @@ func (w *Worker) cancelRun(ctx context.Context, d topics.Decision) error {
 	if err != nil {
 		return err
 	}
-	run, err := w.store.CancelRun(ctx, d.RunID, by, d.Reason, w.now())
+	run, err := w.store.CancelRun(ctx, d.RunID, d.DecisionID, by, d.Reason, w.now())
 	if errors.Is(err, store.ErrStale) {
 		w.log.Info("cancel of a run that is already done", "run_id", d.RunID, "decision_id", d.DecisionID)
 		return w.rescheduleAndReconcile(ctx, d.RunID, run.Step, before)
@@ -93,6 +100,9 @@ func (w *Worker) cancelRun(ctx context.Context, d topics.Decision) error {
 		return err
 	}
 	if _, err := w.schedule(ctx, d.RunID, before); err != nil {
+		return err
+	}
+	if err := w.publishOutcomes(ctx, d.RunID); err != nil {
 		return err
 	}
 	return w.reconcileFrom(ctx, &view{Snapshot: store.Snapshot{Run: run}, written: true})

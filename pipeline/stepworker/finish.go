@@ -89,7 +89,7 @@ func (w *Worker) publishResult(ctx context.Context, run pipeline.Run) error {
 // calls will never park.
 func (w *Worker) dropHeld(ctx context.Context, runID string) error {
 	held, err := w.store.HeldDecisions(ctx, runID)
-	if err != nil {
+	if err != nil || len(held) == 0 {
 		return err
 	}
 	for _, h := range held {
@@ -99,5 +99,5 @@ func (w *Worker) dropHeld(ctx context.Context, runID string) error {
 			return err
 		}
 	}
-	return nil
+	return w.publishOutcomes(ctx, runID) // the rejections' outcomes
 }

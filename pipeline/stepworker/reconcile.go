@@ -27,6 +27,8 @@ const reconcileRounds = 16
 // none); it saves a round trip when right.
 //
 // Each round does what the run's state asks for, then looks again:
+//   - decision outcomes waiting in the run's outbox: publish them, delete
+//     them (first, whatever else the run needs);
 //   - a done run whose result is not marked published: RunEnd, publish it,
 //     mark it (the result's outbox); a published one leaves the schedule;
 //   - a pending step whose request is not marked sent: publish
@@ -97,6 +99,11 @@ func (w *Worker) reconcileCommitted(ctx context.Context, run pipeline.Run, calls
 // look at next, or nil when the run needs nothing more now.
 func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*view, error) {
 	run := v.Run
+	if len(v.Outcomes) > 0 {
+		if err := w.publishOutcomes(ctx, run.ID); err != nil {
+			return nil, err
+		}
+	}
 	if run.Status.Final() {
 		switch {
 		case run.Published: // a crash between its mark and its retirement

@@ -74,7 +74,12 @@ var _ interface {
 	EndStep(ctx context.Context, runID string, step int, end StepEnd, now time.Time) (pipeline.Run, error)
 	FinishRun(ctx context.Context, runID string, t pipeline.Termination, now time.Time) (pipeline.Run, error)
 	SetWaiting(ctx context.Context, runID string, step int, sequential bool, now time.Time) (pipeline.Run, error)
-	CancelRun(ctx context.Context, runID, by, reason string, now time.Time) (pipeline.Run, error)
+	CancelRun(ctx context.Context, runID, decisionID, by, reason string, now time.Time) (pipeline.Run, error)
+	RunTenant(ctx context.Context, runID string) (string, error)
+	ResumeTarget(ctx context.Context, runID, callID string) (pipeline.Run, pipeline.ToolCall, error)
+	Outcomes(ctx context.Context, runID string) ([]Outcome, error)
+	ClaimOutcomes(ctx context.Context, runID string, hold time.Duration, now time.Time) ([]Outcome, error)
+	OutcomesSent(ctx context.Context, runID string, sent []Outcome) error
 	ClaimCall(ctx context.Context, runID, callID string, lease Lease, now time.Time) (pipeline.ToolCall, error)
 	RenewCallLease(ctx context.Context, runID, callID string, lease Lease) error
 	FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (pipeline.ToolCall, error)

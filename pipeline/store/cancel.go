@@ -26,8 +26,11 @@ import (
 // After the script the run leaves the sweeper's index and its calls the
 // pending index; the run returned is valid even when those writes fail (err
 // says so). A run already done is ErrStale, with the current run;
-// ErrNotFound when there is no run.
-func (s *Store) CancelRun(ctx context.Context, runID, by, reason string, now time.Time) (pipeline.Run, error) {
+// ErrNotFound when there is no run. decisionID, when not "", is the
+// cancel_run decision's id: it joins the run's seen ids with an outcome
+// (applied, or rejected for a run already done) in the run's outbox of
+// decision outcomes, once; a repeat adds none.
+func (s *Store) CancelRun(ctx context.Context, runID, decisionID, by, reason string, now time.Time) (pipeline.Run, error) {
 	if err := checkRunID(runID); err != nil {
 		return pipeline.Run{}, err
 	}
@@ -82,6 +85,7 @@ func (s *Store) CancelRun(ctx context.Context, runID, by, reason string, now tim
 			}
 			args = append(args, callID, held[callID], d[0].ID, ev)
 		}
+		args = append(args, decisionID)
 		v, err := s.eval(ctx, s.scripts.cancelRun, what, keys, args...)
 		if errors.Is(err, errRetry) {
 			continue

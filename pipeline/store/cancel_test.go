@@ -13,7 +13,7 @@ var cancelCases = []contractCase{
 		if err := f.st.ScheduleSweep(f.ctx, "r1", at(5)); err != nil {
 			t.Fatal(err)
 		}
-		run, err := f.st.CancelRun(f.ctx, "r1", "ops", "no longer needed", at(1))
+		run, err := f.st.CancelRun(f.ctx, "r1", "", "ops", "no longer needed", at(1))
 		if err != nil {
 			t.Fatalf("CancelRun: %v", err)
 		}
@@ -40,7 +40,7 @@ var cancelCases = []contractCase{
 		if res := f.decide(t, "r1", resume("d1", "c3"), at(6)); res.Outcome != store.DecisionHeld {
 			t.Fatalf("decision = %+v", res)
 		}
-		run, err := f.st.CancelRun(f.ctx, "r1", "ops", "stop", at(7))
+		run, err := f.st.CancelRun(f.ctx, "r1", "", "ops", "stop", at(7))
 		if err != nil {
 			t.Fatalf("CancelRun: %v", err)
 		}
@@ -79,7 +79,7 @@ var cancelCases = []contractCase{
 	{"cancel_run_cancels_the_parked_calls_of_a_waiting_run", func(t *testing.T, f *fixture) {
 		f.parked(t, "r1", pipeline.ResumeReplay, at(2), "c1", "c2")
 		wantPending(t, f, store.PendingFilter{}, "r1/c1", "r1/c2")
-		run, err := f.st.CancelRun(f.ctx, "r1", "", "", at(3))
+		run, err := f.st.CancelRun(f.ctx, "r1", "", "", "", at(3))
 		if err != nil {
 			t.Fatalf("CancelRun: %v", err)
 		}
@@ -96,11 +96,11 @@ var cancelCases = []contractCase{
 	}},
 	{"cancelling_a_run_twice_is_stale", func(t *testing.T, f *fixture) {
 		f.claimed(t, "r1")
-		if _, err := f.st.CancelRun(f.ctx, "r1", "ops", "", at(2)); err != nil {
+		if _, err := f.st.CancelRun(f.ctx, "r1", "", "ops", "", at(2)); err != nil {
 			t.Fatal(err)
 		}
 		f.noEventsFrom(t, "r1", func() {
-			run, err := f.st.CancelRun(f.ctx, "r1", "ops", "again", at(3))
+			run, err := f.st.CancelRun(f.ctx, "r1", "", "ops", "again", at(3))
 			wantErr(t, err, store.ErrStale)
 			if run.Status != pipeline.RunDone || run.Termination.Detail != "ops" {
 				t.Fatalf("the refusal returned %+v, want the current run", run)
@@ -109,7 +109,7 @@ var cancelCases = []contractCase{
 		// The worker inferring the step finds the run done.
 		_, _, err := f.st.CommitStep(f.ctx, "r1", 0, "w1", commitOf("c1"), at(4))
 		wantErr(t, err, store.ErrStale)
-		_, err = f.st.CancelRun(f.ctx, "nope", "ops", "", at(3))
+		_, err = f.st.CancelRun(f.ctx, "nope", "", "ops", "", at(3))
 		wantErr(t, err, store.ErrNotFound)
 	}},
 }

@@ -375,6 +375,6 @@ func (s *Store) DropHeld(ctx context.Context, runID, callID, decisionID, reason 
 	}
 	what := fmt.Sprintf("drop held decision %s of call %s of run %s", decisionID, callID, runID)
 	_, err = s.eval(ctx, s.scripts.dropHeld, what, s.decisionKeys(runID, callID),
-		append([]any{decisionID, callID, heldPrefix(decisionID)}, ev.args()...)...)
+		append(append([]any{decisionID, callID, heldPrefix(decisionID)}, ev.args()...), plainReason(reason))...)
 	return err
 }

@@ -19,6 +19,8 @@ import (
 //	<p>:{<run>}:events         STREAM field "e" = pipeline.Event JSON without ID
 //	<p>:{<run>}:state          HASH   persistent plugin state, key → JSON (state.go)
 //	<p>:{<run>}:decisions      SET    ids of decisions applied or rejected (held ones are not)
+//	<p>:{<run>}:outcomes       STREAM what became of each decision, until published
+//	                                  (outcomes.go)
 //	<p>:{<run>}:held           HASH   call id → the decision held for it, JSON with
 //	                                  decision_id first and hold_until_ms (decision.go)
 //	<p>:runs                   ZSET   run ids scored by created-at (unix ms)

@@ -109,7 +109,7 @@ func (f *fixture) twoSteps(t *testing.T, id string) {
 	}
 }
 
-var everyKeyOfTwoSteps = []string{"run", "msgs", "events", "state", "held", "step:0", "call:c1", "call:c2"}
+var everyKeyOfTwoSteps = []string{"run", "msgs", "events", "state", "held", "outcomes", "step:0", "call:c1", "call:c2"}
 
 var retentionCases = []contractCase{
 	{"a_run_that_ends_with_its_step_expires_whole", func(t *testing.T, f *fixture) {
@@ -132,7 +132,7 @@ var retentionCases = []contractCase{
 		if r := f.decide(t, "r1", store.Decision{ID: "d-late", CallID: "c3", Action: store.ActionResume}, at(8)); r.Outcome != store.DecisionRejected {
 			t.Fatalf("decision = %+v, want rejected", r)
 		}
-		f.expiring(t, "r1", "run", "msgs", "events", "state", "decisions", "step:0", "call:c1", "call:c2", "step:1", "call:c3")
+		f.expiring(t, "r1", "run", "msgs", "events", "state", "decisions", "outcomes", "step:0", "call:c1", "call:c2", "step:1", "call:c3")
 	}},
 	{"a_finished_run_expires_whole", func(t *testing.T, f *fixture) {
 		f = f.retaining(retention)
@@ -145,12 +145,12 @@ var retentionCases = []contractCase{
 	{"a_cancelled_run_expires_whole", func(t *testing.T, f *fixture) {
 		f = f.retaining(retention)
 		f.twoSteps(t, "r1")
-		if _, err := f.st.CancelRun(f.ctx, "r1", "me", "enough", at(7)); err != nil {
+		if _, err := f.st.CancelRun(f.ctx, "r1", "", "me", "enough", at(7)); err != nil {
 			t.Fatal(err)
 		}
 		// Cancelling rejects the held decision: its id is recorded, the
 		// held hash is gone.
-		f.expiring(t, "r1", "run", "msgs", "events", "state", "decisions", "step:0", "call:c1", "call:c2")
+		f.expiring(t, "r1", "run", "msgs", "events", "state", "decisions", "outcomes", "step:0", "call:c1", "call:c2")
 	}},
 	{"without_a_retention_an_ended_run_stays", func(t *testing.T, f *fixture) {
 		f.twoSteps(t, "r1")

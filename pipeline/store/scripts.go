@@ -46,6 +46,8 @@ var (
 	markSentLua string
 	//go:embed scripts/reschedule_if.lua
 	rescheduleIfLua string
+	//go:embed scripts/claim_outcomes.lua
+	claimOutcomesLua string
 	//go:embed scripts/lib.lua
 	libLua string
 )
@@ -54,7 +56,7 @@ type scripts struct {
 	createRun, claimStep, renewStepLease, appendDelta, commitStep, endStep, finishRun *redis.Script
 	claimCall, renewCallLease, finishCall                                             *redis.Script
 	setWaiting, cancelRun, applyDecision, dropHeld                                    *redis.Script
-	listRuns, dueRuns, markSent, rescheduleIf                                         *redis.Script
+	listRuns, dueRuns, markSent, rescheduleIf, claimOutcomes                          *redis.Script
 }
 
 // loadScripts prepares the scripts; those that end a run, write to an
@@ -78,6 +80,7 @@ func loadScripts(lib string) scripts {
 		listRuns:       redis.NewScript(listRunsLua),
 		dueRuns:        redis.NewScript(dueRunsLua),
 		markSent:       redis.NewScript(markSentLua),
+		claimOutcomes:  redis.NewScript(claimOutcomesLua),
 		rescheduleIf:   redis.NewScript(rescheduleIfLua),
 	}
 }

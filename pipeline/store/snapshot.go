@@ -19,6 +19,7 @@ type Snapshot struct {
 	Calls     []pipeline.ToolCall
 	Held      []HeldDecision
 	Scheduled time.Time
+	Outcomes  []Outcome // decision outcomes not yet published (outcomes.go)
 }
 
 // Snapshot reads the run, the calls of its current step, its held
@@ -31,9 +32,11 @@ func (s *Store) Snapshot(ctx context.Context, runID string, stepHint int) (Snaps
 	var run, held *redis.MapStringStringCmd
 	var ids *redis.StringSliceCmd
 	var sched *redis.FloatCmd
+	var outcomes *redis.XMessageSliceCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		run = p.HGetAll(ctx, s.runKey(runID))
 		held = p.HGetAll(ctx, s.heldKey(runID))
+		outcomes = p.XRangeN(ctx, s.outcomesKey(runID), "-", "+", outcomesBatch)
 		sched = p.ZScore(ctx, s.activeKey(), runID)
 		if stepHint >= 0 {
 			ids = p.LRange(ctx, s.stepKey(runID, stepHint), 0, -1)
@@ -53,6 +56,7 @@ func (s *Store) Snapshot(ctx context.Context, runID string, stepHint int) (Snaps
 	if snap.Held, err = decodeHeld(runID, held.Val()); err != nil {
 		return Snapshot{}, err
 	}
+	snap.Outcomes = decodeOutcomes(runID, outcomes.Val())
 	callIDs := []string(nil)
 	if ids != nil && snap.Run.Step == stepHint {
 		callIDs = ids.Val()

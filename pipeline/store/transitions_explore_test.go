@@ -329,7 +329,7 @@ func opsFor(v view, plans []commitPlan) []transOp {
 			return err
 		}},
 		{"CancelRun", "cancel_run.lua", false, func(c opEnv) error {
-			_, err := c.st.CancelRun(c.ctx, tRun, "ops", "test", c.now)
+			_, err := c.st.CancelRun(c.ctx, tRun, "", "ops", "test", c.now)
 			return err
 		}},
 	}

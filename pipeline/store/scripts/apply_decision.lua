@@ -18,6 +18,9 @@
 -- use_decision_as_result mode the call then completes at once, resuming ->
 -- succeeded: decision.applied reports resuming, tool_call.finished
 -- succeeded, and the call is stored succeeded.
+-- What becomes of a decision goes into the run's outbox of decision
+-- outcomes (lib.lua: outcome), except for the sweeper's on_timeout
+-- decisions (ARGV 8) and a duplicate, which writes nothing.
 -- Returns {outcome, reason, run hash, call hash}; outcome is applied,
 -- held, rejected or duplicate. Reasons are plain ASCII (they go into event
 -- JSON unescaped).
@@ -45,6 +48,9 @@ local function reject(reason)
     redis.call('HDEL', KEYS[5], ARGV[2])
   end
   redis.call('XADD', KEYS[3], '*', 'e', ARGV[15] .. step .. ARGV[16] .. reason .. ARGV[17])
+  if ARGV[8] ~= '1' then
+    outcome(KEYS[1], ARGV[1], ARGV[2], 'rejected', reason)
+  end
   return reply('rejected', reason)
 end
 
@@ -64,6 +70,7 @@ if not cstatus or cstatus == 'new' or cstatus == 'running' then
   end
   redis.call('HSET', KEYS[5], ARGV[2], ARGV[10])
   redis.call('XADD', KEYS[3], '*', 'e', ARGV[13] .. step .. ARGV[14])
+  outcome(KEYS[1], ARGV[1], ARGV[2], 'held', why)
   return reply('held', why)
 end
 if not string.find(ARGV[25], ',' .. cstatus .. ',', 1, true) then
@@ -135,5 +142,8 @@ if rstatus == 'waiting' then
 end
 if nstatus ~= 'resuming' then
   redis.call('XADD', KEYS[3], '*', 'e', ARGV[23] .. step .. ARGV[24])
+end
+if ARGV[8] ~= '1' then
+  outcome(KEYS[1], ARGV[1], ARGV[2], 'applied', '')
 end
 return reply('applied', '')

@@ -9,7 +9,8 @@
 --       JSON, 7 n = number of calls, then per call its id and its
 --       tool_call.finished event JSON, then m = number of held decisions,
 --       then per held decision: call id, the held entry as read, decision
---       id, decision.rejected event JSON
+--       id, decision.rejected event JSON; last, the id of the cancel_run
+--       decision ("" none): seen, with an outcome, once
 -- Returns the run hash. "RETRY" when the step, its list or the held
 -- decisions are not what the caller read.
 local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'term_reason')
@@ -17,7 +18,12 @@ local status, step = run[1], run[2]
 if not status then
   return redis.error_reply('NOT_FOUND run')
 end
+local decision = ARGV[#ARGV]
 if status == 'done' then
+  if decision ~= '' and redis.call('SADD', KEYS[4], decision) == 1 then
+    inherit(KEYS[1], KEYS[4])
+    outcome(KEYS[1], decision, '', 'rejected', 'run is already done')
+  end
   return redis.error_reply('STALE run is already done (' .. (run[3] or '') .. ')')
 end
 if tonumber(step) ~= tonumber(ARGV[1]) then
@@ -56,6 +62,11 @@ for j = 1, m do
   local a = h + 4 * (j - 1)
   redis.call('SADD', KEYS[4], ARGV[a + 3])
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[a + 4])
+  outcome(KEYS[1], ARGV[a + 3], ARGV[a + 1], 'rejected', 'run is done')
+end
+if decision ~= '' then
+  redis.call('SADD', KEYS[4], decision)
+  outcome(KEYS[1], decision, '', 'applied', '')
 end
 redis.call('DEL', KEYS[5])
 redis.call('HSET', KEYS[1], 'status', 'done', 'term_reason', 'cancelled', 'term_code', '', 'term_detail', ARGV[4],

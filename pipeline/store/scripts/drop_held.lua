@@ -3,7 +3,8 @@
 -- KEYS: 1 run hash, 2 call hash, 3 events stream, 4 seen decision ids set,
 --       5 held decisions hash
 -- ARGV: 1 decision id, 2 call id, 3 the held entry's prefix that names this
---       decision id, 4-5 decision.rejected event JSON around its step
+--       decision id, 4-5 decision.rejected event JSON around its step,
+--       6 the reason, for the outbox of decision outcomes
 -- Returns 1.
 local rstep = redis.call('HGET', KEYS[1], 'step')
 if not rstep then
@@ -18,4 +19,5 @@ redis.call('HDEL', KEYS[5], ARGV[2])
 redis.call('SADD', KEYS[4], ARGV[1])
 inherit(KEYS[1], KEYS[4])
 redis.call('XADD', KEYS[3], '*', 'e', ARGV[4] .. step .. ARGV[5])
+outcome(KEYS[1], ARGV[1], ARGV[2], 'rejected', ARGV[6])
 return 1

@@ -14,7 +14,7 @@ local function retire(run)
     return
   end
   local base = string.sub(run, 1, -4)
-  for _, k in ipairs({'run', 'msgs', 'events', 'state', 'decisions', 'held'}) do
+  for _, k in ipairs({'run', 'msgs', 'events', 'state', 'decisions', 'held', 'outcomes'}) do
     redis.call('PEXPIRE', base .. k, retention_ms)
   end
   for s = 0, tonumber(redis.call('HGET', run, 'step') or '0') do
@@ -34,6 +34,16 @@ local function inherit(run, key)
   if ttl > 0 then
     redis.call('PEXPIRE', key, ttl)
   end
+end
+
+-- outcome records in the run's outbox of decision outcomes (a stream beside
+-- the run's hash, run) what became of a decision: applied, held or
+-- rejected, and why. The step workers publish each entry to the
+-- decision-outcomes topic and delete it (outcomes.go).
+local function outcome(run, decision_id, call_id, what, reason)
+  local key = string.sub(run, 1, -4) .. 'outcomes'
+  redis.call('XADD', key, '*', 'd', decision_id, 'c', call_id, 'o', what, 'r', reason)
+  inherit(run, key)
 end
 
 -- trim_deltas deletes the message.delta events of the run's current step

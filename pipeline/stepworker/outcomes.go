@@ -1,0 +1,37 @@
+package stepworker
+
+import (
+	"context"
+
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// publishOutcomes publishes the decision outcomes waiting in the run's
+// outbox to the decision-outcomes topic, oldest first, then deletes them.
+// The scripts that apply, hold or reject a decision write its outcome in
+// the same step; publishing them is level-triggered like the rest of
+// reconcile. The outbox is claimed for a lease first, so two reconciles of
+// the run do not both publish an outcome; a worker that dies before the
+// delete leaves them to the next reconcile after the lease (the
+// redelivered decision's, or the sweeper's), which publishes them again.
+func (w *Worker) publishOutcomes(ctx context.Context, runID string) error {
+	pending, err := w.store.ClaimOutcomes(ctx, runID, w.settings.Lease.Duration, w.now())
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	for _, o := range pending {
+		if err := w.publishOutcome(topics.DecisionOutcome{
+			Header: topics.Header{RunID: runID}, DecisionID: o.DecisionID, CallID: o.CallID,
+			Outcome: string(o.Outcome), Reason: o.Reason,
+		}); err != nil {
+			return err
+		}
+	}
+	return w.store.OutcomesSent(ctx, runID, pending)
+}
+
+// publishOutcome publishes one outcome; straight, for a decision that
+// reaches no run's outbox (its run does not exist, or its signature fails).
+func (w *Worker) publishOutcome(o topics.DecisionOutcome) error {
+	return topics.Publish(w.pub, w.names.DecisionOutcomes(), o)
+}

@@ -1,0 +1,124 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// outcomesBatch is how many outcomes one read takes; a run rarely has more
+// than a handful waiting.
+const outcomesBatch = 100
+
+// Outcome is what became of a decision (from any producer; the sweeper's
+// own on_timeout decisions have none), waiting in the run's outbox to be
+// published on the decision-outcomes topic. The scripts that apply, hold
+// or reject a decision add it in the same step as the change; a duplicate
+// decision adds none.
+type Outcome struct {
+	ID         string          // the outbox entry's stream id
+	RunID      string          // the run
+	DecisionID string          // the decision
+	CallID     string          // the call it decides ("" for a cancel_run)
+	Outcome    DecisionOutcome // applied, held or rejected
+	Reason     string          // why it was held or rejected
+}
+
+func (s *Store) outcomesKey(runID string) string { return s.prefix + ":{" + runID + "}:outcomes" }
+
+func (s *Store) outcomesClaimKey(runID string) string {
+	return s.prefix + ":{" + runID + "}:outcomes:claim"
+}
+
+// Outcomes returns the run's outcomes not yet published, oldest first (at
+// most outcomesBatch), whoever is publishing them. Snapshot reads them too,
+// in its round trip, to tell whether ClaimOutcomes has anything to take.
+func (s *Store) Outcomes(ctx context.Context, runID string) ([]Outcome, error) {
+	msgs, err := s.rdb.XRangeN(ctx, s.outcomesKey(runID), "-", "+", outcomesBatch).Result()
+	if err != nil {
+		return nil, fmt.Errorf("decision outcomes of run %s: %w", runID, err)
+	}
+	return decodeOutcomes(runID, msgs), nil
+}
+
+// ClaimOutcomes takes the run's waiting outcomes (at most outcomesBatch,
+// oldest first) for one publisher for hold: concurrent claims get none, so
+// two reconciles of a run do not both publish an outcome. The publisher
+// publishes them and calls OutcomesSent; one that dies leaves them to be
+// claimed again once hold has passed (then published again: at least
+// once, and more than once only after a crash).
+func (s *Store) ClaimOutcomes(ctx context.Context, runID string, hold time.Duration, now time.Time) ([]Outcome, error) {
+	what := "claim decision outcomes of run " + runID
+	v, err := s.eval(ctx, s.scripts.claimOutcomes, what, []string{s.outcomesKey(runID), s.outcomesClaimKey(runID)},
+		toMillis(now), max(hold.Milliseconds(), 1), outcomesBatch)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := xMessages(v)
+	if err != nil {
+		return nil, fmt.Errorf("claim decision outcomes of run %s: %w", runID, err)
+	}
+	return decodeOutcomes(runID, msgs), nil
+}
+
+// OutcomesSent deletes published outcomes from the run's outbox and ends
+// the claim on it.
+func (s *Store) OutcomesSent(ctx context.Context, runID string, sent []Outcome) error {
+	if len(sent) == 0 {
+		return nil
+	}
+	ids := make([]string, len(sent))
+	for i, o := range sent {
+		ids[i] = o.ID
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.XDel(ctx, s.outcomesKey(runID), ids...)
+		p.Del(ctx, s.outcomesClaimKey(runID))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mark decision outcomes of run %s sent: %w", runID, err)
+	}
+	return nil
+}
+
+// xMessages reads a script's XRANGE reply: {{id, {field, value, ...}}, ...}.
+func xMessages(v any) ([]redis.XMessage, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("unexpected reply %T", v)
+	}
+	out := make([]redis.XMessage, 0, len(list))
+	for _, e := range list {
+		pair, ok := e.([]any)
+		if !ok || len(pair) != 2 {
+			return nil, fmt.Errorf("unexpected entry %v", e)
+		}
+		id, _ := pair[0].(string)
+		fields, _ := pair[1].([]any)
+		m := redis.XMessage{ID: id, Values: map[string]any{}}
+		for i := 0; i+1 < len(fields); i += 2 {
+			k, _ := fields[i].(string)
+			m.Values[k] = fields[i+1]
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func decodeOutcomes(runID string, msgs []redis.XMessage) []Outcome {
+	if len(msgs) == 0 {
+		return nil
+	}
+	out := make([]Outcome, 0, len(msgs))
+	for _, m := range msgs {
+		str := func(k string) string { v, _ := m.Values[k].(string); return v }
+		out = append(out, Outcome{
+			ID: m.ID, RunID: runID, DecisionID: str("d"), CallID: str("c"),
+			Outcome: DecisionOutcome(str("o")), Reason: str("r"),
+		})
+	}
+	return out
+}
