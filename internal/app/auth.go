@@ -54,3 +54,17 @@ func (s *Stack) CheckExposure(addr net.Addr) error {
 	return fmt.Errorf("the gateway would listen on %s, beyond loopback, with no API key: anyone who reaches it could read and decide every run. "+
 		"Configure auth.keys, listen on 127.0.0.1, or pass --insecure if that is what you want", addr)
 }
+
+// decisionSigner is the gateway's key for signing the decisions it
+// publishes: that of decisions.gateway_producer, when it is a producer
+// (config requires it with require_signature); nil otherwise.
+func decisionSigner(d config.Decisions) (*gateway.Signer, error) {
+	if _, ok := d.Producers[d.GatewayProducer]; !ok {
+		return nil, nil
+	}
+	keys, err := d.Keys()
+	if err != nil {
+		return nil, err
+	}
+	return &gateway.Signer{Producer: d.GatewayProducer, Key: keys[d.GatewayProducer][0]}, nil
+}

@@ -118,6 +118,10 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	signer, err := decisionSigner(s.Config.Decisions)
+	if err != nil {
+		return nil, err
+	}
 	g := s.Config.Gateway
 	return gateway.New(gateway.Config{
 		Store: s.Store, Publisher: s.Publisher, Names: s.Names,
@@ -133,6 +137,7 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 		CORSOrigins:        g.CORSOrigins,
 		MaxStreamsPerKey:   g.MaxStreamsPerKey,
 		StreamWriteTimeout: g.WriteTimeout.Duration,
+		Signer:             signer,
 	})
 }
 

@@ -167,7 +167,10 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 // decision_id to retry with (a cancel is simply sent again: cancelling a
 // run twice is a no-op).
 func (s *Server) publishDecision(r *http.Request, d topics.Decision) *apiError {
-	err := topics.Publish(s.cfg.Publisher, s.cfg.Names.Decisions(), d)
+	d, err := s.cfg.Signer.sign(d)
+	if err == nil {
+		err = topics.Publish(s.cfg.Publisher, s.cfg.Names.Decisions(), d)
+	}
 	if err == nil {
 		return nil
 	}

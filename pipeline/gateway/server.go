@@ -96,6 +96,9 @@ type Config struct {
 	// a client that stops reading is dropped. Default
 	// DefaultStreamWriteTimeout (60s).
 	StreamWriteTimeout time.Duration
+	// Signer, when set, signs every decision and cancel the gateway
+	// publishes (topics.Sign), as decisions.require_signature asks.
+	Signer *Signer
 	// MaxStreamsPerKey caps the event streams one key (with no keys, one
 	// client IP) holds open on this gateway. Default
 	// DefaultMaxStreamsPerKey (64); one more is answered 429.

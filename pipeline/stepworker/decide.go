@@ -26,10 +26,26 @@ import (
 // Whatever the outcome, a duplicate included, the run is rescheduled and
 // reconciled: a decision redelivered after its first handler died between
 // applying it and publishing the resumed call publishes it now.
+//
+// With decisions.require_signature, a decision whose signature does not
+// verify is refused first (outcome rejected, reason "signature"), before
+// it touches the run.
 func (w *Worker) HandleDecision(msg *message.Message) error {
 	d, err := topics.Decode[topics.Decision](msg.Payload)
 	if err != nil {
 		return err
+	}
+	if w.signers != nil {
+		if err := topics.VerifySignature(msg.Payload, w.signers); err != nil {
+			// Refused before it touches the run: a forged decision must
+			// not use up its decision_id. Acknowledged, not dead-lettered:
+			// it is not to be re-driven.
+			w.log.Warn("decision refused: signature", "run_id", d.RunID, "decision_id", d.DecisionID, "producer", d.Producer, "error", err)
+			return w.publishOutcome(topics.DecisionOutcome{
+				Header: topics.Header{RunID: d.RunID}, DecisionID: d.DecisionID, CallID: d.CallID,
+				Outcome: topics.OutcomeRejected, Reason: "signature",
+			})
+		}
 	}
 	ctx := msg.Context()
 	if d.Action == topics.ActionCancelRun {

@@ -38,6 +38,7 @@ type Worker struct {
 	schemas    schemas
 	stops      map[string]*stop.Conditions
 	plugins    map[string]*plugin.Set
+	signers    map[string][][]byte // producer → keys, when decisions must be signed
 }
 
 // New returns a worker whose background work (inference on the pool) lives
@@ -65,6 +66,12 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stepworker: %w", err)
 	}
+	var signers map[string][][]byte
+	if cfg.Config.Decisions.RequireSignature {
+		if signers, err = cfg.Config.Decisions.Keys(); err != nil {
+			return nil, fmt.Errorf("stepworker: %w", err)
+		}
+	}
 	s := cfg.Config.StepWorker
 	ctx, cancel := context.WithCancel(ctx)
 	return &Worker{
@@ -75,6 +82,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		names:      cfg.Names,
 		cfg:        cfg.Config,
 		settings:   s,
+		signers:    signers,
 		now:        cfg.Now,
 		log:        cfg.Logger.With("worker_id", cfg.WorkerID),
 		pool:       worker.NewPool(s.Concurrency),
