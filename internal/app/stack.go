@@ -15,6 +15,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/kafka"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
+	"github.com/stepwise-run/stepwise/pipeline/secrets"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -34,6 +35,9 @@ type Stack struct {
 	Publisher message.Publisher
 	Logger    *slog.Logger
 	Plugins   *plugin.Registry // the plugins agents may enable
+	// Redact hides the configuration's secrets (and the Kafka and Redis
+	// passwords) in what workers store and in the stack's log.
+	Redact *secrets.Redactor
 	// Insecure lets a gateway with no API key listen beyond loopback
 	// (--insecure); see CheckExposure.
 	Insecure bool
@@ -119,9 +123,11 @@ func open(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	redact := secrets.FromEnv(append(cfg.SecretEnvs(), EnvKafkaPassword, EnvRedisPassword))
+	log = slog.New(secrets.Handler(log.Handler(), redact))
 	return &Stack{
 		Config: cfg, Names: cfg.Kafka.Names(), Redis: rdb, Store: store.New(rdb, store.WithRetention(cfg.Runs.KeepFor())),
-		Logger: log, wmLogger: watermill.NewSlogLogger(log), Plugins: o.plugins(),
+		Logger: log, wmLogger: watermill.NewSlogLogger(log), Plugins: o.plugins(), Redact: redact,
 	}, nil
 }
 

@@ -101,3 +101,36 @@ func (c *Config) Queues() []string {
 	slices.Sort(qs)
 	return slices.Compact(qs)
 }
+
+// SecretEnvs names every environment variable the configuration reads a
+// secret from: models' api_key_env, http tools' headers_env values, API
+// keys' key_env and decision producers' keys. The workers redact their
+// values from what they store and log (package secrets).
+func (c *Config) SecretEnvs() []string {
+	var out []string
+	for _, name := range sortedKeys(c.Agents) {
+		if env := c.Agents[name].Model.APIKeyEnv; env != "" {
+			out = append(out, env)
+		}
+	}
+	for _, name := range sortedKeys(c.Tools) {
+		if h := c.Tools[name].Executor.HTTP; h != nil {
+			for _, header := range sortedKeys(h.HeadersEnv) {
+				out = append(out, h.HeadersEnv[header])
+			}
+		}
+	}
+	for _, k := range c.Auth.Keys {
+		if k.KeyEnv != "" {
+			out = append(out, k.KeyEnv)
+		}
+	}
+	for _, name := range sortedKeys(c.Decisions.Producers) {
+		p := c.Decisions.Producers[name]
+		out = append(out, p.KeyEnv)
+		if p.PreviousKeyEnv != "" {
+			out = append(out, p.PreviousKeyEnv)
+		}
+	}
+	return out
+}

@@ -49,6 +49,7 @@ func (w *Worker) giveUpFrom(ctx context.Context, run pipeline.Run, detail string
 }
 
 func (w *Worker) finishFrom(ctx context.Context, run pipeline.Run, t pipeline.Termination) (*view, error) {
+	t.Detail = w.redact.String(t.Detail) // a provider's error may quote what it was sent
 	done, err := w.store.FinishRun(ctx, run.ID, t, w.now())
 	if errors.Is(err, store.ErrStale) {
 		return nil, nil

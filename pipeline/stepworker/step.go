@@ -143,6 +143,11 @@ func (w *Worker) runStep(run pipeline.Run, log *slog.Logger) {
 	if resp == nil {
 		return // the run ended behavior_requested
 	}
+	// A secret the model repeats (its API key echoed back, say) stops here.
+	resp.Text = w.redact.String(resp.Text)
+	for i := range resp.ToolCalls {
+		resp.ToolCalls[i].Arguments = w.redact.JSON(resp.ToolCalls[i].Arguments)
+	}
 	calls, err := w.nameCalls(ctx, run, resp.ToolCalls)
 	if err != nil {
 		log.Error("name tool calls; the sweeper will retry the step", "error", err)
@@ -239,7 +244,7 @@ func (w *Worker) streamText(ctx context.Context, run pipeline.Run, log *slog.Log
 		if delta == "" {
 			return
 		}
-		if err := w.store.AppendDelta(ctx, run.ID, run.Step, run.LeaseOwner, delta, w.now()); err != nil {
+		if err := w.store.AppendDelta(ctx, run.ID, run.Step, run.LeaseOwner, w.redact.String(delta), w.now()); err != nil {
 			log.Debug("text delta dropped", "error", err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
+	"github.com/stepwise-run/stepwise/pipeline/secrets"
 	"github.com/stepwise-run/stepwise/pipeline/stop"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
@@ -39,6 +40,7 @@ type Worker struct {
 	stops      map[string]*stop.Conditions
 	plugins    map[string]*plugin.Set
 	signers    map[string][][]byte // producer → keys, when decisions must be signed
+	redact     *secrets.Redactor
 }
 
 // New returns a worker whose background work (inference on the pool) lives
@@ -78,6 +80,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		ctx:        ctx,
 		cancel:     cancel,
 		store:      cfg.Store,
+		redact:     cfg.Redact,
 		pub:        cfg.Publisher,
 		names:      cfg.Names,
 		cfg:        cfg.Config,

@@ -76,6 +76,8 @@ func (w *Worker) execute(call pipeline.ToolCall, log *slog.Logger) {
 		w.abandon(call, log)
 		return
 	}
+	// A secret a tool echoes (an http tool's header, say) stops here.
+	outcome.Result, outcome.Error = w.redact.JSON(outcome.Result), w.redact.String(outcome.Error)
 	done, err := w.store.FinishCall(w.ctx, call.RunID, call.ID, call.LeaseOwner, outcome, w.now())
 	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrStale) {
 		log.Info("tool outcome dropped: another claim took the call over", "reason", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
+	"github.com/stepwise-run/stepwise/pipeline/secrets"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/worker"
 	"github.com/stepwise-run/stepwise/topics"
@@ -33,6 +34,7 @@ type Worker struct {
 	exec       *executors
 	plugins    map[string]*plugin.Set
 	anyPlugins bool // some agent enables a plugin: calls run the tool-worker phases
+	redact     *secrets.Redactor
 }
 
 // New returns a worker whose executions live as long as ctx, or until
@@ -64,6 +66,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		ctx:        ctx,
 		cancel:     cancel,
 		store:      cfg.Store,
+		redact:     cfg.Redact,
 		pub:        cfg.Publisher,
 		names:      cfg.Names,
 		cfg:        cfg.Config,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
+	"github.com/stepwise-run/stepwise/pipeline/secrets"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
 	"github.com/stepwise-run/stepwise/topics"
@@ -24,6 +25,9 @@ type Deps struct {
 	WorkerID  string           // unique per process; owns the leases it takes
 	Now       func() time.Time // default time.Now
 	Logger    *slog.Logger     // default slog.Default()
+	// Redact hides the configuration's secrets in what tools and models
+	// return before it is stored (secrets.go); nil redacts nothing.
+	Redact *secrets.Redactor
 }
 
 // WithDefaults returns d with its defaults filled in, after checking it:
