@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -32,6 +33,14 @@ const (
 	maxRoundTripsPerStep = 20.0
 	maxCommandsPerStep   = 90.0
 	maxPublishesPerStep  = 4.0
+
+	// A 20-call step's fan-in: 56-57 commands a call when every result
+	// reconciled on its own, 31-32 with the fan-ins of a run coalesced.
+	// How many coalesce depends on how the results bunch up, so the
+	// ceiling only guards against the pathological (every result reading
+	// every call more than once).
+	fanoutCalls            = 20
+	maxCommandsPerWideCall = 80.0
 )
 
 // countRoundTrips counts the client's round trips to Redis: one per
@@ -88,12 +97,15 @@ func serverCommands(t *testing.T, rdb redis.UniversalClient) int64 {
 	return total
 }
 
-// What a step costs, counted on a fixed workload: ten runs of threeSteps
-// one after the other (3 steps, 2 tool calls in each of the first two),
-// through the real handlers, store and redis-server, the messages on an
-// in-process channel. The figures are logged; the test fails when a change
-// makes a step cost more than the ceilings above.
-func TestCost_round_trips_commands_and_publishes_per_step(t *testing.T) {
+// cost is what one agent step cost on average.
+type cost struct{ roundTrips, commands, publishes float64 }
+
+// measureCost runs runs runs of script one after the other, each of
+// stepsPerRun steps, through the real handlers, store and a private
+// redis-server (messages on an in-process channel), and returns what a
+// step cost, the runs' creation and results included.
+func measureCost(t *testing.T, script string, runs, stepsPerRun int) cost {
+	t.Helper()
 	cfg, err := config.Parse([]byte(benchConfig))
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +143,7 @@ func TestCost_round_trips_commands_and_publishes_per_step(t *testing.T) {
 	run := func() {
 		id := "cost-" + uuid.NewString()
 		now := time.Now()
-		if _, _, err := stack.Store.CreateRun(ctx, pipeline.Run{ID: id, Agent: "assistant", Model: json.RawMessage(threeSteps), RequestHash: "cost"},
+		if _, _, err := stack.Store.CreateRun(ctx, pipeline.Run{ID: id, Agent: "assistant", Model: json.RawMessage(script), RequestHash: "cost"},
 			[]pipeline.Message{{Role: pipeline.RoleUser, Content: "go"}}, now); err != nil {
 			t.Fatal(err)
 		}
@@ -155,21 +167,48 @@ func TestCost_round_trips_commands_and_publishes_per_step(t *testing.T) {
 	trips.n.Store(0)
 	pubs.n.Store(0)
 	before := serverCommands(t, stack.Redis)
-	const runs, stepsPerRun = 10, 3
 	for range runs {
 		run()
 	}
 	time.Sleep(100 * time.Millisecond) // the last result's mark
 	steps := float64(runs * stepsPerRun)
-	perStep := func(n int64) float64 { return float64(n) / steps }
-	rt, cmds, pub := perStep(trips.n.Load()), perStep(serverCommands(t, stack.Redis)-before-1), perStep(pubs.n.Load()-runs)
-	t.Logf("per agent step: %.1f Redis round trips, %.1f Redis commands (scripts' included), %.1f Kafka publishes", rt, cmds, pub)
-	for _, c := range []struct {
+	return cost{
+		roundTrips: float64(trips.n.Load()) / steps,
+		commands:   float64(serverCommands(t, stack.Redis)-before-1) / steps,
+		publishes:  float64(pubs.n.Load()-int64(runs)) / steps,
+	}
+}
+
+// What a step costs, counted on a fixed workload: ten runs of threeSteps
+// one after the other (3 steps, 2 tool calls in each of the first two).
+// The figures are logged; the test fails when a change makes a step cost
+// more than the ceilings above.
+func TestCost_round_trips_commands_and_publishes_per_step(t *testing.T) {
+	c := measureCost(t, threeSteps, 10, 3)
+	t.Logf("per agent step: %.1f Redis round trips, %.1f Redis commands (scripts' included), %.1f Kafka publishes", c.roundTrips, c.commands, c.publishes)
+	for _, l := range []struct {
 		what      string
 		got, ceil float64
-	}{{"Redis round trips", rt, maxRoundTripsPerStep}, {"Redis commands", cmds, maxCommandsPerStep}, {"publishes", pub, maxPublishesPerStep}} {
-		if c.got > c.ceil {
-			t.Errorf("%s per step: %.1f, above the ceiling of %.1f", c.what, c.got, c.ceil)
+	}{{"Redis round trips", c.roundTrips, maxRoundTripsPerStep}, {"Redis commands", c.commands, maxCommandsPerStep}, {"publishes", c.publishes, maxPublishesPerStep}} {
+		if l.got > l.ceil {
+			t.Errorf("%s per step: %.1f, above the ceiling of %.1f", l.what, l.got, l.ceil)
 		}
+	}
+}
+
+// A step of 20 tool calls, five runs of one such step and an answer: what
+// a call costs, its share of the fan-in included (logged; the ceiling is
+// loose, see maxCommandsPerWideCall).
+func TestCost_of_a_call_in_a_wide_step(t *testing.T) {
+	var calls []string
+	for i := range fanoutCalls {
+		calls = append(calls, fmt.Sprintf(`{"name":"echo","arguments":{"i":%d}}`, i))
+	}
+	wide := `{"provider":"script","turns":[{"text":"fan out","tool_calls":[` + strings.Join(calls, ",") + `]},{"text":"done"}]}`
+	c := measureCost(t, wide, 5, 2)
+	perCall := c.commands * 2 / fanoutCalls
+	t.Logf("per tool call of a %d-call step: %.1f Redis commands (scripts' included), %.1f round trips", fanoutCalls, perCall, c.roundTrips*2/fanoutCalls)
+	if perCall > maxCommandsPerWideCall {
+		t.Errorf("%.1f Redis commands per call of a %d-call step, above the ceiling of %.1f", perCall, fanoutCalls, maxCommandsPerWideCall)
 	}
 }

@@ -18,7 +18,8 @@ import (
 // hands a reconcile of the run to the pool and acknowledges, so a partition
 // never waits on one run's fan-in. The reconcile reads the step's calls
 // from the store (the message only says which run and step to look at, so
-// duplicates and reordering change nothing): it applies held decisions,
+// duplicates and reordering change nothing), one at a time per run
+// (coalesce.go): it applies held decisions,
 // dispatches the next call in sequential mode, sets the run waiting, or
 // ends the step. If it fails, the sweeper's reconcile does the same.
 func (w *Worker) HandleToolResult(msg *message.Message) error {
@@ -31,9 +32,11 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 		return err
 	}
 	slot.Go(func() {
-		if err := w.reconcile(w.ctx, res.RunID, res.Step); err != nil && !errors.Is(err, store.ErrNotFound) {
-			w.log.Error("fan in a tool result; the sweeper will retry", "run_id", res.RunID, "call_id", res.CallID, "error", err)
-		}
+		w.fanIn.do(res.RunID, res.Step, func(step int) {
+			if err := w.reconcile(w.ctx, res.RunID, step); err != nil && !errors.Is(err, store.ErrNotFound) {
+				w.log.Error("fan in a tool result; the sweeper will retry", "run_id", res.RunID, "call_id", res.CallID, "error", err)
+			}
+		})
 	})
 	return nil
 }

@@ -41,6 +41,7 @@ type Worker struct {
 	plugins    map[string]*plugin.Set
 	signers    map[string][][]byte // producer → keys, when decisions must be signed
 	redact     *secrets.Redactor
+	fanIn      *coalescer
 }
 
 // New returns a worker whose background work (inference on the pool) lives
@@ -81,6 +82,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		cancel:     cancel,
 		store:      cfg.Store,
 		redact:     cfg.Redact,
+		fanIn:      newCoalescer(),
 		pub:        cfg.Publisher,
 		names:      cfg.Names,
 		cfg:        cfg.Config,
