@@ -79,11 +79,7 @@ func (s *Store) ClaimCall(ctx context.Context, runID, callID string, lease Lease
 	if err := checkLease(lease, now); err != nil {
 		return pipeline.ToolCall{}, err
 	}
-	step, err := s.callStep(ctx, runID, callID)
-	if err != nil {
-		return pipeline.ToolCall{}, err
-	}
-	attempt, err := newAttemptEvents(runID, step, callID, pipeline.EventToolCallStarted, pipeline.EventToolCallRetried, now)
+	attempt, err := newCallAttemptEvents(runID, callID, now)
 	if err != nil {
 		return pipeline.ToolCall{}, err
 	}
@@ -127,22 +123,24 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 		return pipeline.ToolCall{}, err
 	}
 	what := fmt.Sprintf("finish call %s of run %s by %s", callID, runID, owner)
-	// A parking hashes the call's arguments, read before the script; the
-	// script confirms they are unchanged (a decision may have replaced them
-	// since the read), else the read is repeated.
+	// The script fills in the call's step. A parking hashes the call's
+	// arguments, read (with the step, for tool_call.suspended) before the
+	// script; the script confirms they are unchanged (a decision may have
+	// replaced them since the read), else the read is repeated. Other
+	// outcomes read nothing first.
+	finished, err := newHoledEvent(runID, callID, pipeline.EventToolCallFinished, now, finishedData{
+		Status: o.Status, Result: o.Result, Error: o.Error,
+	}, "")
+	if err != nil {
+		return pipeline.ToolCall{}, err
+	}
 	for range 3 {
-		step, args, err := s.callStepArgs(ctx, runID, callID)
-		if err != nil {
-			return pipeline.ToolCall{}, err
-		}
-		ev, err := newEvent(runID, step, callID, pipeline.EventToolCallFinished, now, finishedData{
-			Status: o.Status, Result: o.Result, Error: o.Error,
-		})
-		if err != nil {
-			return pipeline.ToolCall{}, err
-		}
-		scriptArgs := []any{owner, toMillis(now), string(o.Status), string(o.Result), o.Error, ev}
+		scriptArgs := append([]any{owner, toMillis(now), string(o.Status), string(o.Result), o.Error}, finished.args()...)
 		if o.Status == pipeline.CallSuspended {
+			step, args, err := s.callStepArgs(ctx, runID, callID)
+			if err != nil {
+				return pipeline.ToolCall{}, err
+			}
 			p, err := parkAt(callID, o.Parking, json.RawMessage(args), now)
 			if err != nil {
 				return pipeline.ToolCall{}, err
@@ -194,23 +192,6 @@ func checkOutcome(o CallOutcome) error {
 		return fmt.Errorf("%w: outcome %s with parking %v: parking goes with suspended, and only with it", ErrInvalid, o.Status, o.Parking != nil)
 	}
 	return checkJSON("result", o.Result)
-}
-
-// callStep reads the step of a call for its events. A call's step never
-// changes once written, so reading it before the script is safe.
-func (s *Store) callStep(ctx context.Context, runID, callID string) (int, error) {
-	v, err := s.rdb.HGet(ctx, s.callKey(runID, callID), "step").Result()
-	if errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("%w: call %s of run %s", ErrNotFound, callID, runID)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("call %s of run %s: %w", callID, runID, err)
-	}
-	step, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("call %s of run %s: step %q: %w", callID, runID, v, err)
-	}
-	return step, nil
 }
 
 // callStepArgs reads the step and the arguments of a call.

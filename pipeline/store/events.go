@@ -83,6 +83,41 @@ func (a attemptEvents) args() []any {
 	return []any{a.first[0], a.first[1], a.retried[0], a.retried[1]}
 }
 
+// callAttemptEvents are a call's attemptEvents with a hole for the step
+// too, which the script reads from the call: no read before it.
+type callAttemptEvents struct {
+	first, retried [3]string // before the step, between step and attempt, after the attempt
+}
+
+func newCallAttemptEvents(runID, callID string, now time.Time) (callAttemptEvents, error) {
+	var out callAttemptEvents
+	for i, typ := range []pipeline.EventType{pipeline.EventToolCallStarted, pipeline.EventToolCallRetried} {
+		ev, err := newEvent(runID, -1, callID, typ, now, json.RawMessage(attemptHole))
+		if err != nil {
+			return out, err
+		}
+		step, err := holed(ev, `"step":-1`, [2]string{`"step":`, ``})
+		if err != nil {
+			return out, err
+		}
+		attempt, err := holed(step[1], attemptHole, [2]string{`{"attempt":`, `}`})
+		if err != nil {
+			return out, err
+		}
+		parts := [3]string{step[0], attempt[0], attempt[1]}
+		if i == 0 {
+			out.first = parts
+		} else {
+			out.retried = parts
+		}
+	}
+	return out, nil
+}
+
+func (a callAttemptEvents) args() []any {
+	return []any{a.first[0], a.first[1], a.first[2], a.retried[0], a.retried[1], a.retried[2]}
+}
+
 // newStepEvent is an event whose step the script fills in from the run
 // record (for operations that do not expect a particular step).
 func newStepEvent(runID string, typ pipeline.EventType, now time.Time, data any) (template, error) {

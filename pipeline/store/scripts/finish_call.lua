@@ -2,12 +2,13 @@
 -- suspended outcome also writes the call's parking.
 -- KEYS: 1 call hash, 2 events stream
 -- ARGV: 1 owner, 2 now (ms), 3 status, 4 result JSON, 5 error,
---       6 tool_call.finished event JSON, 7 tool_call.suspended event JSON
---       ("" unless suspended), 8 the arguments the parking's args_hash was
---       computed from (checked when suspended), 9.. parking HSET arguments
+--       6-7 tool_call.finished event JSON around the call's step,
+--       8 tool_call.suspended event JSON ("" unless suspended), 9 the
+--       arguments the parking's args_hash was computed from (checked when
+--       suspended), 10.. parking HSET arguments
 -- Returns the call hash. "RETRY" when the arguments changed since the
 -- caller read them.
-local call = redis.call('HMGET', KEYS[1], 'status', 'lease_owner', 'args')
+local call = redis.call('HMGET', KEYS[1], 'status', 'lease_owner', 'args', 'step')
 if not call[1] then
   return redis.error_reply('NOT_FOUND call')
 end
@@ -17,20 +18,20 @@ end
 if call[2] ~= ARGV[1] then
   return redis.error_reply('LEASE_LOST call is held by ' .. (call[2] or ''))
 end
-if ARGV[7] ~= '' and (call[3] or '') ~= ARGV[8] then
+if ARGV[8] ~= '' and (call[3] or '') ~= ARGV[9] then
   return redis.error_reply('RETRY call arguments changed')
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[3], 'result', ARGV[4], 'error', ARGV[5], 'lease_owner', '',
   'lease_until', '0', 'updated_at', ARGV[2])
-if #ARGV > 8 then
+if #ARGV > 9 then
   local fields = {}
-  for i = 9, #ARGV do
+  for i = 10, #ARGV do
     fields[#fields + 1] = ARGV[i]
   end
   redis.call('HSET', KEYS[1], unpack(fields))
 end
-redis.call('XADD', KEYS[2], '*', 'e', ARGV[6])
-if ARGV[7] ~= '' then
-  redis.call('XADD', KEYS[2], '*', 'e', ARGV[7])
+redis.call('XADD', KEYS[2], '*', 'e', ARGV[6] .. call[4] .. ARGV[7])
+if ARGV[8] ~= '' then
+  redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
 end
 return redis.call('HGETALL', KEYS[1])
