@@ -53,7 +53,7 @@ func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline
 	if err != nil {
 		return w.giveUpFrom(ctx, run, err.Error())
 	}
-	end := store.StepEnd{ToolMessages: toolMessages(calls), Finish: finishOf(calls), State: state}
+	end := store.StepEnd{ToolMessages: toolMessages(calls), Finish: finishOf(calls), State: state, CallIDs: callIDs(calls)}
 	if end.Finish == nil {
 		stop, err := w.stopped(ctx, run, calls)
 		if err != nil {
@@ -128,4 +128,13 @@ func toolContent(c pipeline.ToolCall) string {
 	default:
 		return "error: " + c.Error
 	}
+}
+
+// callIDs are the ids of calls, in their order.
+func callIDs(calls []pipeline.ToolCall) []string {
+	ids := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i] = c.ID
+	}
+	return ids
 }

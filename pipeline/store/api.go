@@ -31,6 +31,10 @@ type StepEnd struct {
 	ToolMessages []pipeline.Message     // tool-result messages, in call order
 	Finish       *pipeline.Termination  // nil: go on to step+1; else end the run
 	State        []pipeline.StateUpdate // plugin state updates of StepEnd, committed with it
+	// CallIDs are the step's call ids in index order as the caller read
+	// them (a snapshot has them); nil: EndStep reads them. The script
+	// confirms them either way.
+	CallIDs []string
 }
 
 // CallOutcome is what a tool worker commits for a call it executed.

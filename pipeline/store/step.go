@@ -291,13 +291,17 @@ func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd
 	}
 	what := fmt.Sprintf("end step %d of run %s", step, runID)
 	// The script checks every call of the step, so their keys must be
-	// declared: read the step list first and let the script confirm it is
-	// unchanged. It is fixed once the step is committed, so a retry is only
-	// needed when the read raced the commit.
+	// declared: the step list as the caller read it (end.CallIDs), or as
+	// read here, and the script confirms it is unchanged. It is fixed once
+	// the step is committed, so a retry is only needed when the read raced
+	// the commit.
+	ids := end.CallIDs
 	for range 3 {
-		ids, err := s.rdb.LRange(ctx, s.stepKey(runID, step), 0, -1).Result()
-		if err != nil {
-			return pipeline.Run{}, fmt.Errorf("%s: %w", what, err)
+		if ids == nil {
+			var err error
+			if ids, err = s.rdb.LRange(ctx, s.stepKey(runID, step), 0, -1).Result(); err != nil {
+				return pipeline.Run{}, fmt.Errorf("%s: %w", what, err)
+			}
 		}
 		keys := []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step)}
 		args := []any{step, toMillis(now), s.terminalCalls, finish, string(t.Reason), t.Code, t.Detail,
@@ -310,6 +314,7 @@ func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd
 		keys, args = s.withState(runID, keys, args, end.State)
 		v, err := s.eval(ctx, s.scripts.endStep, what, keys, args...)
 		if errors.Is(err, errRetry) {
+			ids = nil
 			continue
 		}
 		if err != nil {
