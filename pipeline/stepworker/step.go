@@ -38,7 +38,7 @@ func (w *Worker) HandleStep(msg *message.Message) error {
 	}
 	now := w.now()
 	log := w.log.With("run_id", req.RunID, "step", req.Step)
-	run, err := w.store.ClaimStep(ctx, req.RunID, req.Step, w.lease(w.claims.Next(), now), now)
+	run, msgs, err := w.store.ClaimStepWithMessages(ctx, req.RunID, req.Step, w.lease(w.claims.Next(), now), now)
 	if err != nil {
 		slot.Release()
 	}
@@ -58,7 +58,7 @@ func (w *Worker) HandleStep(msg *message.Message) error {
 		slot.Release()
 		return w.giveUp(ctx, run, fmt.Sprintf("step %d was claimed %d times without finishing", run.Step, run.Attempts-1))
 	}
-	slot.Go(func() { w.runStep(run, log) })
+	slot.Go(func() { w.runStep(run, msgs, log) })
 	return nil
 }
 
@@ -97,11 +97,12 @@ func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent 
 	return &resp, nil
 }
 
-// runStep runs inference for a claimed step and commits its outcome as
-// the claim's owner (run.LeaseOwner). It runs on the pool, under the
-// worker's context: when that ends (Drain gave up), nothing is committed
-// and the lease is released for another worker to take the step over.
-func (w *Worker) runStep(run pipeline.Run, log *slog.Logger) {
+// runStep runs inference for a claimed step on msgs (the conversation, read
+// with the claim) and commits its outcome as the claim's owner
+// (run.LeaseOwner). It runs on the pool, under the worker's context: when
+// that ends (Drain gave up), nothing is committed and the lease is released
+// for another worker to take the step over.
+func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Logger) {
 	ctx, owner := w.ctx, run.LeaseOwner
 	defer func() {
 		if ctx.Err() != nil {
@@ -121,11 +122,6 @@ func (w *Worker) runStep(run pipeline.Run, log *slog.Logger) {
 		func(err error) bool { return errors.Is(err, store.ErrLeaseLost) },
 		func() { log.Warn("lease lost while inferring; the outcome will be dropped") })
 	defer stopRenewing()
-	msgs, err := w.store.Messages(ctx, run.ID)
-	if err != nil {
-		log.Error("load messages; the sweeper will retry the step", "error", err)
-		return
-	}
 	ph, err := w.phases(ctx, run, msgs)
 	if err != nil {
 		log.Error("load plugin state; the sweeper will retry the step", "error", err)

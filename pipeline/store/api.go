@@ -72,6 +72,7 @@ var _ interface {
 	Events(ctx context.Context, runID, afterID string, count int64) ([]pipeline.Event, error)
 	WaitEvents(ctx context.Context, runID, afterID string, block time.Duration) ([]pipeline.Event, error)
 	ClaimStep(ctx context.Context, runID string, step int, lease Lease, now time.Time) (pipeline.Run, error)
+	ClaimStepWithMessages(ctx context.Context, runID string, step int, lease Lease, now time.Time) (pipeline.Run, []pipeline.Message, error)
 	RenewStepLease(ctx context.Context, runID string, step int, lease Lease) error
 	AppendDelta(ctx context.Context, runID string, step int, owner, text string, now time.Time) error
 	CommitStep(ctx context.Context, runID string, step int, owner string, c StepCommit, now time.Time) (pipeline.Run, []pipeline.ToolCall, error)

@@ -98,10 +98,15 @@ func (s *Store) Messages(ctx context.Context, runID string) ([]pipeline.Message,
 	if exists.Val() == 0 {
 		return nil, fmt.Errorf("%w: run %s", ErrNotFound, runID)
 	}
-	out := make([]pipeline.Message, 0, len(list.Val()))
-	for i, raw := range list.Val() {
+	return decodeMessages(runID, list.Val())
+}
+
+// decodeMessages decodes the run's messages list.
+func decodeMessages(runID string, raw []string) ([]pipeline.Message, error) {
+	out := make([]pipeline.Message, 0, len(raw))
+	for i, r := range raw {
 		var m pipeline.Message
-		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		if err := json.Unmarshal([]byte(r), &m); err != nil {
 			return nil, fmt.Errorf("decode message %d of run %s: %w", i, runID, err)
 		}
 		out = append(out, m)

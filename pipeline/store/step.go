@@ -25,24 +25,73 @@ import (
 // holds it, the caller included). An expired lease is taken over. With
 // ErrStale and ErrLeaseHeld the current run comes back too.
 func (s *Store) ClaimStep(ctx context.Context, runID string, step int, lease Lease, now time.Time) (pipeline.Run, error) {
-	if err := checkLease(lease, now); err != nil {
-		return pipeline.Run{}, err
-	}
-	started, err := newEvent(runID, step, "", pipeline.EventRunStarted, now, nil)
+	keys, args, err := s.claimStepArgs(runID, step, lease, now)
 	if err != nil {
 		return pipeline.Run{}, err
 	}
-	attempt, err := newAttemptEvents(runID, step, "", pipeline.EventStepStarted, pipeline.EventStepRetried, now)
-	if err != nil {
-		return pipeline.Run{}, err
-	}
-	args := append([]any{step, lease.Owner, toMillis(lease.Until), toMillis(now), started}, attempt.args()...)
 	what := fmt.Sprintf("claim step %d of run %s", step, runID)
-	v, err := s.eval(ctx, s.scripts.claimStep, what, []string{s.runKey(runID), s.eventsKey(runID)}, args...)
+	v, err := s.eval(ctx, s.scripts.claimStep, what, keys, args...)
 	if err != nil {
 		return s.currentRun(ctx, runID, err)
 	}
 	return s.decodeRunReply(runID, v)
+}
+
+// ClaimStepWithMessages is ClaimStep, and the run's conversation read
+// after the claim in the same round trip: what a step worker needs to
+// infer. The messages are nil when the claim is refused.
+func (s *Store) ClaimStepWithMessages(ctx context.Context, runID string, step int, lease Lease, now time.Time) (pipeline.Run, []pipeline.Message, error) {
+	keys, args, err := s.claimStepArgs(runID, step, lease, now)
+	if err != nil {
+		return pipeline.Run{}, nil, err
+	}
+	what := fmt.Sprintf("claim step %d of run %s", step, runID)
+	for attempt := 0; ; attempt++ {
+		var claim *redis.Cmd
+		var list *redis.StringSliceCmd
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			claim = s.scripts.claimStep.EvalSha(ctx, p, keys, args...)
+			list = p.LRange(ctx, s.msgsKey(runID), 0, -1)
+			return nil
+		})
+		v, err := claim.Result()
+		if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			if err := s.scripts.claimStep.Load(ctx, s.rdb).Err(); err != nil {
+				return pipeline.Run{}, nil, fmt.Errorf("%s: load the script: %w", what, err)
+			}
+			continue
+		}
+		if err != nil {
+			run, err := s.currentRun(ctx, runID, scriptError(err, what))
+			return run, nil, err
+		}
+		run, err := s.decodeRunReply(runID, v)
+		if err != nil {
+			return pipeline.Run{}, nil, err
+		}
+		if err := list.Err(); err != nil {
+			return pipeline.Run{}, nil, fmt.Errorf("messages of run %s: %w", runID, err)
+		}
+		msgs, err := decodeMessages(runID, list.Val())
+		return run, msgs, err
+	}
+}
+
+// claimStepArgs are the keys and arguments of the claim_step script.
+func (s *Store) claimStepArgs(runID string, step int, lease Lease, now time.Time) ([]string, []any, error) {
+	if err := checkLease(lease, now); err != nil {
+		return nil, nil, err
+	}
+	started, err := newEvent(runID, step, "", pipeline.EventRunStarted, now, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	attempt, err := newAttemptEvents(runID, step, "", pipeline.EventStepStarted, pipeline.EventStepRetried, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	args := append([]any{step, lease.Owner, toMillis(lease.Until), toMillis(now), started}, attempt.args()...)
+	return []string{s.runKey(runID), s.eventsKey(runID)}, args, nil
 }
 
 // RenewStepLease moves the lease of a step the caller is inferring to
