@@ -4,6 +4,7 @@
 //	stepwise infra [--kafka ADDR] [--redis ADDR] [--data DIR]                               only the embedded broker and Redis
 //	stepwise demo  [--runs N]                                                               a sample batch on an embedded stack
 //	stepwise dlq list|redrive [--topic T] [--since D] [--dry-run] [--json]                  the dead-letter topic: show, re-publish
+//	stepwise submit|runs|pending|decide ...                                                 a client of a gateway (internal/cli)
 //
 // dev's --redis is the URL of a Redis to use instead of the embedded one;
 // infra's --redis is the address its embedded Redis listens on. --data keeps
@@ -15,7 +16,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
+
+	"github.com/stepwise-run/stepwise/internal/cli"
 )
 
 const usage = `usage: stepwise <command> [flags]
@@ -28,7 +32,8 @@ commands:
   dlq     list the dead-letter topic, or re-drive its records to their topics
 
 Run 'stepwise <command> -h' for the flags of a command.
-`
+
+` + cli.Usage
 
 func main() {
 	if len(os.Args) < 2 {
@@ -41,13 +46,18 @@ func main() {
 		"demo":  demoCmd,
 		"dlq":   dlq,
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if slices.Contains(cli.Commands, os.Args[1]) {
+		code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	cmd, ok := commands[os.Args[1]]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "stepwise: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if err := cmd(ctx, os.Args[2:]); err != nil {
 		fmt.Fprintf(os.Stderr, "stepwise %s: %v\n", os.Args[1], err)
 		os.Exit(1)
