@@ -3,6 +3,8 @@ package stepworker
 import (
 	"errors"
 
+	"github.com/ThreeDotsLabs/watermill/message"
+
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -32,14 +34,27 @@ func (w *Worker) dispatchable(run pipeline.Run, calls []pipeline.ToolCall) []pip
 	return out
 }
 
-// publishCalls publishes ToolCallRequested for calls. Publishing a call
+// publishCalls publishes ToolCallRequested for calls, those of one queue
+// in one batch (one produce request, not one per call). Publishing a call
 // twice is harmless: the second claim finds it taken.
 func (w *Worker) publishCalls(calls []pipeline.ToolCall) error {
-	var errs []error
+	byQueue := map[string][]*message.Message{} // one batch per queue topic
+	var queues []string
 	for _, c := range calls {
-		errs = append(errs, topics.Publish(w.pub, w.names.ToolCalls(c.Queue), topics.ToolCallRequested{
+		m, err := topics.NewMessage(topics.ToolCallRequested{
 			Header: topics.Header{RunID: c.RunID}, Step: c.Step, CallID: c.ID, Tool: c.Tool, Arguments: c.Arguments,
-		}))
+		})
+		if err != nil {
+			return err
+		}
+		if byQueue[c.Queue] == nil {
+			queues = append(queues, c.Queue)
+		}
+		byQueue[c.Queue] = append(byQueue[c.Queue], m)
+	}
+	var errs []error
+	for _, q := range queues {
+		errs = append(errs, w.pub.Publish(w.names.ToolCalls(q), byQueue[q]...))
 	}
 	return errors.Join(errs...)
 }
