@@ -46,6 +46,8 @@ var (
 	markSentLua string
 	//go:embed scripts/reschedule_if.lua
 	rescheduleIfLua string
+	//go:embed scripts/snapshot.lua
+	snapshotLua string
 	//go:embed scripts/claim_outcomes.lua
 	claimOutcomesLua string
 	//go:embed scripts/lib.lua
@@ -56,7 +58,7 @@ type scripts struct {
 	createRun, claimStep, renewStepLease, appendDelta, commitStep, endStep, finishRun *redis.Script
 	claimCall, renewCallLease, finishCall                                             *redis.Script
 	setWaiting, cancelRun, applyDecision, dropHeld                                    *redis.Script
-	listRuns, dueRuns, markSent, rescheduleIf, claimOutcomes                          *redis.Script
+	listRuns, dueRuns, markSent, rescheduleIf, claimOutcomes, snapshot                *redis.Script
 }
 
 // loadScripts prepares the scripts; those that end a run, write to an
@@ -81,6 +83,7 @@ func loadScripts(lib string) scripts {
 		dueRuns:        redis.NewScript(dueRunsLua),
 		markSent:       redis.NewScript(markSentLua),
 		claimOutcomes:  redis.NewScript(claimOutcomesLua),
+		snapshot:       redis.NewScript(snapshotLua),
 		rescheduleIf:   redis.NewScript(rescheduleIfLua),
 	}
 }

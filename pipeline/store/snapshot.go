@@ -23,48 +23,92 @@ type Snapshot struct {
 }
 
 // Snapshot reads the run, the calls of its current step, its held
-// decisions and its sweep time. stepHint is the step the caller expects the run to be at (-1
-// for none): with the right hint the read takes two round trips, otherwise
-// three. The three reads are not one atomic view; each record is itself
-// consistent, and every write that acts on a snapshot is a script that
-// checks what it expects. An unknown run is ErrNotFound.
+// decisions, the decision outcomes waiting in its outbox and its sweep
+// time, in one round trip: a script reads the run's own keys (one slot)
+// and the sweep time goes beside it in the same pipeline. Each part is
+// consistent with the others except the sweep time, which lives in the
+// global schedule; every write that acts on a snapshot is a script that
+// checks what it expects. An unknown run is ErrNotFound. stepHint is
+// unused (the script finds the step itself) and kept for the callers that
+// know it.
 func (s *Store) Snapshot(ctx context.Context, runID string, stepHint int) (Snapshot, error) {
-	var run, held *redis.MapStringStringCmd
-	var ids *redis.StringSliceCmd
-	var sched *redis.FloatCmd
-	var outcomes *redis.XMessageSliceCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		run = p.HGetAll(ctx, s.runKey(runID))
-		held = p.HGetAll(ctx, s.heldKey(runID))
-		outcomes = p.XRangeN(ctx, s.outcomesKey(runID), "-", "+", outcomesBatch)
-		sched = p.ZScore(ctx, s.activeKey(), runID)
-		if stepHint >= 0 {
-			ids = p.LRange(ctx, s.stepKey(runID, stepHint), 0, -1)
+	what := "snapshot of run " + runID
+	keys := []string{s.runKey(runID), s.heldKey(runID), s.outcomesKey(runID)}
+	for attempt := 0; ; attempt++ {
+		var read *redis.Cmd
+		var sched *redis.FloatCmd
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			read = s.scripts.snapshot.EvalSha(ctx, p, keys, outcomesBatch)
+			sched = p.ZScore(ctx, s.activeKey(), runID)
+			return nil
+		})
+		v, err := read.Result()
+		if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			if err := s.scripts.snapshot.Load(ctx, s.rdb).Err(); err != nil {
+				return Snapshot{}, fmt.Errorf("%s: load the script: %w", what, err)
+			}
+			continue
 		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) { // Nil: not scheduled
-		return Snapshot{}, fmt.Errorf("snapshot of run %s: %w", runID, err)
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("%s: %w", what, err)
+		}
+		if err := sched.Err(); err != nil && !errors.Is(err, redis.Nil) { // Nil: not scheduled
+			return Snapshot{}, fmt.Errorf("%s: %w", what, err)
+		}
+		snap, err := s.decodeSnapshot(runID, v)
+		if err == nil && sched.Err() == nil {
+			snap.Scheduled = fromMillis(int64(sched.Val()))
+		}
+		return snap, err
+	}
+}
+
+// decodeSnapshot decodes the snapshot script's reply.
+func (s *Store) decodeSnapshot(runID string, v any) (Snapshot, error) {
+	reply, err := replyList(v, 1)
+	if err != nil {
+		return Snapshot{}, err
 	}
 	var snap Snapshot
-	if sched.Err() == nil {
-		snap.Scheduled = fromMillis(int64(sched.Val()))
-	}
-	if snap.Run, err = decodeRun(runID, run.Val()); err != nil {
+	runHash, err := flatMap(reply[0])
+	if err != nil {
 		return Snapshot{}, err
 	}
-	if snap.Held, err = decodeHeld(runID, held.Val()); err != nil {
+	if snap.Run, err = decodeRun(runID, runHash); err != nil {
 		return Snapshot{}, err
 	}
-	snap.Outcomes = decodeOutcomes(runID, outcomes.Val())
-	callIDs := []string(nil)
-	if ids != nil && snap.Run.Step == stepHint {
-		callIDs = ids.Val()
-	} else if callIDs, err = s.rdb.LRange(ctx, s.stepKey(runID, snap.Run.Step), 0, -1).Result(); err != nil {
+	if len(reply) != 5 {
+		return Snapshot{}, fmt.Errorf("snapshot of run %s: unexpected reply of %d parts", runID, len(reply))
+	}
+	held, err := flatMap(reply[1])
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if snap.Held, err = decodeHeld(runID, held); err != nil {
+		return Snapshot{}, err
+	}
+	outcomes, err := xMessages(reply[2])
+	if err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot of run %s: %w", runID, err)
 	}
-	if snap.Calls, err = s.getCalls(ctx, runID, callIDs); err != nil {
-		return Snapshot{}, err
+	snap.Outcomes = decodeOutcomes(runID, outcomes)
+	ids, _ := reply[3].([]any)
+	hashes, _ := reply[4].([]any)
+	if len(ids) != len(hashes) {
+		return Snapshot{}, fmt.Errorf("snapshot of run %s: %d call ids, %d calls", runID, len(ids), len(hashes))
+	}
+	snap.Calls = make([]pipeline.ToolCall, 0, len(ids))
+	for i, id := range ids {
+		callID, _ := id.(string)
+		h, err := flatMap(hashes[i])
+		if err != nil {
+			return Snapshot{}, err
+		}
+		call, err := decodeCall(runID, callID, h)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		snap.Calls = append(snap.Calls, call)
 	}
 	return snap, nil
 }
