@@ -14,17 +14,17 @@ func TestCoalescer_answers_every_request_with_fewer_reconciles(t *testing.T) {
 	var lastSeen atomic.Int64 // arrivals seen by the latest reconcile when it started
 	gate := make(chan struct{})
 	var wg sync.WaitGroup
-	reconcile := func(step int) {
+	reconcile := func() {
 		lastSeen.Store(arrived.Load())
 		if runs.Add(1) == 1 {
 			<-gate // the first one is slow: the others pile up behind it
 		}
 	}
-	wg.Go(func() { arrived.Add(1); c.do("r", 0, reconcile) })
+	wg.Go(func() { arrived.Add(1); c.do("r", reconcile) })
 	for runs.Load() == 0 {
 	}
-	for i := range 50 {
-		wg.Go(func() { arrived.Add(1); c.do("r", i, reconcile) })
+	for range 50 {
+		wg.Go(func() { arrived.Add(1); c.do("r", reconcile) })
 	}
 	for arrived.Load() < 51 {
 	}
@@ -38,6 +38,6 @@ func TestCoalescer_answers_every_request_with_fewer_reconciles(t *testing.T) {
 	}
 	// Another run is not held up by this one.
 	done := make(chan struct{})
-	go c.do("other", 0, func(int) { close(done) })
+	go c.do("other", func() { close(done) })
 	<-done
 }

@@ -92,7 +92,7 @@ func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
 		w.log.Info("decision not applied", "run_id", d.RunID, "call_id", d.CallID, "decision_id", d.DecisionID,
 			"outcome", res.Outcome, "reason", res.Reason)
 	}
-	return w.rescheduleAndReconcile(ctx, d.RunID, res.Run.Step, before)
+	return w.rescheduleAndReconcile(ctx, d.RunID, before)
 }
 
 // cancelRun ends a run cancelled, from whatever status it is in; its
@@ -110,7 +110,7 @@ func (w *Worker) cancelRun(ctx context.Context, d topics.Decision) error {
 	run, err := w.store.CancelRun(ctx, d.RunID, d.DecisionID, by, d.Reason, w.now())
 	if errors.Is(err, store.ErrStale) {
 		w.log.Info("cancel of a run that is already done", "run_id", d.RunID, "decision_id", d.DecisionID)
-		return w.rescheduleAndReconcile(ctx, d.RunID, run.Step, before)
+		return w.rescheduleAndReconcile(ctx, d.RunID, before)
 	}
 	if err != nil {
 		return err
@@ -139,9 +139,9 @@ func (w *Worker) schedule(ctx context.Context, runID string, after time.Time) (t
 	return at, w.store.ScheduleSweep(ctx, runID, at)
 }
 
-func (w *Worker) rescheduleAndReconcile(ctx context.Context, runID string, stepHint int, before time.Time) error {
+func (w *Worker) rescheduleAndReconcile(ctx context.Context, runID string, before time.Time) error {
 	if _, err := w.schedule(ctx, runID, before); err != nil {
 		return err
 	}
-	return w.reconcile(ctx, runID, stepHint)
+	return w.reconcile(ctx, runID)
 }

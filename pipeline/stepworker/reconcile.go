@@ -23,8 +23,7 @@ const reconcileRounds = 16
 // writes. It is level-triggered and idempotent, like a controller-runtime
 // Reconcile: every handler calls it after its own write, also when that
 // write was a duplicate or stale, and the sweeper calls it for every run
-// that comes due. stepHint is the step the caller expects the run at (-1:
-// none); it saves a round trip when right.
+// that comes due.
 //
 // Each round does what the run's state asks for, then looks again:
 //   - decision outcomes waiting in the run's outbox: publish them, delete
@@ -51,8 +50,8 @@ const reconcileRounds = 16
 // run; any other reconcile leaves it to that worker for a lease period, so
 // a run ended without a fault has one result, not one per handler that
 // happened to look.
-func (w *Worker) reconcile(ctx context.Context, runID string, stepHint int) error {
-	snap, err := w.store.Snapshot(ctx, runID, stepHint)
+func (w *Worker) reconcile(ctx context.Context, runID string) error {
+	snap, err := w.store.Snapshot(ctx, runID)
 	if err != nil {
 		return err
 	}
@@ -89,7 +88,7 @@ func (w *Worker) reconcileFrom(ctx context.Context, v *view) error {
 func (w *Worker) reconcileCommitted(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
 	for _, c := range calls {
 		if c.Status == pipeline.CallSuspended {
-			return w.reconcile(ctx, run.ID, run.Step)
+			return w.reconcile(ctx, run.ID)
 		}
 	}
 	return w.reconcileFrom(ctx, &view{Snapshot: store.Snapshot{Run: run, Calls: calls}, written: true})
@@ -274,7 +273,7 @@ func nextLook(snap store.Snapshot) time.Time {
 // reread is the next round's view after a write that changed more than
 // the caller knows.
 func (w *Worker) reread(ctx context.Context, run pipeline.Run) (*view, error) {
-	snap, err := w.store.Snapshot(ctx, run.ID, run.Step)
+	snap, err := w.store.Snapshot(ctx, run.ID)
 	if err != nil {
 		return nil, err
 	}

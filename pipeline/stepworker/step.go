@@ -47,7 +47,7 @@ func (w *Worker) HandleStep(msg *message.Message) error {
 		return topics.Permanent(fmt.Errorf("step %d of run %s: %w", req.Step, req.RunID, err))
 	case errors.Is(err, store.ErrStale):
 		log.Debug("step request is stale; reconciling", "reason", err)
-		return w.reconcile(ctx, req.RunID, run.Step)
+		return w.reconcile(ctx, req.RunID)
 	case errors.Is(err, store.ErrLeaseHeld):
 		log.Debug("step is held by another claim", "reason", err)
 		return nil

@@ -32,8 +32,8 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 		return err
 	}
 	slot.Go(func() {
-		w.fanIn.do(res.RunID, res.Step, func(step int) {
-			if err := w.reconcile(w.ctx, res.RunID, step); err != nil && !errors.Is(err, store.ErrNotFound) {
+		w.fanIn.do(res.RunID, func() {
+			if err := w.reconcile(w.ctx, res.RunID); err != nil && !errors.Is(err, store.ErrNotFound) {
 				w.log.Error("fan in a tool result; the sweeper will retry", "run_id", res.RunID, "call_id", res.CallID, "error", err)
 			}
 		})

@@ -57,7 +57,7 @@ func (w *Worker) Sweep(ctx context.Context) (int, error) {
 			return swept, fmt.Errorf("due runs: %w", err)
 		}
 		for _, id := range ids {
-			err := w.reconcile(ctx, id, -1)
+			err := w.reconcile(ctx, id)
 			if errors.Is(err, store.ErrNotFound) {
 				err = w.store.Forget(ctx, id) // scheduled, then never created, or expired
 			}

@@ -28,10 +28,8 @@ type Snapshot struct {
 // and the sweep time goes beside it in the same pipeline. Each part is
 // consistent with the others except the sweep time, which lives in the
 // global schedule; every write that acts on a snapshot is a script that
-// checks what it expects. An unknown run is ErrNotFound. stepHint is
-// unused (the script finds the step itself) and kept for the callers that
-// know it.
-func (s *Store) Snapshot(ctx context.Context, runID string, stepHint int) (Snapshot, error) {
+// checks what it expects. An unknown run is ErrNotFound.
+func (s *Store) Snapshot(ctx context.Context, runID string) (Snapshot, error) {
 	what := "snapshot of run " + runID
 	keys := []string{s.runKey(runID), s.heldKey(runID), s.outcomesKey(runID)}
 	for attempt := 0; ; attempt++ {

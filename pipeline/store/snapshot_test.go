@@ -30,29 +30,27 @@ var reconcileCases = []contractCase{
 		if err := f.st.ScheduleSweep(f.ctx, "r1", at(40)); err != nil {
 			t.Fatal(err)
 		}
-		for _, hint := range []int{0, 5, -1} { // right, wrong and no hint read the same
-			snap, err := f.st.Snapshot(f.ctx, "r1", hint)
-			if err != nil {
-				t.Fatalf("Snapshot(hint %d): %v", hint, err)
-			}
-			if snap.Run.Step != 0 || snap.Run.StepState != pipeline.StepTools || len(snap.Calls) != 2 ||
-				snap.Calls[0].ID != "c1" || snap.Calls[1].ID != "c2" {
-				t.Fatalf("hint %d: run %+v calls %+v", hint, snap.Run, snap.Calls)
-			}
-			if len(snap.Held) != 1 || snap.Held[0].ID != "d-early" {
-				t.Fatalf("hint %d: held %+v", hint, snap.Held)
-			}
-			if !snap.Scheduled.Equal(at(40)) {
-				t.Fatalf("hint %d: scheduled %v, want %v", hint, snap.Scheduled, at(40))
-			}
+		snap, err := f.st.Snapshot(f.ctx, "r1")
+		if err != nil {
+			t.Fatalf("Snapshot: %v", err)
 		}
-		if _, err := f.st.Snapshot(f.ctx, "nope", -1); !errors.Is(err, store.ErrNotFound) {
+		if snap.Run.Step != 0 || snap.Run.StepState != pipeline.StepTools || len(snap.Calls) != 2 ||
+			snap.Calls[0].ID != "c1" || snap.Calls[1].ID != "c2" {
+			t.Fatalf("run %+v calls %+v", snap.Run, snap.Calls)
+		}
+		if len(snap.Held) != 1 || snap.Held[0].ID != "d-early" || len(snap.Outcomes) != 1 || snap.Outcomes[0].Outcome != store.DecisionHeld {
+			t.Fatalf("held %+v, outcomes %+v", snap.Held, snap.Outcomes)
+		}
+		if !snap.Scheduled.Equal(at(40)) {
+			t.Fatalf("scheduled %v, want %v", snap.Scheduled, at(40))
+		}
+		if _, err := f.st.Snapshot(f.ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("Snapshot of an unknown run = %v, want ErrNotFound", err)
 		}
 	}},
 	{"an_unscheduled_run_reads_as_not_scheduled", func(t *testing.T, f *fixture) {
 		f.created(t, "r1")
-		snap, err := f.st.Snapshot(f.ctx, "r1", 0)
+		snap, err := f.st.Snapshot(f.ctx, "r1")
 		if err != nil || !snap.Scheduled.IsZero() || len(snap.Calls) != 0 {
 			t.Fatalf("Snapshot = %+v, %v", snap, err)
 		}
