@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"os"
-	"sort"
 )
 
 // DefaultGatewayProducer is the producer name the gateway signs the
@@ -62,12 +61,7 @@ func (d Decisions) check(ps *problems, path string) {
 // an error that names it.
 func (d Decisions) Keys() (map[string][][]byte, error) {
 	out := map[string][][]byte{}
-	names := make([]string, 0, len(d.Producers))
-	for n := range d.Producers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range sortedKeys(d.Producers) {
 		p := d.Producers[name]
 		for i, env := range []string{p.KeyEnv, p.PreviousKeyEnv} {
 			if env == "" && i == 1 {
