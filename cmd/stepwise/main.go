@@ -4,6 +4,7 @@
 //	stepwise infra [--kafka ADDR] [--redis ADDR] [--data DIR]                               only the embedded broker and Redis
 //	stepwise demo  [--runs N]                                                               a sample batch on an embedded stack
 //	stepwise dlq list|redrive [--topic T] [--since D] [--dry-run] [--json]                  the dead-letter topic: show, re-publish
+//	stepwise bench [--scenario S,...] [--runs N] [--json FILE] [--kafka B] [--redis URL]        measured workloads
 //	stepwise submit|runs|pending|decide ...                                                 a client of a gateway (internal/cli)
 //
 // dev's --redis is the URL of a Redis to use instead of the embedded one;
@@ -30,6 +31,7 @@ commands:
   infra   run only the embedded broker and Redis, for multi-process setups
   demo    run a sample batch of agent runs on an embedded stack and summarize it
   dlq     list the dead-letter topic, or re-drive its records to their topics
+  bench   run fixed workloads through a whole stack and report what a step costs
 
 Run 'stepwise <command> -h' for the flags of a command.
 
@@ -45,6 +47,7 @@ func main() {
 		"infra": infra,
 		"demo":  demoCmd,
 		"dlq":   dlq,
+		"bench": benchCmd,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

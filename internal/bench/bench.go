@@ -1,0 +1,241 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// A Scenario is one fixed workload.
+type Scenario struct {
+	Name        string
+	What        string
+	model       string // the runs' script model
+	steps       int    // steps of one run
+	calls       int    // tool calls of one run
+	sequential  bool   // one run at a time (latency) rather than all at once
+	defaultRuns int
+}
+
+// Scenarios are the workloads `stepwise bench` knows.
+var Scenarios = []Scenario{
+	{Name: "throughput", What: "runs of 3 steps (2 parallel calls in each of the first two) all at once: steps per second",
+		model: threeSteps, steps: 3, calls: 4, defaultRuns: 200},
+	{Name: "latency", What: "the same runs one at a time: the unloaded step latency",
+		model: threeSteps, steps: 3, calls: 4, sequential: true, defaultRuns: 50},
+	{Name: "fanout", What: "runs of one step of 20 no-op calls all at once: calls per second",
+		model: wideStep(20), steps: 2, calls: 20, defaultRuns: 50},
+}
+
+const threeSteps = `{"provider":"script","turns":[
+	{"text":"step one","tool_calls":[{"name":"echo","arguments":{"n":1}},{"name":"echo","arguments":{"n":2}}]},
+	{"text":"step two","tool_calls":[{"name":"sleep","arguments":{"ms":30}},{"name":"echo","arguments":{"n":3}}]},
+	{"text":"done"}]}`
+
+func wideStep(n int) string {
+	calls := make([]string, n)
+	for i := range calls {
+		calls[i] = fmt.Sprintf(`{"name":"echo","arguments":{"i":%d}}`, i)
+	}
+	return `{"provider":"script","turns":[{"text":"fan out","tool_calls":[` + strings.Join(calls, ",") + `]},{"text":"done"}]}`
+}
+
+// config is the stack's: production-like leases (no sweeper churn during
+// the measurement) and pools big enough for the batches.
+const benchConfig = `
+kafka: {partitions: 8}
+stepworker: {concurrency: 256, lease: 30s, sweep_interval: 2s}
+toolworker: {concurrency: 256, lease: 30s}
+agents:
+  assistant:
+    model: {provider: script, turns: [{text: "hi"}]}
+    tools: [echo, sleep]
+`
+
+// Options says what to run, and where.
+type Options struct {
+	Scenarios []string  // names; empty: all
+	Runs      int       // runs per scenario; 0: each scenario's default
+	Kafka     string    // brokers; "": an embedded broker
+	Redis     string    // URL; "": a private redis-server if installed, else an embedded miniredis (no server-side counts)
+	Progress  io.Writer // progress lines; nil: none
+}
+
+// Report is what `stepwise bench --json` writes.
+type Report struct {
+	Machine   Machine  `json:"machine"`
+	Scenarios []Result `json:"scenarios"`
+}
+
+// Machine says where the figures come from.
+type Machine struct {
+	Cores        int    `json:"cores"`
+	GoVersion    string `json:"go_version"`
+	OS           string `json:"os"`
+	RedisVersion string `json:"redis_version"` // "" for the embedded miniredis
+	Kafka        string `json:"kafka"`         // "embedded" or the brokers
+	Redis        string `json:"redis"`         // "a private redis-server", "embedded" (miniredis) or the URL given
+	At           string `json:"at"`
+}
+
+// Result is one scenario's figures. Counts per step are exact; rates and
+// latencies are this machine's. -1: not measured (the Redis does not say,
+// or the scenario does not park calls).
+type Result struct {
+	Scenario                string  `json:"scenario"`
+	Runs                    int     `json:"runs"`
+	Steps                   int     `json:"steps"`
+	Calls                   int     `json:"calls"`
+	Seconds                 float64 `json:"seconds"`
+	StepsPerS               float64 `json:"steps_per_s"`
+	CallsPerS               float64 `json:"calls_per_s"`
+	P50ms                   float64 `json:"p50_ms"` // of a step: a run's time from request to result, divided by its steps
+	P99ms                   float64 `json:"p99_ms"`
+	RedisRoundTripsPerStep  float64 `json:"redis_round_trips_per_step"`
+	KafkaPublishesPerStep   float64 `json:"kafka_publishes_per_step"`
+	AllocBytesPerStep       float64 `json:"alloc_bytes_per_step"` // of this whole process: client, workers and broker
+	RedisCommandsPerStep    float64 `json:"redis_commands_per_step"`
+	RedisCPUmsPerStep       float64 `json:"redis_cpu_ms_per_step"`
+	RedisBytesPerParkedCall float64 `json:"redis_bytes_per_parked_call"`
+}
+
+// Run runs the scenarios one after the other on one stack.
+func Run(ctx context.Context, o Options) (Report, error) {
+	chosen, err := choose(o.Scenarios)
+	if err != nil {
+		return Report{}, err
+	}
+	cfg, err := config.Parse([]byte(benchConfig))
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Report{Machine: Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
+		Kafka: "embedded", Redis: "embedded", At: time.Now().UTC().Format(time.RFC3339)}}
+	opts := app.Options{Config: cfg, Kafka: o.Kafka, Redis: o.Redis, Logger: app.NewLogger("stepwise-bench")}
+	if o.Redis == "" {
+		if srv, err := startRedisServer(ctx); err == nil {
+			defer srv.close()
+			o.Redis, opts.Redis = srv.url, srv.url
+			rep.Machine.Redis = "a private redis-server"
+		}
+	}
+	if o.Kafka == "" || o.Redis == "" {
+		in, err := app.StartInfra("127.0.0.1:0", o.Redis, "")
+		if err != nil {
+			return Report{}, err
+		}
+		defer in.Close()
+		if o.Kafka == "" {
+			opts.Kafka = in.Kafka.Addrs()[0]
+		}
+		opts.Redis = in.RedisURL
+	}
+	if o.Kafka != "" {
+		rep.Machine.Kafka = o.Kafka
+	}
+	if o.Redis != "" && rep.Machine.Redis == "embedded" {
+		rep.Machine.Redis = o.Redis
+	}
+	s, err := newStack(ctx, opts)
+	if err != nil {
+		return Report{}, err
+	}
+	defer s.close()
+	if info, err := s.stack.Redis.Info(ctx, "server").Result(); err == nil {
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
+				rep.Machine.RedisVersion = v
+			}
+		}
+	}
+	for _, sc := range chosen {
+		n := o.Runs
+		if n <= 0 {
+			n = sc.defaultRuns
+		}
+		res, err := s.measure(ctx, sc, n, o.Progress)
+		if err != nil {
+			return rep, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		rep.Scenarios = append(rep.Scenarios, res)
+	}
+	return rep, nil
+}
+
+func choose(names []string) ([]Scenario, error) {
+	if len(names) == 0 || slices.Contains(names, "all") {
+		return Scenarios, nil
+	}
+	var out []Scenario
+	for _, n := range names {
+		i := slices.IndexFunc(Scenarios, func(s Scenario) bool { return s.Name == n })
+		if i < 0 {
+			known := make([]string, len(Scenarios))
+			for j, s := range Scenarios {
+				known[j] = s.Name
+			}
+			return nil, fmt.Errorf("unknown scenario %q (known: %s, all)", n, strings.Join(known, ", "))
+		}
+		out = append(out, Scenarios[i])
+	}
+	return out, nil
+}
+
+// WriteJSON writes the report, indented.
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the report for people, a line per scenario.
+func (r Report) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "%d cores, %s, Redis %s (%s), Kafka %s\n", r.Machine.Cores, r.Machine.GoVersion, orNone(r.Machine.RedisVersion), r.Machine.Redis, r.Machine.Kafka)
+	for _, s := range r.Scenarios {
+		fmt.Fprintf(w, "%-10s %5d runs  %8.0f steps/s  %8.0f calls/s  step p50 %6.1f ms  p99 %6.1f ms  %5.1f round trips  %5.1f publishes  %6.1f commands  %7.0f B allocated a step\n",
+			s.Scenario, s.Runs, s.StepsPerS, s.CallsPerS, s.P50ms, s.P99ms, s.RedisRoundTripsPerStep, s.KafkaPublishesPerStep, s.RedisCommandsPerStep, s.AllocBytesPerStep)
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "miniredis"
+	}
+	return s
+}
+
+// run is one run of a scenario in flight.
+type run struct {
+	id    string
+	start time.Time
+}
+
+func newRunID() string { return "bench-" + uuid.NewString() }
+
+// request creates run id of model in the store and requests its first
+// step, as the gateway does (without HTTP).
+func (s *stack) request(ctx context.Context, model, id string) (run, error) {
+	r := run{id: id, start: time.Now()}
+	st := s.stack.Store
+	if _, _, err := st.CreateRun(ctx, pipeline.Run{ID: r.id, Agent: "assistant", Model: json.RawMessage(model), RequestHash: "bench"},
+		[]pipeline.Message{{Role: pipeline.RoleUser, Content: "go"}}, r.start); err != nil {
+		return r, err
+	}
+	if err := st.ScheduleSweep(ctx, r.id, r.start.Add(30*time.Second)); err != nil {
+		return r, err
+	}
+	return r, topics.Publish(s.stack.Publisher, s.stack.Names.RunSteps(), topics.StepRequested{Header: topics.Header{RunID: r.id}})
+}

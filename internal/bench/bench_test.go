@@ -1,0 +1,56 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stepwise-run/stepwise/internal/bench"
+	"github.com/stepwise-run/stepwise/internal/testinfra"
+)
+
+// The bench on a broker and a redis-server of the test's: its report has
+// every field, for each scenario run, and counts that add up. Rates are
+// not asserted: they are this machine's.
+func TestBench_reports_every_field_of_each_scenario(t *testing.T) {
+	rep, err := bench.Run(context.Background(), bench.Options{
+		Scenarios: []string{"latency", "fanout"}, Runs: 3,
+		Kafka: testinfra.Kafka(t)[0], Redis: testinfra.RedisServer(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scenarios) != 2 || rep.Machine.Cores < 1 || rep.Machine.RedisVersion == "" {
+		t.Fatalf("report %+v", rep)
+	}
+	lat, fan := rep.Scenarios[0], rep.Scenarios[1]
+	if lat.Scenario != "latency" || lat.Runs != 3 || lat.Steps != 9 || lat.Calls != 12 || fan.Calls != 60 {
+		t.Fatalf("scenarios %+v", rep.Scenarios)
+	}
+	for _, s := range rep.Scenarios {
+		if s.StepsPerS <= 0 || s.P50ms <= 0 || s.P99ms < s.P50ms || s.RedisRoundTripsPerStep <= 0 || s.KafkaPublishesPerStep <= 0 ||
+			s.AllocBytesPerStep <= 0 || s.RedisCommandsPerStep <= s.RedisRoundTripsPerStep || s.RedisCPUmsPerStep < 0 {
+			t.Errorf("%s: %+v", s.Scenario, s)
+		}
+	}
+	var buf bytes.Buffer
+	if err := rep.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Scenarios []map[string]any `json:"scenarios"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"steps_per_s", "calls_per_s", "p50_ms", "p99_ms", "redis_round_trips_per_step", "kafka_publishes_per_step",
+		"alloc_bytes_per_step", "redis_bytes_per_parked_call", "redis_commands_per_step", "redis_cpu_ms_per_step"} {
+		if _, ok := raw.Scenarios[0][f]; !ok {
+			t.Errorf("the JSON report lacks %s", f)
+		}
+	}
+	if _, err := bench.Run(context.Background(), bench.Options{Scenarios: []string{"nope"}}); err == nil {
+		t.Error("an unknown scenario ran")
+	}
+}

@@ -1,0 +1,180 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/topics"
+)
+
+// stack is the stack under measurement, its counters, and the results of
+// its runs as they arrive.
+type stack struct {
+	stack   *app.Stack
+	trips   *RoundTrips
+	pubs    *Publishes
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	waiting map[string]chan int // run id → gets its steps when its result arrives
+}
+
+func newStack(ctx context.Context, o app.Options) (*stack, error) {
+	st, err := app.Connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	s := &stack{stack: st, trips: &RoundTrips{}, waiting: map[string]chan int{}}
+	st.Redis.AddHook(s.trips)
+	s.pubs = &Publishes{Publisher: st.Publisher}
+	st.Publisher = s.pubs
+	ctx, s.cancel = context.WithCancel(ctx)
+	sub, err := st.Subscriber("bench-results")
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	msgs, err := sub.Subscribe(ctx, st.Names.RunResults())
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.wg.Go(func() {
+		for m := range msgs {
+			if r, err := topics.Decode[topics.RunResult](m.Payload); err == nil {
+				s.mu.Lock()
+				if ch, ok := s.waiting[r.RunID]; ok {
+					ch <- r.Step + 1
+					delete(s.waiting, r.RunID)
+				}
+				s.mu.Unlock()
+			}
+			m.Ack()
+		}
+	})
+	for _, work := range []func(context.Context) error{st.RunStepWorker, func(ctx context.Context) error { return st.RunToolWorker(ctx, nil) }} {
+		s.wg.Go(func() { _ = work(ctx) })
+	}
+	s.wg.Go(func() { <-ctx.Done(); _ = sub.Close() })
+	return s, nil
+}
+
+func (s *stack) close() {
+	s.cancel()
+	s.wg.Wait()
+	_ = s.stack.Close()
+}
+
+// await registers a run whose result is awaited.
+func (s *stack) await(id string) chan int {
+	ch := make(chan int, 1)
+	s.mu.Lock()
+	s.waiting[id] = ch
+	s.mu.Unlock()
+	return ch
+}
+
+// batch runs n runs of sc (all at once, or one at a time) and returns the
+// per-step latency of each run and the steps they took.
+func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Writer) ([]time.Duration, int, error) {
+	type inFlight struct {
+		r    run
+		done chan int
+	}
+	var lat []time.Duration
+	steps := 0
+	wait := func(f inFlight) error {
+		select {
+		case k := <-f.done:
+			steps += k
+			lat = append(lat, time.Since(f.r.start)/time.Duration(k))
+			if progress != nil && (len(lat)%10 == 0 || len(lat) == n) {
+				fmt.Fprintf(progress, "\r%s: %d/%d runs", sc.Name, len(lat), n)
+			}
+			return nil
+		case <-time.After(2 * time.Minute):
+			return fmt.Errorf("run %s did not end within 2m", f.r.id)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	var flights []inFlight
+	for range n {
+		id := newRunID()
+		done := s.await(id)
+		r, err := s.request(ctx, sc.model, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		f := inFlight{r, done}
+		if sc.sequential {
+			if err := wait(f); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
+		flights = append(flights, f)
+	}
+	for _, f := range flights {
+		if err := wait(f); err != nil {
+			return nil, 0, err
+		}
+	}
+	if progress != nil {
+		fmt.Fprintln(progress)
+	}
+	return lat, steps, nil
+}
+
+// measure warms the stack up with a few runs, then runs the scenario with
+// every counter reset, and computes its Result.
+func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Writer) (Result, error) {
+	if _, _, err := s.batch(ctx, sc, min(n, 5), nil); err != nil {
+		return Result{}, err
+	}
+	time.Sleep(200 * time.Millisecond) // the warm-up's last marks
+	s.trips.Reset()
+	s.pubs.Reset()
+	before := ReadServerStats(ctx, s.stack.Redis)
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	start := time.Now()
+	lat, steps, err := s.batch(ctx, sc, n, progress)
+	if err != nil {
+		return Result{}, err
+	}
+	elapsed := time.Since(start)
+	var m1 runtime.MemStats
+	runtime.ReadMemStats(&m1)
+	after := ReadServerStats(ctx, s.stack.Redis)
+	per := func(x float64) float64 { return x / float64(steps) }
+	res := Result{
+		Scenario: sc.Name, Runs: n, Steps: steps, Calls: n * sc.calls, Seconds: elapsed.Seconds(),
+		StepsPerS: float64(steps) / elapsed.Seconds(), CallsPerS: float64(n*sc.calls) / elapsed.Seconds(),
+		P50ms: percentile(lat, 0.50), P99ms: percentile(lat, 0.99),
+		RedisRoundTripsPerStep: per(float64(s.trips.Count())), KafkaPublishesPerStep: per(float64(s.pubs.Count() - int64(n))),
+		AllocBytesPerStep:    per(float64(m1.TotalAlloc - m0.TotalAlloc)),
+		RedisCommandsPerStep: -1, RedisCPUmsPerStep: -1, RedisBytesPerParkedCall: -1,
+	}
+	if before.OK && after.OK {
+		res.RedisCommandsPerStep = per(float64(after.Commands - before.Commands - 2)) // less the two INFO reads
+		res.RedisCPUmsPerStep = per((after.CPU - before.CPU) * 1000)
+	}
+	return res, nil
+}
+
+func percentile(d []time.Duration, p float64) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := min(len(s)-1, int(p*float64(len(s))))
+	return float64(s[i].Microseconds()) / 1000
+}
