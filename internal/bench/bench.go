@@ -26,6 +26,7 @@ type Scenario struct {
 	steps       int    // steps of one run
 	calls       int    // tool calls of one run
 	sequential  bool   // one run at a time (latency) rather than all at once
+	parks       bool   // its runs park a call and wait: measured once all wait
 	defaultRuns int
 }
 
@@ -37,6 +38,9 @@ var Scenarios = []Scenario{
 		model: threeSteps, steps: 3, calls: 4, sequential: true, defaultRuns: 50},
 	{Name: "fanout", What: "runs of one step of 20 no-op calls all at once: calls per second",
 		model: wideStep(20), steps: 2, calls: 20, defaultRuns: 50},
+	{Name: "memory", What: "runs that park a call for approval, all at once: the Redis memory a parked call holds",
+		model: `{"provider":"script","turns":[{"text":"needs approval","tool_calls":[{"name":"approve","arguments":{"amount":120}}]},{"text":"done"}]}`,
+		steps: 1, calls: 1, parks: true, defaultRuns: 200},
 }
 
 const threeSteps = `{"provider":"script","turns":[
@@ -61,7 +65,9 @@ toolworker: {concurrency: 256, lease: 30s}
 agents:
   assistant:
     model: {provider: script, turns: [{text: "hi"}]}
-    tools: [echo, sleep]
+    tools: [echo, sleep, approve]
+tools:
+  approve: {executor: {builtin: echo}, permission: ask}
 `
 
 // Options says what to run, and where.
@@ -108,7 +114,7 @@ type Result struct {
 	AllocBytesPerStep       float64 `json:"alloc_bytes_per_step"` // of this whole process: client, workers and broker
 	RedisCommandsPerStep    float64 `json:"redis_commands_per_step"`
 	RedisCPUmsPerStep       float64 `json:"redis_cpu_ms_per_step"`
-	RedisBytesPerParkedCall float64 `json:"redis_bytes_per_parked_call"`
+	RedisBytesPerParkedCall float64 `json:"redis_bytes_per_parked_call"` // Redis's used_memory grown per parked call (memory scenario)
 }
 
 // Run runs the scenarios one after the other on one stack.
@@ -204,8 +210,12 @@ func (r Report) WriteJSON(w io.Writer) error {
 func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "%d cores, %s, Redis %s (%s), Kafka %s\n", r.Machine.Cores, r.Machine.GoVersion, orNone(r.Machine.RedisVersion), r.Machine.Redis, r.Machine.Kafka)
 	for _, s := range r.Scenarios {
-		fmt.Fprintf(w, "%-10s %5d runs  %8.0f steps/s  %8.0f calls/s  step p50 %6.1f ms  p99 %6.1f ms  %5.1f round trips  %5.1f publishes  %6.1f commands  %7.0f B allocated a step\n",
+		fmt.Fprintf(w, "%-10s %5d runs  %8.0f steps/s  %8.0f calls/s  step p50 %6.1f ms  p99 %6.1f ms  %5.1f round trips  %5.1f publishes  %6.1f commands  %7.0f B allocated a step",
 			s.Scenario, s.Runs, s.StepsPerS, s.CallsPerS, s.P50ms, s.P99ms, s.RedisRoundTripsPerStep, s.KafkaPublishesPerStep, s.RedisCommandsPerStep, s.AllocBytesPerStep)
+		if s.RedisBytesPerParkedCall >= 0 {
+			fmt.Fprintf(w, "  %6.0f B of Redis a parked call", s.RedisBytesPerParkedCall)
+		}
+		fmt.Fprintln(w)
 	}
 	return nil
 }

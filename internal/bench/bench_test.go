@@ -15,20 +15,23 @@ import (
 // not asserted: they are this machine's.
 func TestBench_reports_every_field_of_each_scenario(t *testing.T) {
 	rep, err := bench.Run(context.Background(), bench.Options{
-		Scenarios: []string{"latency", "fanout"}, Runs: 3,
+		Scenarios: []string{"latency", "fanout", "memory"}, Runs: 3,
 		Kafka: testinfra.Kafka(t)[0], Redis: testinfra.RedisServer(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Scenarios) != 2 || rep.Machine.Cores < 1 || rep.Machine.RedisVersion == "" {
+	if len(rep.Scenarios) != 3 || rep.Machine.Cores < 1 || rep.Machine.RedisVersion == "" {
 		t.Fatalf("report %+v", rep)
 	}
 	lat, fan := rep.Scenarios[0], rep.Scenarios[1]
 	if lat.Scenario != "latency" || lat.Runs != 3 || lat.Steps != 9 || lat.Calls != 12 || fan.Calls != 60 {
 		t.Fatalf("scenarios %+v", rep.Scenarios)
 	}
-	for _, s := range rep.Scenarios {
+	if mem := rep.Scenarios[2]; mem.RedisBytesPerParkedCall == -1 || mem.Steps != 3 {
+		t.Errorf("memory: %+v", mem)
+	}
+	for _, s := range rep.Scenarios[:2] {
 		if s.StepsPerS <= 0 || s.P50ms <= 0 || s.P99ms < s.P50ms || s.RedisRoundTripsPerStep <= 0 || s.KafkaPublishesPerStep <= 0 ||
 			s.AllocBytesPerStep <= 0 || s.RedisCommandsPerStep <= s.RedisRoundTripsPerStep || s.RedisCPUmsPerStep < 0 {
 			t.Errorf("%s: %+v", s.Scenario, s)

@@ -59,12 +59,14 @@ func (c *Publishes) Count() int64 { return c.n.Load() }
 func (c *Publishes) Reset() { c.n.Store(0) }
 
 // ServerStats are what redis-server says of its own work: commands
-// executed (scripts' included, from INFO commandstats) and CPU seconds
-// (INFO cpu). ok is false when the server does not say (miniredis).
+// executed (scripts' included, from INFO commandstats), CPU seconds (INFO
+// cpu) and memory in use (INFO memory). OK is false when the server does
+// not say (miniredis).
 type ServerStats struct {
-	Commands int64
-	CPU      float64
-	OK       bool
+	Commands   int64
+	CPU        float64
+	UsedMemory int64 // bytes (INFO memory)
+	OK         bool
 }
 
 // ReadServerStats reads them.
@@ -79,6 +81,13 @@ func ReadServerStats(ctx context.Context, rdb redis.UniversalClient) ServerStats
 			calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
 			n, _ := strconv.ParseInt(calls, 10, 64)
 			st.Commands += n
+		}
+	}
+	if mem, err := rdb.Info(ctx, "memory").Result(); err == nil {
+		for _, line := range strings.Split(mem, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+				st.UsedMemory, _ = strconv.ParseInt(v, 10, 64)
+			}
 		}
 	}
 	if cpu, err := rdb.Info(ctx, "cpu").Result(); err == nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -90,6 +91,12 @@ func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Write
 	var lat []time.Duration
 	steps := 0
 	wait := func(f inFlight) error {
+		if sc.parks {
+			return s.awaitWaiting(ctx, f.r, func(d time.Duration) {
+				steps++
+				lat = append(lat, d)
+			})
+		}
 		select {
 		case k := <-f.done:
 			steps += k
@@ -166,7 +173,34 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		res.RedisCommandsPerStep = per(float64(after.Commands - before.Commands - 2)) // less the two INFO reads
 		res.RedisCPUmsPerStep = per((after.CPU - before.CPU) * 1000)
 	}
+	if sc.parks && before.OK && after.OK {
+		res.RedisBytesPerParkedCall = float64(after.UsedMemory-before.UsedMemory) / float64(n*sc.calls)
+	}
 	return res, nil
+}
+
+// awaitWaiting polls the run until it waits for a decision, and reports
+// how long that took.
+func (s *stack) awaitWaiting(ctx context.Context, r run, done func(time.Duration)) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		got, err := s.stack.Store.GetRun(ctx, r.id)
+		if err != nil {
+			return err
+		}
+		if got.Status == pipeline.RunWaiting {
+			done(time.Since(r.start))
+			return nil
+		}
+		if got.Status == pipeline.RunDone || time.Now().After(deadline) {
+			return fmt.Errorf("run %s is %s, not waiting for a decision", r.id, got.Status)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 func percentile(d []time.Duration, p float64) float64 {
