@@ -27,6 +27,7 @@ type Scenario struct {
 	calls       int    // tool calls of one run
 	sequential  bool   // one run at a time (latency) rather than all at once
 	parks       bool   // its runs park a call and wait: measured once all wait
+	decides     bool   // its runs park call D, then are decided at once: the decisions are measured
 	defaultRuns int
 }
 
@@ -41,6 +42,9 @@ var Scenarios = []Scenario{
 	{Name: "memory", What: "runs that park a call for approval, all at once: the Redis memory a parked call holds",
 		model: `{"provider":"script","turns":[{"text":"needs approval","tool_calls":[{"name":"approve","arguments":{"amount":120}}]},{"text":"done"}]}`,
 		steps: 1, calls: 1, parks: true, defaultRuns: 200},
+	{Name: "decisions", What: "runs parked on a call, then all decided at once: from a decision's publish to its run's result",
+		model: `{"provider":"script","turns":[{"text":"needs approval","tool_calls":[{"id":"D","name":"approve","arguments":{"amount":120}}]},{"text":"done"}]}`,
+		steps: 1, calls: 1, decides: true, defaultRuns: 1000},
 }
 
 const threeSteps = `{"provider":"script","turns":[
@@ -107,7 +111,7 @@ type Result struct {
 	Seconds                 float64 `json:"seconds"`
 	StepsPerS               float64 `json:"steps_per_s"`
 	CallsPerS               float64 `json:"calls_per_s"`
-	P50ms                   float64 `json:"p50_ms"` // of a step: a run's time from request to result, divided by its steps
+	P50ms                   float64 `json:"p50_ms"` // of a step: a run's time from request to result over its steps (decisions: from the decision's publish to the result)
 	P99ms                   float64 `json:"p99_ms"`
 	RedisRoundTripsPerStep  float64 `json:"redis_round_trips_per_step"`
 	KafkaPublishesPerStep   float64 `json:"kafka_publishes_per_step"`

@@ -23,7 +23,13 @@ type stack struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	waiting map[string]chan int // run id → gets its steps when its result arrives
+	waiting map[string]chan ended // run id → gets its result when it arrives
+}
+
+// ended is a run's result as it arrived: its steps, and when.
+type ended struct {
+	steps int
+	at    time.Time
 }
 
 func newStack(ctx context.Context, o app.Options) (*stack, error) {
@@ -31,7 +37,7 @@ func newStack(ctx context.Context, o app.Options) (*stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &stack{stack: st, trips: &RoundTrips{}, waiting: map[string]chan int{}}
+	s := &stack{stack: st, trips: &RoundTrips{}, waiting: map[string]chan ended{}}
 	st.Redis.AddHook(s.trips)
 	s.pubs = &Publishes{Publisher: st.Publisher}
 	st.Publisher = s.pubs
@@ -51,7 +57,7 @@ func newStack(ctx context.Context, o app.Options) (*stack, error) {
 			if r, err := topics.Decode[topics.RunResult](m.Payload); err == nil {
 				s.mu.Lock()
 				if ch, ok := s.waiting[r.RunID]; ok {
-					ch <- r.Step + 1
+					ch <- ended{r.Step + 1, time.Now()}
 					delete(s.waiting, r.RunID)
 				}
 				s.mu.Unlock()
@@ -73,8 +79,8 @@ func (s *stack) close() {
 }
 
 // await registers a run whose result is awaited.
-func (s *stack) await(id string) chan int {
-	ch := make(chan int, 1)
+func (s *stack) await(id string) chan ended {
+	ch := make(chan ended, 1)
 	s.mu.Lock()
 	s.waiting[id] = ch
 	s.mu.Unlock()
@@ -83,11 +89,80 @@ func (s *stack) await(id string) chan int {
 
 // batch runs n runs of sc (all at once, or one at a time) and returns the
 // per-step latency of each run and the steps they took.
-func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Writer) ([]time.Duration, int, error) {
-	type inFlight struct {
-		r    run
-		done chan int
+// inFlight is a run requested, and where its result's steps arrive.
+type inFlight struct {
+	r    run
+	done chan ended
+}
+
+// run is a whole scenario's workload, unmeasured (a warm-up): its batch,
+// or its parking and decisions.
+func (s *stack) run(ctx context.Context, sc Scenario, n int, progress io.Writer) ([]time.Duration, int, error) {
+	if !sc.decides {
+		return s.batch(ctx, sc, n, progress)
 	}
+	parked, err := s.park(ctx, sc, n)
+	if err != nil {
+		return nil, 0, err
+	}
+	return s.decide(ctx, sc, parked, progress)
+}
+
+// park requests n runs of sc and waits until each waits for its decision.
+func (s *stack) park(ctx context.Context, sc Scenario, n int) ([]inFlight, error) {
+	var out []inFlight
+	for range n {
+		id := newRunID()
+		done := s.await(id)
+		r, err := s.request(ctx, sc.model, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inFlight{r, done})
+	}
+	for _, f := range out {
+		if err := s.awaitWaiting(ctx, f.r, func(time.Duration) {}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// decide publishes a resume of call D for every parked run at once, as an
+// outside system would, and waits for their results; each latency is from
+// its decision's publish to its run's result, and each run counts the one
+// step the decision let it take.
+func (s *stack) decide(ctx context.Context, sc Scenario, parked []inFlight, progress io.Writer) ([]time.Duration, int, error) {
+	sent := make([]time.Time, len(parked))
+	for i, f := range parked {
+		sent[i] = time.Now()
+		if err := topics.Publish(s.stack.Publisher, s.stack.Names.Decisions(), topics.Decision{
+			Header: topics.Header{RunID: f.r.id}, DecisionID: "bench-" + f.r.id, CallID: "D", Action: topics.ActionResume, DecidedBy: "bench",
+		}); err != nil {
+			return nil, 0, err
+		}
+	}
+	lat := make([]time.Duration, 0, len(parked))
+	for i, f := range parked {
+		select {
+		case e := <-f.done:
+			lat = append(lat, e.at.Sub(sent[i]))
+			if progress != nil && (len(lat)%50 == 0 || len(lat) == len(parked)) {
+				fmt.Fprintf(progress, "\r%s: %d/%d decided runs done", sc.Name, len(lat), len(parked))
+			}
+		case <-time.After(2 * time.Minute):
+			return nil, 0, fmt.Errorf("run %s did not end within 2m of its decision", f.r.id)
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+	}
+	if progress != nil {
+		fmt.Fprintln(progress)
+	}
+	return lat, len(parked), nil
+}
+
+func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Writer) ([]time.Duration, int, error) {
 	var lat []time.Duration
 	steps := 0
 	wait := func(f inFlight) error {
@@ -98,9 +173,9 @@ func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Write
 			})
 		}
 		select {
-		case k := <-f.done:
-			steps += k
-			lat = append(lat, time.Since(f.r.start)/time.Duration(k))
+		case e := <-f.done:
+			steps += e.steps
+			lat = append(lat, e.at.Sub(f.r.start)/time.Duration(e.steps))
 			if progress != nil && (len(lat)%10 == 0 || len(lat) == n) {
 				fmt.Fprintf(progress, "\r%s: %d/%d runs", sc.Name, len(lat), n)
 			}
@@ -140,10 +215,18 @@ func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Write
 }
 
 // measure warms the stack up with a few runs, then runs the scenario with
-// every counter reset, and computes its Result.
+// every counter reset, and computes its Result. A decisions scenario
+// parks its runs first, unmeasured, and measures their decisions.
 func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Writer) (Result, error) {
-	if _, _, err := s.batch(ctx, sc, min(n, 5), nil); err != nil {
+	if _, _, err := s.run(ctx, sc, min(n, 5), nil); err != nil {
 		return Result{}, err
+	}
+	var parked []inFlight
+	if sc.decides {
+		var err error
+		if parked, err = s.park(ctx, sc, n); err != nil {
+			return Result{}, err
+		}
 	}
 	time.Sleep(200 * time.Millisecond) // the warm-up's last marks
 	s.trips.Reset()
@@ -152,7 +235,14 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	start := time.Now()
-	lat, steps, err := s.batch(ctx, sc, n, progress)
+	var lat []time.Duration
+	var steps int
+	var err error
+	if sc.decides {
+		lat, steps, err = s.decide(ctx, sc, parked, progress)
+	} else {
+		lat, steps, err = s.batch(ctx, sc, n, progress)
+	}
 	if err != nil {
 		return Result{}, err
 	}
