@@ -28,6 +28,8 @@ type Scenario struct {
 	sequential  bool   // one run at a time (latency) rather than all at once
 	parks       bool   // its runs park a call and wait: measured once all wait
 	decides     bool   // its runs park call D, then are decided at once: the decisions are measured
+	agent       string // the runs' agent when not the script model's "assistant": no model of their own
+	latency     time.Duration
 	defaultRuns int
 }
 
@@ -42,6 +44,8 @@ var Scenarios = []Scenario{
 	{Name: "memory", What: "runs that park a call for approval, all at once: the Redis memory a parked call holds",
 		model: `{"provider":"script","turns":[{"text":"needs approval","tool_calls":[{"name":"approve","arguments":{"amount":120}}]},{"text":"done"}]}`,
 		steps: 1, calls: 1, parks: true, defaultRuns: 200},
+	{Name: "llm-bound", What: "runs on a model that takes 500 ms a step, all at once: the share of the Little's-law bound reached",
+		agent: "llm", latency: 500 * time.Millisecond, steps: 3, calls: 2, defaultRuns: 1000},
 	{Name: "decisions", What: "runs parked on a call, then all decided at once: from a decision's publish to its run's result",
 		model: `{"provider":"script","turns":[{"text":"needs approval","tool_calls":[{"id":"D","name":"approve","arguments":{"amount":120}}]},{"text":"done"}]}`,
 		steps: 1, calls: 1, decides: true, defaultRuns: 1000},
@@ -64,12 +68,15 @@ func wideStep(n int) string {
 // the measurement) and pools big enough for the batches.
 const benchConfig = `
 kafka: {partitions: 8}
-stepworker: {concurrency: 256, lease: 30s, sweep_interval: 2s}
+stepworker: {concurrency: 1024, lease: 30s, sweep_interval: 2s}
 toolworker: {concurrency: 256, lease: 30s}
 agents:
   assistant:
     model: {provider: script, turns: [{text: "hi"}]}
     tools: [echo, sleep, approve]
+  llm:
+    model: {provider: synthetic, latency_ms: 500, tool_calls_per_step: 1, tool: echo, steps: 2}
+    tools: [echo]
 tools:
   approve: {executor: {builtin: echo}, permission: ask}
 `
@@ -119,6 +126,9 @@ type Result struct {
 	RedisCommandsPerStep    float64 `json:"redis_commands_per_step"`
 	RedisCPUmsPerStep       float64 `json:"redis_cpu_ms_per_step"`
 	RedisBytesPerParkedCall float64 `json:"redis_bytes_per_parked_call"` // Redis's used_memory grown per parked call (memory scenario)
+	// LittlesLawFraction is steps_per_s over the most a model latency
+	// allows: runs in flight / latency (llm-bound scenario; -1 otherwise).
+	LittlesLawFraction float64 `json:"littles_law_fraction"`
 }
 
 // Run runs the scenarios one after the other on one stack.
@@ -219,6 +229,9 @@ func (r Report) WriteText(w io.Writer) error {
 		if s.RedisBytesPerParkedCall >= 0 {
 			fmt.Fprintf(w, "  %6.0f B of Redis a parked call", s.RedisBytesPerParkedCall)
 		}
+		if s.LittlesLawFraction >= 0 {
+			fmt.Fprintf(w, "  %3.0f %% of the Little's-law bound", 100*s.LittlesLawFraction)
+		}
 		fmt.Fprintln(w)
 	}
 	return nil
@@ -239,12 +252,16 @@ type run struct {
 
 func newRunID() string { return "bench-" + uuid.NewString() }
 
-// request creates run id of model in the store and requests its first
+// request creates run id of sc's agent and model in the store and requests its first
 // step, as the gateway does (without HTTP).
-func (s *stack) request(ctx context.Context, model, id string) (run, error) {
+func (s *stack) request(ctx context.Context, sc Scenario, id string) (run, error) {
 	r := run{id: id, start: time.Now()}
 	st := s.stack.Store
-	if _, _, err := st.CreateRun(ctx, pipeline.Run{ID: r.id, Agent: "assistant", Model: json.RawMessage(model), RequestHash: "bench"},
+	agent, model := "assistant", json.RawMessage(sc.model)
+	if sc.agent != "" {
+		agent, model = sc.agent, nil
+	}
+	if _, _, err := st.CreateRun(ctx, pipeline.Run{ID: r.id, Agent: agent, Model: model, RequestHash: "bench"},
 		[]pipeline.Message{{Role: pipeline.RoleUser, Content: "go"}}, r.start); err != nil {
 		return r, err
 	}

@@ -15,13 +15,13 @@ import (
 // not asserted: they are this machine's.
 func TestBench_reports_every_field_of_each_scenario(t *testing.T) {
 	rep, err := bench.Run(context.Background(), bench.Options{
-		Scenarios: []string{"latency", "fanout", "memory", "decisions"}, Runs: 3,
+		Scenarios: []string{"latency", "fanout", "memory", "decisions", "llm-bound"}, Runs: 3,
 		Kafka: testinfra.Kafka(t)[0], Redis: testinfra.RedisServer(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Scenarios) != 4 || rep.Machine.Cores < 1 || rep.Machine.RedisVersion == "" {
+	if len(rep.Scenarios) != 5 || rep.Machine.Cores < 1 || rep.Machine.RedisVersion == "" {
 		t.Fatalf("report %+v", rep)
 	}
 	lat, fan := rep.Scenarios[0], rep.Scenarios[1]
@@ -33,6 +33,9 @@ func TestBench_reports_every_field_of_each_scenario(t *testing.T) {
 	}
 	if dec := rep.Scenarios[3]; dec.Steps != 3 || dec.P50ms <= 0 || dec.RedisRoundTripsPerStep <= 0 {
 		t.Errorf("decisions: %+v", dec)
+	}
+	if llm := rep.Scenarios[4]; llm.Steps != 9 || llm.LittlesLawFraction <= 0 || llm.LittlesLawFraction > 1 {
+		t.Errorf("llm-bound: %+v", llm)
 	}
 	for _, s := range rep.Scenarios[:2] {
 		if s.StepsPerS <= 0 || s.P50ms <= 0 || s.P99ms < s.P50ms || s.RedisRoundTripsPerStep <= 0 || s.KafkaPublishesPerStep <= 0 ||

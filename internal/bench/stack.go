@@ -114,7 +114,7 @@ func (s *stack) park(ctx context.Context, sc Scenario, n int) ([]inFlight, error
 	for range n {
 		id := newRunID()
 		done := s.await(id)
-		r, err := s.request(ctx, sc.model, id)
+		r, err := s.request(ctx, sc, id)
 		if err != nil {
 			return nil, err
 		}
@@ -190,7 +190,7 @@ func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Write
 	for range n {
 		id := newRunID()
 		done := s.await(id)
-		r, err := s.request(ctx, sc.model, id)
+		r, err := s.request(ctx, sc, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -257,7 +257,10 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		P50ms: percentile(lat, 0.50), P99ms: percentile(lat, 0.99),
 		RedisRoundTripsPerStep: per(float64(s.trips.Count())), KafkaPublishesPerStep: per(float64(s.pubs.Count() - int64(n))),
 		AllocBytesPerStep:    per(float64(m1.TotalAlloc - m0.TotalAlloc)),
-		RedisCommandsPerStep: -1, RedisCPUmsPerStep: -1, RedisBytesPerParkedCall: -1,
+		RedisCommandsPerStep: -1, RedisCPUmsPerStep: -1, RedisBytesPerParkedCall: -1, LittlesLawFraction: -1,
+	}
+	if sc.latency > 0 {
+		res.LittlesLawFraction = res.StepsPerS / (float64(n) / sc.latency.Seconds())
 	}
 	if before.OK && after.OK {
 		res.RedisCommandsPerStep = per(float64(after.Commands - before.Commands - 2)) // less the two INFO reads
