@@ -17,12 +17,13 @@ func benchCmd(ctx context.Context, args []string) error {
 	scenarios := fs.String("scenario", "all", "`names`, comma-separated: "+names()+", or all")
 	runs := fs.Int("runs", 0, "runs per scenario (default: each scenario's own)")
 	jsonPath := fs.String("json", "", "write the report as JSON to this `file`")
+	plotDir := fs.String("plot", "", "write PNG charts (throughput against concurrency, latency CDF) into this `directory`")
 	kafka := fs.String("kafka", "", "Kafka `brokers` to use instead of an embedded broker")
 	redis := fs.String("redis", "", "Redis `URL` to use instead of an embedded Redis (miniredis, which reports no server-side counts)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	rep, err := bench.Run(ctx, bench.Options{Scenarios: strings.Split(*scenarios, ","), Runs: *runs, Kafka: *kafka, Redis: *redis, Progress: os.Stderr})
+	rep, err := bench.Run(ctx, bench.Options{Scenarios: strings.Split(*scenarios, ","), Runs: *runs, Kafka: *kafka, Redis: *redis, Progress: os.Stderr, PlotDir: *plotDir})
 	if err != nil {
 		return err
 	}

@@ -88,6 +88,7 @@ type Options struct {
 	Kafka     string    // brokers; "": an embedded broker
 	Redis     string    // URL; "": a private redis-server if installed, else an embedded miniredis (no server-side counts)
 	Progress  io.Writer // progress lines; nil: none
+	PlotDir   string    // when set, PNG charts go there (plot.go)
 }
 
 // Report is what `stepwise bench --json` writes.
@@ -129,6 +130,8 @@ type Result struct {
 	// LittlesLawFraction is steps_per_s over the most a model latency
 	// allows: runs in flight / latency (llm-bound scenario; -1 otherwise).
 	LittlesLawFraction float64 `json:"littles_law_fraction"`
+
+	samples []time.Duration // the latencies p50 and p99 come from, for the charts
 }
 
 // Run runs the scenarios one after the other on one stack.
@@ -190,6 +193,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			return rep, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
 		rep.Scenarios = append(rep.Scenarios, res)
+	}
+	if o.PlotDir != "" {
+		if err := s.plot(ctx, o.PlotDir, rep.Scenarios, o.Progress); err != nil {
+			return rep, fmt.Errorf("plot: %w", err)
+		}
 	}
 	return rep, nil
 }

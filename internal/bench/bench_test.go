@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stepwise-run/stepwise/internal/bench"
@@ -61,5 +63,25 @@ func TestBench_reports_every_field_of_each_scenario(t *testing.T) {
 	}
 	if _, err := bench.Run(context.Background(), bench.Options{Scenarios: []string{"nope"}}); err == nil {
 		t.Error("an unknown scenario ran")
+	}
+}
+
+// --plot writes the two charts as PNG files.
+func TestBench_plots_throughput_and_the_latency_CDF(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the throughput workload at five concurrencies")
+	}
+	dir := t.TempDir()
+	if _, err := bench.Run(context.Background(), bench.Options{
+		Scenarios: []string{"latency"}, Runs: 5, PlotDir: dir,
+		Kafka: testinfra.Kafka(t)[0], Redis: testinfra.RedisServer(t),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"throughput.png", "latency-cdf.png"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+			t.Errorf("%s: %d bytes, %v", name, len(b), err)
+		}
 	}
 }

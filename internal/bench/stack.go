@@ -258,6 +258,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		RedisRoundTripsPerStep: per(float64(s.trips.Count())), KafkaPublishesPerStep: per(float64(s.pubs.Count() - int64(n))),
 		AllocBytesPerStep:    per(float64(m1.TotalAlloc - m0.TotalAlloc)),
 		RedisCommandsPerStep: -1, RedisCPUmsPerStep: -1, RedisBytesPerParkedCall: -1, LittlesLawFraction: -1,
+		samples: lat,
 	}
 	if sc.latency > 0 {
 		res.LittlesLawFraction = res.StepsPerS / (float64(n) / sc.latency.Seconds())

@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// concurrencies are the batch sizes of the throughput chart.
+var concurrencies = []int{10, 25, 50, 100, 200}
+
+// plot writes dir/throughput.png (steps per second against the runs in
+// flight, the throughput workload at each of concurrencies) and
+// dir/latency-cdf.png (the share of steps done within a latency, from the
+// latency scenario's samples, or a run of it when it was not chosen).
+func (s *stack) plot(ctx context.Context, dir string, results []Result, progress io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	byName := func(name string) Scenario {
+		return Scenarios[slices.IndexFunc(Scenarios, func(sc Scenario) bool { return sc.Name == name })]
+	}
+	var tp plotter.XYs
+	for _, c := range concurrencies {
+		res, err := s.measure(ctx, byName("throughput"), c, nil)
+		if err != nil {
+			return fmt.Errorf("throughput at %d runs: %w", c, err)
+		}
+		tp = append(tp, plotter.XY{X: float64(c), Y: res.StepsPerS})
+		if progress != nil {
+			fmt.Fprintf(progress, "plot: throughput at %d runs in flight: %.0f steps/s\n", c, res.StepsPerS)
+		}
+	}
+	if err := save(filepath.Join(dir, "throughput.png"), "Throughput against concurrency", "runs in flight", "agent steps per second", tp); err != nil {
+		return err
+	}
+	var samples []time.Duration
+	for _, r := range results {
+		if r.Scenario == "latency" {
+			samples = r.samples
+		}
+	}
+	if samples == nil {
+		sc := byName("latency")
+		res, err := s.measure(ctx, sc, sc.defaultRuns, nil)
+		if err != nil {
+			return fmt.Errorf("latency: %w", err)
+		}
+		samples = res.samples
+	}
+	slices.Sort(samples)
+	cdf := make(plotter.XYs, len(samples))
+	for i, d := range samples {
+		cdf[i] = plotter.XY{X: float64(d.Microseconds()) / 1000, Y: float64(i+1) / float64(len(samples))}
+	}
+	return save(filepath.Join(dir, "latency-cdf.png"), "Unloaded step latency", "milliseconds", "share of steps", cdf)
+}
+
+// save draws one line chart to path.
+func save(path, title, x, y string, points plotter.XYs) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Add(plotter.NewGrid())
+	line, pts, err := plotter.NewLinePoints(points)
+	if err != nil {
+		return err
+	}
+	p.Add(line, pts)
+	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+}
