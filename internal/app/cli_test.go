@@ -51,7 +51,7 @@ func TestCLI_submit_follow_list_pending_decide_watch(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs := stepwiseCLI(t, "submit", in, "--follow", "--out", out)
-	if code != cli.ExitOK || !strings.Contains(errs, "submitted 1000/1000") || !strings.Contains(errs, "done 1000/1000") {
+	if code != cli.ExitOK || !strings.Contains(errs, "submitted ["+strings.Repeat("#", 30)+"] 1000/1000") || !strings.Contains(errs, "] 1000/1000") {
 		t.Fatalf("submit: exit %d\n%s", code, errs)
 	}
 	results, _ := os.ReadFile(out)

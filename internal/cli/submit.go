@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -45,7 +46,7 @@ func submit(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("lines %d-%d: %w (%d runs before them were created)", start+1, start+len(chunk), err, len(ids))
 		}
 		ids = append(ids, out.RunIDs...)
-		fmt.Fprintf(stderr, "\rsubmitted %d/%d", len(ids), len(lines))
+		fmt.Fprintf(stderr, "\rsubmitted %s", bar(len(ids), len(lines)))
 	}
 	fmt.Fprintln(stderr)
 	if !*follow {
@@ -146,7 +147,7 @@ func followRuns(ctx context.Context, c *client, ids []string, out, stderr io.Wri
 		if firstErr != nil {
 			return firstErr
 		}
-		fmt.Fprintf(stderr, "\rdone %d/%d", len(ids)-len(left), len(ids))
+		fmt.Fprintf(stderr, "\rdone      %s", bar(len(ids)-len(left), len(ids)))
 		if len(left) > 0 {
 			select {
 			case <-ctx.Done():
@@ -157,6 +158,13 @@ func followRuns(ctx context.Context, c *client, ids []string, out, stderr io.Wri
 	}
 	fmt.Fprintf(stderr, "\nended: %v\n", ended)
 	return nil
+}
+
+// bar draws done of total as a progress bar: [#######.............] 7/20.
+func bar(done, total int) string {
+	const width = 30
+	n := width * done / max(total, 1)
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + fmt.Sprintf("] %d/%d", done, total)
 }
 
 func compact(v json.RawMessage) []byte {
