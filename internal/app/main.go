@@ -4,10 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 )
@@ -46,6 +49,17 @@ func run(ctx context.Context, o Options, program func(context.Context, *Stack) e
 		return err
 	}
 	defer stack.Close()
+	if o.MetricsAddr != "" {
+		l, err := net.Listen("tcp", o.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("metrics: listen on %s: %w", o.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", stack.Metrics.Handler())
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(l) }()
+		defer srv.Close()
+	}
 	return program(ctx, stack)
 }
 

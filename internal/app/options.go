@@ -32,6 +32,9 @@ type Options struct {
 	// each empty field falls back to its environment variable.
 	KafkaSecurity KafkaSecurity
 	RedisSecurity RedisSecurity
+	// MetricsAddr, when set, is where the program serves its Prometheus
+	// metrics at /metrics (--metrics).
+	MetricsAddr string
 }
 
 // Register adds --config, --kafka and --redis to fs, and the flags of
@@ -42,6 +45,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Redis, "redis", "", "Redis `URL`: redis://[user:password@]host:port/db, rediss:// for TLS, or a cluster's (default $"+EnvRedisURL+")")
 	o.KafkaSecurity.register(fs)
 	o.RedisSecurity.register(fs)
+	fs.StringVar(&o.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics (the gateway also serves them on its own address)")
 }
 
 // cluster returns the Kafka brokers from the flag or the environment, with

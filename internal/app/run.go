@@ -52,7 +52,7 @@ func (s *Stack) RunStepWorker(ctx context.Context) error {
 	id := WorkerID("stepworker")
 	w, err := stepworker.New(context.WithoutCancel(ctx), stepworker.Config{
 		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config, Catalog: s.catalog(), Plugins: s.Plugins,
-		WorkerID: id, Logger: s.Logger.With("component", "stepworker"), Redact: s.Redact,
+		WorkerID: id, Logger: s.Logger.With("component", "stepworker"), Redact: s.Redact, Metrics: s.Metrics,
 	})
 	if err != nil {
 		return err
@@ -88,7 +88,7 @@ func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
 	id := WorkerID("toolworker")
 	w, err := toolworker.New(context.WithoutCancel(ctx), toolworker.Config{
 		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config, Catalog: s.catalog(), Plugins: s.Plugins,
-		WorkerID: id, Logger: s.Logger.With("component", "toolworker"), Redact: s.Redact,
+		WorkerID: id, Logger: s.Logger.With("component", "toolworker"), Redact: s.Redact, Metrics: s.Metrics,
 	})
 	if err != nil {
 		return err
@@ -138,6 +138,7 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 		MaxStreamsPerKey:   g.MaxStreamsPerKey,
 		StreamWriteTimeout: g.WriteTimeout.Duration,
 		Signer:             signer,
+		Metrics:            s.Metrics,
 	})
 }
 

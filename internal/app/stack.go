@@ -14,6 +14,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/kafka"
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/secrets"
 	"github.com/stepwise-run/stepwise/pipeline/store"
@@ -35,6 +36,9 @@ type Stack struct {
 	Publisher message.Publisher
 	Logger    *slog.Logger
 	Plugins   *plugin.Registry // the plugins agents may enable
+	// Metrics counts what the stack's workers and gateway do (GET /metrics,
+	// --metrics).
+	Metrics *metrics.Set
 	// Redact hides the configuration's secrets (and the Kafka and Redis
 	// passwords) in what workers store and in the stack's log.
 	Redact *secrets.Redactor
@@ -127,7 +131,7 @@ func open(ctx context.Context, o Options) (*Stack, error) {
 	log = slog.New(secrets.Handler(log.Handler(), redact))
 	return &Stack{
 		Config: cfg, Names: cfg.Kafka.Names(), Redis: rdb, Store: store.New(rdb, store.WithRetention(cfg.Runs.KeepFor())),
-		Logger: log, wmLogger: watermill.NewSlogLogger(log), Plugins: o.plugins(), Redact: redact,
+		Logger: log, wmLogger: watermill.NewSlogLogger(log), Plugins: o.plugins(), Redact: redact, Metrics: metrics.New(),
 	}, nil
 }
 

@@ -41,3 +41,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, Health{Status: "ok"})
 }
+
+// serveMetrics serves GET /metrics: the process's Prometheus metrics.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Metrics == nil {
+		writeError(w, apiErr(http.StatusNotFound, CodeNotFound, "metrics are not collected by this gateway"))
+		return
+	}
+	s.cfg.Metrics.Handler().ServeHTTP(w, r)
+}

@@ -41,6 +41,11 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		s.cfg.Metrics.Request(route, status)
 		s.log.LogAttrs(r.Context(), slog.LevelDebug, "http request",
 			slog.String("method", r.Method),
 			slog.String("path", r.URL.Path),

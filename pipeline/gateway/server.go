@@ -11,6 +11,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -96,6 +97,9 @@ type Config struct {
 	// a client that stops reading is dropped. Default
 	// DefaultStreamWriteTimeout (60s).
 	StreamWriteTimeout time.Duration
+	// Metrics, when set, counts the requests and is served at GET /metrics
+	// (the admin scope, when keys are configured). Nil: /metrics is 404.
+	Metrics *metrics.Set
 	// Signer, when set, signs every decision and cancel the gateway
 	// publishes (topics.Sign), as decisions.require_signature asks.
 	Signer *Signer
@@ -218,6 +222,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/runs/{id}/decisions", need(ScopeDecisionsWrite, s.postDecision))
 	s.mux.HandleFunc("POST /v1/runs/{id}/cancel", need(ScopeRunsWrite, s.cancelRun))
 	s.mux.HandleFunc("GET /v1/pending", need(ScopeRunsRead, s.listPending))
+	s.mux.HandleFunc("GET /metrics", need(ScopeAdmin, s.serveMetrics))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 }

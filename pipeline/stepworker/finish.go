@@ -83,6 +83,7 @@ func (w *Worker) publishResult(ctx context.Context, run pipeline.Run) error {
 	}); err != nil {
 		return err // the run stays scheduled; the next reconcile publishes again
 	}
+	w.metrics.RunResult(string(t.Reason))
 	return w.store.MarkPublished(ctx, run.ID, w.now())
 }
 

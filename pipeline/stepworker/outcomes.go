@@ -33,5 +33,9 @@ func (w *Worker) publishOutcomes(ctx context.Context, runID string) error {
 // publishOutcome publishes one outcome; straight, for a decision that
 // reaches no run's outbox (its run does not exist, or its signature fails).
 func (w *Worker) publishOutcome(o topics.DecisionOutcome) error {
-	return topics.Publish(w.pub, w.names.DecisionOutcomes(), o)
+	if err := topics.Publish(w.pub, w.names.DecisionOutcomes(), o); err != nil {
+		return err
+	}
+	w.metrics.Outcome(o.Outcome)
+	return nil
 }

@@ -103,7 +103,7 @@ func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent 
 // that ends (Drain gave up), nothing is committed and the lease is released
 // for another worker to take the step over.
 func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Logger) {
-	ctx, owner := w.ctx, run.LeaseOwner
+	ctx, owner, started := w.ctx, run.LeaseOwner, time.Now()
 	defer func() {
 		if ctx.Err() != nil {
 			w.abandonStep(run, log)
@@ -168,6 +168,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 		log.Error("commit step; the sweeper will retry it", "error", err)
 		return
 	}
+	w.metrics.StepCommitted(run.Agent, time.Since(started))
 	w.logErr(log, "reconcile after commit", w.reconcileCommitted(ctx, run, calls))
 }
 

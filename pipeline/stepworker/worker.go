@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/secrets"
 	"github.com/stepwise-run/stepwise/pipeline/stop"
@@ -42,6 +43,7 @@ type Worker struct {
 	signers    map[string][][]byte // producer → keys, when decisions must be signed
 	redact     *secrets.Redactor
 	fanIn      *coalescer
+	metrics    *metrics.Set
 }
 
 // New returns a worker whose background work (inference on the pool) lives
@@ -77,11 +79,15 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	}
 	s := cfg.Config.StepWorker
 	ctx, cancel := context.WithCancel(ctx)
+	pool := worker.NewPool(s.Concurrency)
+	cfg.Metrics.Gauge("stepwise_pool_busy_slots", "Slots of the worker's pool in use (steps inferring, fan-ins reconciling).",
+		map[string]string{"worker": "stepworker"}, func() float64 { return float64(pool.Busy()) })
 	return &Worker{
 		ctx:        ctx,
 		cancel:     cancel,
 		store:      cfg.Store,
 		redact:     cfg.Redact,
+		metrics:    cfg.Metrics,
 		fanIn:      newCoalescer(),
 		pub:        cfg.Publisher,
 		names:      cfg.Names,
@@ -90,7 +96,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		signers:    signers,
 		now:        cfg.Now,
 		log:        cfg.Logger.With("worker_id", cfg.WorkerID),
-		pool:       worker.NewPool(s.Concurrency),
+		pool:       pool,
 		claims:     worker.NewClaims(cfg.WorkerID),
 		models:     models,
 		conditions: conds,

@@ -71,6 +71,7 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 // ToolGate). An execution the worker gives up on while stopping commits
 // nothing and releases its lease.
 func (w *Worker) execute(call pipeline.ToolCall, log *slog.Logger) {
+	started := time.Now()
 	outcome, ok := w.withPhases(call, func() (store.CallOutcome, bool) { return w.run(call) })
 	if !ok {
 		w.abandon(call, log)
@@ -82,6 +83,9 @@ func (w *Worker) execute(call pipeline.ToolCall, log *slog.Logger) {
 	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrStale) {
 		log.Info("tool outcome dropped: another claim took the call over", "reason", err)
 		return
+	}
+	if err == nil {
+		w.metrics.ToolFinished(call.Tool, string(outcome.Status), time.Since(started))
 	}
 	if err != nil {
 		log.Error("commit tool outcome; the sweeper will re-drive the call", "error", err)

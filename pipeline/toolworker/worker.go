@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/secrets"
 	"github.com/stepwise-run/stepwise/pipeline/store"
@@ -35,6 +36,7 @@ type Worker struct {
 	plugins    map[string]*plugin.Set
 	anyPlugins bool // some agent enables a plugin: calls run the tool-worker phases
 	redact     *secrets.Redactor
+	metrics    *metrics.Set
 }
 
 // New returns a worker whose executions live as long as ctx, or until
@@ -62,11 +64,15 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("toolworker: %w", err)
 	}
 	go ex.publishCatalog(ctx, cfg.Catalog, cfg.Config, log)
+	pool := worker.NewPool(cfg.Config.ToolWorker.Concurrency)
+	cfg.Metrics.Gauge("stepwise_pool_busy_slots", "Slots of the worker's pool in use (tools executing).",
+		map[string]string{"worker": "toolworker"}, func() float64 { return float64(pool.Busy()) })
 	return &Worker{
 		ctx:        ctx,
 		cancel:     cancel,
 		store:      cfg.Store,
 		redact:     cfg.Redact,
+		metrics:    cfg.Metrics,
 		pub:        cfg.Publisher,
 		names:      cfg.Names,
 		cfg:        cfg.Config,
@@ -74,7 +80,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		maxTries:   cfg.Config.StepWorker.MaxAttempts,
 		now:        cfg.Now,
 		log:        log,
-		pool:       worker.NewPool(cfg.Config.ToolWorker.Concurrency),
+		pool:       pool,
 		claims:     worker.NewClaims(cfg.WorkerID),
 		exec:       ex,
 		plugins:    sets,

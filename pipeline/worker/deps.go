@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/secrets"
 	"github.com/stepwise-run/stepwise/pipeline/store"
@@ -28,6 +29,8 @@ type Deps struct {
 	// Redact hides the configuration's secrets in what tools and models
 	// return before it is stored (secrets.go); nil redacts nothing.
 	Redact *secrets.Redactor
+	// Metrics counts what the worker does; nil counts nothing.
+	Metrics *metrics.Set
 }
 
 // WithDefaults returns d with its defaults filled in, after checking it:
