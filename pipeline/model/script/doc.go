@@ -8,5 +8,7 @@
 //	 "loop_last": false}
 //
 // Step N answers with turn N. Past the last turn it answers the last turn
-// again when loop_last is set, and a plain final text otherwise.
+// again when loop_last is set, and a plain final text otherwise. A turn's
+// delay_ms holds its answer back; its stream_ms streams the text a word at
+// a time, that far apart, as a streaming provider would.
 package script

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/model"
@@ -24,6 +26,9 @@ type Turn struct {
 	ToolCalls []ScriptedCall  `json:"tool_calls,omitempty"`
 	Usage     *pipeline.Usage `json:"usage,omitempty"`
 	DelayMS   int             `json:"delay_ms,omitempty"`
+	// StreamMS, when set, streams the text a word at a time (to a
+	// request's OnText), StreamMS apart: what a streaming provider does.
+	StreamMS int `json:"stream_ms,omitempty"`
 }
 
 // ScriptedCall is a tool call a turn proposes. An empty ID lets the step
@@ -67,6 +72,9 @@ func (m *Model) Validate() error {
 		if t.DelayMS < 0 {
 			errs = append(errs, fmt.Errorf("script model: turns[%d].delay_ms is negative", i))
 		}
+		if t.StreamMS < 0 {
+			errs = append(errs, fmt.Errorf("script model: turns[%d].stream_ms is negative", i))
+		}
 		for j, c := range t.ToolCalls {
 			if c.Name == "" {
 				errs = append(errs, fmt.Errorf("script model: turns[%d].tool_calls[%d].name is missing", i, j))
@@ -97,6 +105,11 @@ func (m *Model) Infer(ctx context.Context, req model.Request) (model.Response, e
 		case <-t.C:
 		}
 	}
+	if turn.StreamMS > 0 && req.OnText != nil {
+		if err := stream(ctx, turn.Text, time.Duration(turn.StreamMS)*time.Millisecond, req.OnText); err != nil {
+			return model.Response{}, err
+		}
+	}
 	resp := model.Response{Text: turn.Text}
 	if turn.Usage != nil {
 		resp.Usage = *turn.Usage
@@ -109,6 +122,28 @@ func (m *Model) Infer(ctx context.Context, req model.Request) (model.Response, e
 		resp.ToolCalls = append(resp.ToolCalls, pipeline.ToolCallRequest{ID: c.ID, Name: c.Name, Arguments: args})
 	}
 	return resp, nil
+}
+
+// stream hands text to onText a word (with the spaces before it) at a
+// time, every apart.
+func stream(ctx context.Context, text string, every time.Duration, onText func(string)) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for rest := text; rest != ""; {
+		word := strings.TrimLeftFunc(rest, unicode.IsSpace)
+		n := len(rest)
+		if i := strings.IndexFunc(word, unicode.IsSpace); i >= 0 {
+			n = len(rest) - len(word) + i
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		onText(rest[:n])
+		rest = rest[n:]
+	}
+	return nil
 }
 
 func (m *Model) turn(step int) (Turn, bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,10 +63,22 @@ func TestScript_a_delay_returns_when_cancelled(t *testing.T) {
 	}
 }
 
+func TestScript_streams_the_text_a_word_at_a_time(t *testing.T) {
+	m := parse(t, `{"provider":"script","turns":[{"text":"one  two\nthree ","stream_ms":1}]}`)
+	var deltas []string
+	r, err := m.Infer(context.Background(), model.Request{OnText: func(d string) { deltas = append(deltas, d) }})
+	if err != nil || r.Text != "one  two\nthree " {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	if want := []string{"one", "  two", "\nthree", " "}; !slices.Equal(deltas, want) {
+		t.Fatalf("deltas %q, want %q", deltas, want)
+	}
+}
+
 func TestParse_reports_every_problem_at_once(t *testing.T) {
 	_, err := script.Parse(json.RawMessage(`{"provider":"other","loop_last":true,"turns":[
-		{"delay_ms":-1,"tool_calls":[{"arguments":[1]}]}]}`))
-	for _, want := range []string{`provider is "other"`, "turns[0].delay_ms is negative", "turns[0].tool_calls[0].name is missing", "turns[0].tool_calls[0].arguments is not a JSON object"} {
+		{"delay_ms":-1,"stream_ms":-1,"tool_calls":[{"arguments":[1]}]}]}`))
+	for _, want := range []string{`provider is "other"`, "turns[0].delay_ms is negative", "turns[0].stream_ms is negative", "turns[0].tool_calls[0].name is missing", "turns[0].tool_calls[0].arguments is not a JSON object"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not say %q", err, want)
 		}

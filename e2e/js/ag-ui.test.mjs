@@ -1,0 +1,84 @@
+// @ag-ui/client's HttpAgent against POST /v1/ag-ui/run of `stepwise dev`:
+// a run that interrupts for an approval, is resumed, and finishes; one
+// whose interrupt is cancelled; and a thread that goes on.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { HttpAgent } from '@ag-ui/client';
+import { EventSchema } from '@ag-ui/core/schemas';
+import { startDev, getRun } from './stepwise.mjs';
+
+let dev;
+before(async () => { dev = await startDev(); });
+after(async () => { await dev?.stop(); });
+
+function newAgent() {
+  const agent = new HttpAgent({
+    url: `${dev.base}/v1/ag-ui/run`,
+    headers: dev.headers,
+    threadId: `thread-${Math.random().toString(36).slice(2, 10)}`,
+  });
+  const events = [];
+  agent.subscribe({ onEvent: ({ event }) => { events.push(event); } });
+  return { agent, events };
+}
+
+const say = (agent, text) => agent.addMessage({ id: `u-${Math.random()}`, role: 'user', content: text });
+const types = (events) => events.map((e) => e.type);
+const texts = (agent) => agent.messages.filter((m) => m.role === 'assistant' && m.content).map((m) => m.content);
+
+test('a run that interrupts for an approval is resumed and finishes', async () => {
+  const { agent, events } = newAgent();
+  say(agent, 'Refund order A-1001, please.');
+  await agent.runAgent({ forwardedProps: { agent: 'refunds' } });
+  for (const e of events) EventSchema.parse(e); // every event as @ag-ui/core defines it
+  const finished = events.at(-1);
+  assert.equal(finished.type, 'RUN_FINISHED');
+  assert.equal(finished.outcome.type, 'interrupt');
+  assert.equal(finished.outcome.interrupts.length, 1);
+  const [interrupt] = finished.outcome.interrupts;
+  assert.equal(interrupt.reason, 'tool_approval');
+  const expires = Date.parse(interrupt.expiresAt) - Date.now();
+  assert.ok(expires > 29 * 60e3 && expires <= 30 * 60e3, `expiresAt ${interrupt.expiresAt}: the approval deadline, 30m ahead`);
+  const refund = agent.messages.flatMap((m) => m.toolCalls ?? []).find((c) => c.function.name === 'issue_refund');
+  assert.equal(interrupt.toolCallId, refund.id);
+  assert.deepEqual(JSON.parse(refund.function.arguments), { order_id: 'A-1001', amount: 250 });
+  assert.ok(types(events).includes('STATE_SNAPSHOT'));
+  assert.equal((await getRun(dev, agent.threadId)).status, 'waiting');
+
+  events.length = 0;
+  await agent.runAgent({ resume: [{ interruptId: interrupt.id, status: 'resolved' }] });
+  for (const e of events) EventSchema.parse(e);
+  assert.equal(events[0].type, 'RUN_STARTED');
+  const done = events.at(-1);
+  assert.equal(done.type, 'RUN_FINISHED');
+  assert.equal(done.outcome.type, 'success');
+  assert.equal(done.result.termination.reason, 'natural_end');
+  const result = events.find((e) => e.type === 'TOOL_CALL_RESULT' && e.toolCallId === refund.id);
+  assert.deepEqual(JSON.parse(result.content), { order_id: 'A-1001', amount: 250 });
+  assert.deepEqual(texts(agent), ['Looking the order up.', 'Refunding it now.', 'The refund is done.']);
+  assert.equal((await getRun(dev, agent.threadId)).status, 'done');
+});
+
+test('a cancelled interrupt cancels the call and the run goes on', async () => {
+  const { agent, events } = newAgent();
+  say(agent, 'Refund order A-1001, please.');
+  await agent.runAgent({ forwardedProps: { agent: 'refunds' } });
+  const [interrupt] = events.at(-1).outcome.interrupts;
+  events.length = 0;
+  await agent.runAgent({ resume: [{ interruptId: interrupt.id, status: 'cancelled' }] });
+  assert.equal(events.at(-1).outcome.type, 'success');
+  const run = await getRun(dev, agent.threadId);
+  assert.equal(run.tool_calls.find((c) => c.tool === 'issue_refund').status, 'cancelled');
+});
+
+test('the next user message on a thread is its next turn', async () => {
+  const { agent, events } = newAgent();
+  say(agent, 'hello');
+  await agent.runAgent({ forwardedProps: { agent: 'echo' } });
+  assert.equal(events.at(-1).outcome.type, 'success');
+  say(agent, 'and again');
+  events.length = 0;
+  await agent.runAgent();
+  assert.equal(events.at(-1).result.stepwise_run_id, `${agent.threadId}~2`);
+  assert.deepEqual(texts(agent), ['Noted.', 'Anything else?', 'Noted.', 'Anything else?']);
+});

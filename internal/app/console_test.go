@@ -1,0 +1,175 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// chromium finds a Chromium to drive: Debian's `chromium`, or what
+// STEPWISE_CHROMIUM names. CI installs it (.ci/run); elsewhere the test is
+// skipped without one, and fails without one under CI=true.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{os.Getenv("STEPWISE_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
+		if name == "" {
+			continue
+		}
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no Chromium found (apt-get install chromium, or set STEPWISE_CHROMIUM)")
+	}
+	t.Skip("no Chromium found (apt-get install chromium, or set STEPWISE_CHROMIUM)")
+	return ""
+}
+
+// browser starts a headless Chromium for the test.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	return ctx
+}
+
+// screenshot saves the page as name.png in STEPWISE_SCREENSHOTS (docs/img
+// when the screenshots of the docs are renewed), else in a temporary
+// directory.
+func screenshot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	var png []byte
+	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A person's path through the web console, in a real browser, against a
+// gateway with API keys: the console asks for the key, the approvals inbox
+// shows the parked call of a batch's run, the person approves it with
+// edited arguments, and sees the run finish and the batch complete.
+func TestConsole_approve_a_parked_call_and_see_the_run_finish(t *testing.T) {
+	ctx := browser(t)
+	t.Setenv("STEPWISE_TEST_CONSOLE_KEY", "console-key-123456")
+	stack := connect(t, newInfra(t), parseConfig(t, approvalsConfig+`auth: {keys: [{name: ops, key_env: STEPWISE_TEST_CONSOLE_KEY, scopes: [admin]}]}
+`))
+	workers(t, stack)
+	base := serve(t, stack)
+	shots := os.Getenv("STEPWISE_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+
+	// A batch: one run whose refund of 250 parks (pass_decision_to_tool),
+	// two that need nobody.
+	items := []map[string]any{
+		{"run_id": "console-refund", "agent": "approvals", "input": "refund order 7", "metadata": map[string]any{"order": 7},
+			"model": json.RawMessage(script(call("R", "refund", `{"order":7,"amount":250}`)))},
+		{"run_id": "console-echo-1", "agent": "approvals", "input": "go", "model": json.RawMessage(script(call("E", "echo", `{"i":1}`)))},
+		{"run_id": "console-echo-2", "agent": "approvals", "input": "go", "model": json.RawMessage(script(call("E", "echo", `{"i":2}`)))},
+	}
+	var batch struct {
+		BatchID string   `json:"batch_id"`
+		RunIDs  []string `json:"run_ids"`
+	}
+	if code := keyDo(t, "console-key-123456", "POST", base+"/v1/runs/batch", items, &batch); code != 201 || batch.BatchID == "" {
+		t.Fatalf("batch: %d %+v", code, batch)
+	}
+
+	// The inbox without a key: the console asks for one.
+	var flash string
+	card := `#inbox .card[data-run="console-refund"]`
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(base+"/#/inbox"),
+		chromedp.WaitVisible(`#flash`, chromedp.ByQuery),
+		chromedp.Text(`#flash`, &flash, chromedp.ByQuery),
+		chromedp.SendKeys(`#key-input`, "console-key-123456", chromedp.ByQuery),
+		chromedp.Click(`#key-form button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(card, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatalf("open the inbox: %v (flash %q)", err, flash)
+	}
+	if !strings.Contains(flash, "API key") {
+		t.Fatalf("without a key the console said %q", flash)
+	}
+	var badge string
+	if err := chromedp.Run(ctx, chromedp.WaitVisible(`#inbox-count`, chromedp.ByQuery), chromedp.Text(`#inbox-count`, &badge, chromedp.ByQuery)); err != nil || badge != "1" {
+		t.Fatalf("the inbox badge: %v, %q", err, badge)
+	}
+	screenshot(t, ctx, shots, "console-inbox")
+
+	// Approve with edited arguments: 120 instead of 250.
+	var state string
+	err = chromedp.Run(ctx,
+		chromedp.SetValue(card+` textarea`, `{"order": 7, "amount": 120}`, chromedp.ByQuery),
+		chromedp.Click(`//div[@data-run="console-refund"]//button[contains(., "Approve with these arguments")]`, chromedp.BySearch),
+		chromedp.WaitVisible(card+`.decided`, chromedp.ByQuery),
+		chromedp.Text(card+` .actions span`, &state, chromedp.ByQuery),
+	)
+	if err != nil || !strings.Contains(state, "Approved") {
+		t.Fatalf("approve: %v (%q)", err, state)
+	}
+
+	// The run's timeline shows it done, with the refund of 120. The page
+	// re-renders on every event, so the parts are read in one evaluation.
+	var timeline struct{ Status, Calls, Metadata string }
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(base+"/#/runs/console-refund"),
+		chromedp.Poll(`(() => {
+			const status = document.querySelector('#run-status'), calls = document.querySelector('#calls');
+			const metadata = document.querySelector('#run-metadata');
+			if (status?.textContent !== 'done' || !metadata || !calls.querySelector('tr[data-call="R"] .status.succeeded')) return null;
+			return {Status: status.textContent, Calls: calls.innerText, Metadata: metadata.textContent};
+		})()`, &timeline, chromedp.WithPollingTimeout(30*time.Second)),
+	)
+	if err != nil || !strings.Contains(timeline.Calls, `"amount": 120`) || !strings.Contains(timeline.Calls, "resume by ops") || !strings.Contains(timeline.Metadata, `"order": 7`) {
+		t.Fatalf("the run's timeline: %v, status %q, metadata %q, calls:\n%s", err, timeline.Status, timeline.Metadata, timeline.Calls)
+	}
+	screenshot(t, ctx, shots, "console-run")
+	var v runView
+	keyDo(t, "console-key-123456", "GET", base+"/v1/runs/console-refund", nil, &v)
+	if c := callOf(v, "R"); v.Status != pipeline.RunDone || c.Status != "succeeded" || !strings.Contains(string(c.Result), `"amount":120`) {
+		t.Fatalf("the run through the API: %s, call %+v", v.Status, c)
+	}
+
+	// The batch: all three done.
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(base+"/#/batches/"+batch.BatchID),
+		chromedp.Poll(`document.querySelector('#batch-progress')?.textContent === '3 of 3 done'`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+	)
+	if err != nil {
+		t.Fatalf("the batch never showed 3 of 3 done: %v", err)
+	}
+	screenshot(t, ctx, shots, "console-batch")
+
+	// The runs list and the dead-letter topic load too.
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(base+"/#/runs"),
+		chromedp.WaitVisible(`tr[data-run="console-echo-2"]`, chromedp.ByQuery),
+		chromedp.Navigate(base+"/#/dead-letters"),
+		chromedp.WaitVisible(`main table tbody tr`, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatalf("runs and dead letters: %v", err)
+	}
+	chromedp.Run(ctx, chromedp.Navigate(base+"/#/runs"), chromedp.WaitVisible(`tr[data-run="console-echo-2"]`, chromedp.ByQuery))
+	screenshot(t, ctx, shots, "console-runs")
+}

@@ -1,0 +1,371 @@
+// The stepwise console: plain JavaScript over the gateway's HTTP API. Every
+// value from the API is put on the page as text (h() below), never as HTML.
+'use strict';
+
+const keyStore = 'stepwise.apiKey';
+const view = document.getElementById('view');
+const flashBox = document.getElementById('flash');
+
+// --- helpers -------------------------------------------------------------
+
+// h builds an element: h('td', {class: 'mono'}, 'text', child, ...).
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'value') el.value = v;
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+const enc = encodeURIComponent;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const json = (v) => (v === undefined ? '' : JSON.stringify(v, null, 2));
+const when = (t) => (t ? new Date(t).toLocaleString() : '');
+const status = (s) => h('span', { class: `status ${s}` }, s);
+const runLink = (id) => h('a', { href: `#/runs/${enc(id)}` }, id);
+
+function flash(msg, kind) {
+  flashBox.textContent = msg;
+  flashBox.className = kind || '';
+  flashBox.hidden = !msg;
+}
+
+function authHeaders() {
+  const key = localStorage.getItem(keyStore);
+  return key ? { authorization: `Bearer ${key}` } : {};
+}
+
+// api calls the gateway and returns the decoded answer; an error answer is
+// thrown with the gateway's message (a 401 asks for a key).
+async function api(path, { method = 'GET', body, signal } = {}) {
+  const headers = authHeaders();
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(path, { method, headers, signal, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (res.status === 401) {
+    document.getElementById('key-input').focus();
+    throw new Error('This gateway needs an API key: enter one above.');
+  }
+  const text = await res.text();
+  const data = text ? JSON.parse(text) : {};
+  if (!res.ok) throw new Error(data.error?.message || `${method} ${path}: ${res.status}`);
+  return data;
+}
+
+// follow reads a run's event stream (SSE over fetch, so the key goes in a
+// header), calling onEvent for each event; it reconnects after the last
+// event it saw, and returns when the run's stream ends or signal aborts.
+async function follow(runId, onEvent, signal) {
+  let after = '';
+  while (!signal.aborted) {
+    try {
+      const res = await fetch(`/v1/runs/${enc(runId)}/events${after ? `?after=${enc(after)}` : ''}`, { headers: authHeaders(), signal });
+      if (!res.ok) throw new Error(`events: ${res.status}`);
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = '';
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        buf += value;
+        for (let i = buf.indexOf('\n\n'); i >= 0; i = buf.indexOf('\n\n')) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const data = block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+          if (!data) continue;
+          const ev = JSON.parse(data);
+          after = ev.id;
+          onEvent(ev);
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      await sleep(1000);
+    }
+  }
+}
+
+// --- pages ---------------------------------------------------------------
+
+// page is the current page's lifetime: its timers and streams stop when
+// another page is shown.
+let page = new AbortController();
+
+function every(ms, fn) {
+  const signal = page.signal;
+  (async () => {
+    while (!signal.aborted) {
+      try { await fn(signal); } catch (err) { if (!signal.aborted) flash(err.message); }
+      await sleep(ms);
+    }
+  })();
+}
+
+const routes = [
+  [/^#\/runs\/(.+)$/, (id) => runPage(decodeURIComponent(id))],
+  [/^#\/inbox$/, () => inboxPage()],
+  [/^#\/batches\/(.+)$/, (id) => batchPage(decodeURIComponent(id))],
+  [/^#\/batches$/, () => batchesPage()],
+  [/^#\/dead-letters$/, () => deadLettersPage()],
+  [/^/, () => runsPage()],
+];
+
+function route() {
+  page.abort();
+  page = new AbortController();
+  flash('');
+  const hash = location.hash || '#/runs';
+  for (const a of document.querySelectorAll('nav a')) {
+    a.classList.toggle('active', hash.startsWith(`#/${a.dataset.nav}`));
+  }
+  for (const [re, show] of routes) {
+    const m = hash.match(re);
+    if (m) {
+      view.replaceChildren();
+      show(...m.slice(1));
+      return;
+    }
+  }
+}
+
+// runsPage: the runs, newest first, filtered, their status live.
+function runsPage() {
+  const params = new URLSearchParams(location.hash.split('?')[1] || '');
+  const statusSel = h('select', { id: 'filter-status', 'aria-label': 'status' },
+    ['', 'created', 'running', 'waiting', 'done'].map((s) => h('option', { value: s }, s || 'any status')));
+  statusSel.value = params.get('status') || '';
+  const agentIn = h('input', { id: 'filter-agent', placeholder: 'agent', value: params.get('agent') || '' });
+  const body = h('tbody');
+  let cursor = '';
+  const more = h('button', { onclick: () => { cursor = more.dataset.cursor; load(page.signal); } }, 'Older');
+  const load = async (signal) => {
+    const q = new URLSearchParams({ limit: '50' });
+    if (statusSel.value) q.set('status', statusSel.value);
+    if (agentIn.value) q.set('agent', agentIn.value);
+    if (cursor) q.set('cursor', cursor);
+    const { runs, next_cursor: next } = await api(`/v1/runs?${q}`, { signal });
+    body.replaceChildren(...runs.map((r) => h('tr', { 'data-run': r.run_id },
+      h('td', { class: 'mono' }, runLink(r.run_id)), h('td', {}, r.agent), h('td', {}, status(r.status)),
+      h('td', {}, r.step), h('td', {}, r.termination ? r.termination.reason + (r.termination.code ? ` (${r.termination.code})` : '') : ''),
+      h('td', { class: 'muted' }, when(r.updated_at)))));
+    more.dataset.cursor = next;
+    more.hidden = !next;
+  };
+  const apply = (e) => {
+    e?.preventDefault();
+    cursor = '';
+    const q = new URLSearchParams();
+    if (statusSel.value) q.set('status', statusSel.value);
+    if (agentIn.value) q.set('agent', agentIn.value);
+    history.replaceState(null, '', `#/runs${q.size ? `?${q}` : ''}`);
+    load(page.signal).catch((err) => flash(err.message));
+  };
+  statusSel.addEventListener('change', apply);
+  view.append(h('h1', {}, 'Runs'),
+    h('form', { class: 'filters', onsubmit: apply }, statusSel, agentIn, h('button', { type: 'submit' }, 'Filter')),
+    h('table', {}, h('thead', {}, h('tr', {}, ['run', 'agent', 'status', 'step', 'termination', 'updated'].map((c) => h('th', {}, c)))), body),
+    h('p', {}, more));
+  every(2000, load);
+}
+
+// runPage: one run's timeline, live: its state, calls, messages, events.
+function runPage(id) {
+  const head = h('div', { class: 'card grid' });
+  const calls = h('tbody');
+  const messages = h('div');
+  const events = h('tbody');
+  const cancel = h('button', { class: 'danger', onclick: async () => {
+    const reason = prompt('Why cancel this run?') ?? '';
+    try { await api(`/v1/runs/${enc(id)}/cancel`, { method: 'POST', body: { reason } }); flash('Cancel sent.', 'info'); } catch (err) { flash(err.message); }
+  } }, 'Cancel run');
+  view.append(h('h1', {}, 'Run ', h('span', { class: 'mono' }, id)), head, h('p', {}, cancel),
+    h('h2', {}, 'Tool calls'),
+    h('table', { id: 'calls' }, h('thead', {}, h('tr', {}, ['call', 'step', 'tool', 'status', 'arguments', 'result', 'approval'].map((c) => h('th', {}, c)))), calls),
+    h('h2', {}, 'Messages'), messages,
+    h('h2', {}, 'Events'), h('div', { class: 'events' }, h('table', {}, events)));
+
+  let pending = null;
+  const refresh = async () => {
+    const [run, { messages: msgs }] = await Promise.all([api(`/v1/runs/${enc(id)}`), api(`/v1/runs/${enc(id)}/messages`)]);
+    cancel.disabled = run.status === 'done';
+    head.replaceChildren(
+      h('span', { class: 'muted' }, 'status'), h('span', { id: 'run-status' }, status(run.status)),
+      h('span', { class: 'muted' }, 'agent'), h('span', {}, run.agent),
+      h('span', { class: 'muted' }, 'step'), h('span', {}, run.step),
+      h('span', { class: 'muted' }, 'termination'), h('span', {}, run.termination ? `${run.termination.reason}${run.termination.code ? ` (${run.termination.code})` : ''}${run.termination.detail ? `: ${run.termination.detail}` : ''}` : '—'),
+      h('span', { class: 'muted' }, 'usage'), h('span', {}, `${run.usage.input_tokens} in, ${run.usage.output_tokens} out`),
+      h('span', { class: 'muted' }, 'created'), h('span', {}, when(run.created_at)),
+      ...(run.metadata ? [h('span', { class: 'muted' }, 'metadata'), h('pre', { id: 'run-metadata' }, json(run.metadata))] : []));
+    calls.replaceChildren(...(run.tool_calls || []).map((c) => h('tr', { 'data-call': c.call_id },
+      h('td', { class: 'mono' }, c.call_id), h('td', {}, c.step), h('td', {}, c.tool), h('td', {}, status(c.status)),
+      h('td', {}, h('pre', {}, json(c.arguments))), h('td', {}, h('pre', {}, c.error || json(c.result))),
+      h('td', {}, c.decision ? `${c.decision.action} by ${c.decision.decided_by || '?'}${c.decision.reason ? `: ${c.decision.reason}` : ''}`
+        : c.status === 'suspended' ? h('a', { href: '#/inbox' }, 'waiting: decide in Approvals') : ''))));
+    messages.replaceChildren(...msgs.map((m) => h('div', { class: 'card' },
+      h('strong', {}, m.role), m.tool_call_id ? h('span', { class: 'muted mono' }, ` → ${m.tool_call_id}`) : '',
+      h('pre', {}, m.content), m.tool_calls ? h('pre', { class: 'muted' }, json(m.tool_calls)) : '')));
+  };
+  // Refreshes are coalesced: a burst of events reads the run once.
+  const soon = () => {
+    if (pending) return;
+    pending = setTimeout(() => { pending = null; refresh().catch((err) => flash(err.message)); }, 150);
+  };
+  refresh().catch((err) => flash(err.message));
+  follow(id, (ev) => {
+    events.prepend(h('tr', {}, h('td', { class: 'muted' }, when(ev.at)), h('td', {}, ev.type), h('td', {}, ev.step),
+      h('td', { class: 'mono' }, ev.call_id || ''), h('td', {}, h('pre', {}, ev.data ? JSON.stringify(ev.data) : ''))));
+    soon();
+  }, page.signal);
+}
+
+// inboxPage: every parked call, oldest first, to approve or cancel.
+function inboxPage() {
+  const list = h('div', { id: 'inbox' });
+  view.append(h('h1', {}, 'Approvals'), list);
+  const shown = new Map();
+  const load = async (signal) => {
+    const { pending } = await api('/v1/pending?limit=200', { signal });
+    const ids = new Set(pending.map((p) => `${p.run_id}/${p.call_id}`));
+    for (const [k, card] of shown) if (!ids.has(k)) { card.remove(); shown.delete(k); }
+    for (const p of pending) {
+      const k = `${p.run_id}/${p.call_id}`;
+      if (!shown.has(k)) { const card = inboxCard(p); shown.set(k, card); list.append(card); }
+    }
+    if (!pending.length && !list.querySelector('.empty')) list.append(h('p', { class: 'muted empty' }, 'Nothing waits for a decision.'));
+    if (pending.length) list.querySelector('.empty')?.remove();
+  };
+  every(2000, load);
+}
+
+// inboxCard is one parked call with its decision form. Every answer quotes
+// the call's args_hash: if the call's arguments changed since, the step
+// worker refuses the decision instead of approving what nobody saw.
+function inboxCard(p) {
+  const reason = h('input', { placeholder: 'reason (optional)', 'aria-label': 'reason' });
+  const edits = {
+    pass_decision_to_tool: ['Approve with these arguments', json(p.arguments)],
+    use_decision_as_result: ['Complete with this result', '{}'],
+  }[p.resume_mode];
+  const editor = edits && h('textarea', { 'aria-label': edits[0], value: edits[1] });
+  const state = h('span', { class: 'muted' });
+  const send = (action, payload) => async () => {
+    for (const b of card.querySelectorAll('button')) b.disabled = true;
+    try {
+      const body = { call_id: p.call_id, action, args_hash: p.args_hash, reason: reason.value || undefined, payload };
+      await api(`/v1/runs/${enc(p.run_id)}/decisions`, { method: 'POST', body });
+      state.textContent = action === 'resume' ? 'Approved: the run goes on.' : 'Cancelled.';
+      card.classList.add('decided');
+    } catch (err) {
+      state.textContent = err.message;
+      for (const b of card.querySelectorAll('button')) b.disabled = false;
+    }
+  };
+  const withEdit = () => {
+    try { return send('resume', JSON.parse(editor.value))(); } catch (err) { state.textContent = `Not JSON: ${err.message}`; }
+  };
+  const card = h('div', { class: 'card', 'data-call': p.call_id, 'data-run': p.run_id },
+    h('div', { class: 'grid' },
+      h('span', { class: 'muted' }, 'run'), h('span', { class: 'mono' }, runLink(p.run_id)),
+      h('span', { class: 'muted' }, 'call'), h('span', { class: 'mono' }, `${p.call_id} (step ${p.step})`),
+      h('span', { class: 'muted' }, 'tool'), h('strong', {}, p.tool),
+      h('span', { class: 'muted' }, 'why'), h('span', {}, p.reason || 'the tool asks for approval'),
+      h('span', { class: 'muted' }, 'arguments'), h('pre', {}, json(p.arguments)),
+      h('span', { class: 'muted' }, 'on approval'), h('span', {}, p.resume_mode.replaceAll('_', ' ')),
+      p.deadline && [h('span', { class: 'muted' }, 'deadline'), h('span', {}, `${when(p.deadline)} (then ${p.on_timeout || 'cancel'})`)]),
+    editor && h('p', {}, editor),
+    h('div', { class: 'actions' },
+      h('button', { class: 'primary', onclick: send('resume') }, 'Approve'),
+      editor && h('button', { onclick: withEdit }, edits[0]),
+      reason,
+      h('button', { class: 'danger', onclick: send('cancel') }, 'Cancel call'),
+      state));
+  return card;
+}
+
+// batchesPage asks for a batch id.
+function batchesPage() {
+  const id = h('input', { placeholder: 'batch id (from POST /v1/runs/batch)', 'aria-label': 'batch id', size: 40 });
+  view.append(h('h1', {}, 'Batches'),
+    h('form', { class: 'filters', onsubmit: (e) => { e.preventDefault(); location.hash = `#/batches/${enc(id.value.trim())}`; } },
+      id, h('button', { type: 'submit' }, 'Show')));
+}
+
+// batchPage: a batch's progress, live.
+function batchPage(id) {
+  const box = h('div', { class: 'card' });
+  view.append(h('h1', {}, 'Batch ', h('span', { class: 'mono' }, id)), box);
+  every(2000, async (signal) => {
+    const b = await api(`/v1/batches/${enc(id)}`, { signal });
+    const order = ['done', 'waiting', 'running', 'created'];
+    box.replaceChildren(
+      h('div', { id: 'batch-progress' }, `${b.counts.done || 0} of ${b.total} done`),
+      h('div', { class: 'bar' }, order.map((s) => {
+        const seg = h('span', { class: s });
+        seg.style.width = `${(100 * (b.counts[s] || 0)) / Math.max(b.total, 1)}%`; // CSSOM: allowed by the CSP
+        return seg;
+      })),
+      h('div', { class: 'grid' }, order.flatMap((s) => [h('span', {}, status(s)), h('span', {}, b.counts[s] || 0)]),
+        Object.entries(b.reasons || {}).flatMap(([r, n]) => [h('span', { class: 'muted' }, r), h('span', {}, n)])),
+      h('p', {}, h('a', { href: `#/runs` }, 'All runs')));
+  });
+}
+
+// deadLettersPage: the dead-letter topic, newest first.
+function deadLettersPage() {
+  const body = h('tbody');
+  view.append(h('h1', {}, 'Dead letters'),
+    h('p', { class: 'muted' }, 'Messages a consumer refused, with the reason. Re-drive them with `stepwise dlq redrive`.'),
+    h('table', {}, h('thead', {}, h('tr', {}, ['record', 'when', 'topic', 'run', 'reason', 'state'].map((c) => h('th', {}, c)))), body));
+  every(5000, async (signal) => {
+    const { dead_letters: recs } = await api('/v1/dead-letters', { signal });
+    body.replaceChildren(...recs.map((r) => h('tr', {},
+      h('td', { class: 'mono' }, `${r.partition}/${r.offset}`), h('td', { class: 'muted' }, when(r.time)), h('td', {}, r.topic),
+      h('td', { class: 'mono' }, r.key ? runLink(r.key) : ''), h('td', {}, r.reason), h('td', {}, r.state))));
+    if (!recs.length) body.append(h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'The dead-letter topic is empty.')));
+  });
+}
+
+// --- the key and the inbox badge ----------------------------------------
+
+function showKeyState() {
+  const has = Boolean(localStorage.getItem(keyStore));
+  document.getElementById('key-forget').hidden = !has;
+  document.getElementById('key-input').placeholder = has ? 'API key (set)' : 'API key';
+}
+
+document.getElementById('key-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const input = document.getElementById('key-input');
+  if (input.value) localStorage.setItem(keyStore, input.value.trim());
+  input.value = '';
+  showKeyState();
+  route();
+  badge();
+});
+document.getElementById('key-forget').addEventListener('click', () => {
+  localStorage.removeItem(keyStore);
+  showKeyState();
+  route();
+});
+
+// badge shows how many calls wait for a decision, every 5 s and at once
+// after the key changes.
+async function badge() {
+  try {
+    const { pending } = await api('/v1/pending?limit=1000');
+    const b = document.getElementById('inbox-count');
+    b.textContent = pending.length;
+    b.hidden = !pending.length;
+  } catch { /* the page shows the error */ }
+}
+
+window.addEventListener('hashchange', route);
+showKeyState();
+route();
+badge();
+setInterval(badge, 5000);

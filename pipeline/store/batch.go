@@ -1,0 +1,98 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// Batches: POST /v1/runs/batch names the runs it creates as a batch, so a
+// person can follow the batch's progress. The batch is the list of its run
+// ids, written once before its runs; its counts are read from the runs
+// themselves, so they are never out of step with them.
+//
+//	<p>:batch:{<batch>}   STRING  JSON {"tenant", "run_ids"}, kept twice runs.retention
+
+func (s *Store) batchKey(id string) string { return s.prefix + ":batch:{" + id + "}" }
+
+// Batch is a batch of runs.
+type Batch struct {
+	Tenant string   `json:"tenant"`
+	RunIDs []string `json:"run_ids"`
+}
+
+// SaveBatch records batch id once: the same batch sent again leaves the
+// first record. It outlives its runs (twice runs.retention), like a
+// thread's hint.
+func (s *Store) SaveBatch(ctx context.Context, id string, b Batch) error {
+	v, err := json.Marshal(b)
+	if err != nil {
+		return fmt.Errorf("encode batch %s: %w", id, err)
+	}
+	if err := s.rdb.SetNX(ctx, s.batchKey(id), v, 2*s.retention).Err(); err != nil {
+		return fmt.Errorf("save batch %s: %w", id, err)
+	}
+	return nil
+}
+
+// GetBatch reads batch id; ErrNotFound when there is none (or no more).
+func (s *Store) GetBatch(ctx context.Context, id string) (Batch, error) {
+	v, err := s.rdb.Get(ctx, s.batchKey(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return Batch{}, fmt.Errorf("%w: batch %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Batch{}, fmt.Errorf("batch %s: %w", id, err)
+	}
+	var b Batch
+	if err := json.Unmarshal(v, &b); err != nil {
+		return Batch{}, fmt.Errorf("decode batch %s: %w", id, err)
+	}
+	return b, nil
+}
+
+// RunStatus is a run's status, once it has one its termination reason,
+// and the tokens it has used.
+type RunStatus struct {
+	Status pipeline.RunStatus
+	Reason pipeline.TerminationReason
+	Usage  pipeline.Usage
+}
+
+// RunStatuses reads the status of each run, in order, a page of pipelined
+// reads at a time; a run that does not exist (or expired) has status "".
+func (s *Store) RunStatuses(ctx context.Context, runIDs []string) ([]RunStatus, error) {
+	const page = 1000
+	out := make([]RunStatus, 0, len(runIDs))
+	for start := 0; start < len(runIDs); start += page {
+		ids := runIDs[start:min(start+page, len(runIDs))]
+		cmds := make([]*redis.SliceCmd, len(ids))
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range ids {
+				cmds[i] = p.HMGet(ctx, s.runKey(id), "status", "term_reason", "in_tok", "out_tok")
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("statuses of %d runs: %w", len(ids), err)
+		}
+		for _, c := range cmds {
+			v := c.Val()
+			st, _ := v[0].(string)
+			reason, _ := v[1].(string)
+			in, _ := v[2].(string)
+			outTok, _ := v[3].(string)
+			u := pipeline.Usage{}
+			u.InputTokens, _ = strconv.ParseInt(in, 10, 64)
+			u.OutputTokens, _ = strconv.ParseInt(outTok, 10, 64)
+			out = append(out, RunStatus{Status: pipeline.RunStatus(st), Reason: pipeline.TerminationReason(reason), Usage: u})
+		}
+	}
+	return out, nil
+}
