@@ -3,11 +3,22 @@
 
 GO ?= go
 
-.PHONY: test test-short bench build vet demo fuzz
+.PHONY: test test-go test-js test-short bench build vet demo fuzz
 
-## test: every test, with the race detector (integration tests included)
-test:
+## test: every test: the Go tests with the race detector (integration tests
+## included), then the chat protocols driven by their real clients (test-js)
+test: test-go test-js
+
+## test-go: go test -race over every package
+test-go:
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+## test-js: the node tests of e2e/js (the `ai` package's chat client, ai 7
+## and 6, and @ag-ui/client's HttpAgent) against `stepwise dev`, built here;
+## needs node and npm, installs the locked packages with npm ci
+test-js:
+	$(GO) build -o e2e/js/.bin/stepwise ./cmd/stepwise
+	cd e2e/js && npm ci --no-audit --no-fund --loglevel=error && STEPWISE_BIN="$(CURDIR)/e2e/js/.bin/stepwise" npm test
 
 ## test-short: the fast tests only (-short skips the slow suites)
 test-short:

@@ -21,6 +21,7 @@ const (
 	EventToolCallFinished EventType = "tool_call.finished"
 	EventStepEnded        EventType = "step.ended"
 	EventStepRetried      EventType = "step.retried"
+	EventStepDeferred     EventType = "step.deferred" // a limit of the model holds the step back; data {"until", "reason"}
 	EventToolCallRetried  EventType = "tool_call.retried"
 	EventRunFinished      EventType = "run.finished" // also with reason suspended: the run waits
 	EventRunResumed       EventType = "run.resumed"

@@ -26,8 +26,12 @@ type Run struct {
 	Attempts    int             `json:"attempts,omitempty"` // claims of the current step
 	LeaseOwner  string          `json:"-"`
 	LeaseUntil  time.Time       `json:"-"`
-	Published   bool            `json:"-"` // a done run's result is on run-results
-	RequestedAt time.Time       `json:"-"` // when StepRequested for the current step was last published (zero: not yet)
+	Published   bool            `json:"-"`                  // a done run's result is on run-results
+	RequestedAt time.Time       `json:"-"`                  // when StepRequested for the current step was last published (zero: not yet)
+	DeferUntil  time.Time       `json:"-"`                  // the current step waits for a limit of its model until then (zero: it does not)
+	Batch       string          `json:"batch_id,omitempty"` // the batch it was created in (POST /v1/runs/batch)
+	BatchBudget bool            `json:"-"`                  // its batch has a token budget (store.SetBatchBudget)
+	Trace       string          `json:"-"`                  // the W3C traceparent of the run's trace ("" when tracing is off; package tracing)
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
 }

@@ -19,6 +19,11 @@ var ErrMalformed = errors.New("malformed message")
 // marshaler uses it as the partition key.
 const MetadataRunID = "run_id"
 
+// MetadataTrace is the metadata (Kafka header) carrying the W3C trace
+// context of the run the message belongs to (package tracing); absent when
+// tracing is off.
+const MetadataTrace = "traceparent"
+
 // Message is what every message kind implements.
 type Message interface {
 	Validate() error
@@ -78,9 +83,18 @@ type Publisher interface {
 
 // Publish encodes m and publishes it to topic, keyed by its run.
 func Publish[M Message](pub Publisher, topic string, m M) error {
+	return PublishTraced(pub, topic, m, "")
+}
+
+// PublishTraced is Publish with the trace context traceparent in the
+// message's MetadataTrace ("" for none).
+func PublishTraced[M Message](pub Publisher, topic string, m M, traceparent string) error {
 	msg, err := NewMessage(m)
 	if err != nil {
 		return err
+	}
+	if traceparent != "" {
+		msg.Metadata.Set(MetadataTrace, traceparent)
 	}
 	if err := pub.Publish(topic, msg); err != nil {
 		return fmt.Errorf("publish %T to %s: %w", m, topic, err)

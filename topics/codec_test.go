@@ -51,7 +51,7 @@ func TestDecode_golden_payloads_keep_decoding(t *testing.T) {
 	})
 	t.Run("run result", func(t *testing.T) {
 		m, err := topics.Decode[topics.RunResult](golden(t, "run_result.v1.json"))
-		if err != nil || m.Termination.Code != "max_rounds" || m.Usage.InputTokens != 10 {
+		if err != nil || m.Termination.Code != "max_rounds" || m.Usage.InputTokens != 10 || string(m.Metadata) != `{"order":7}` || m.BatchID != "batch-1" {
 			t.Fatalf("got %+v, %v", m, err)
 		}
 	})

@@ -160,6 +160,8 @@ type RunResult struct {
 	Step        int                  `json:"step"`
 	Termination pipeline.Termination `json:"termination"`
 	Usage       pipeline.Usage       `json:"usage"`
+	Metadata    json.RawMessage      `json:"metadata,omitempty"` // the run's metadata, as its creator gave it
+	BatchID     string               `json:"batch_id,omitempty"` // the batch it was created in (POST /v1/runs/batch)
 }
 
 // Validate reports every problem of the message at once.

@@ -25,17 +25,22 @@ func dev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer in.Close()
-	o := in.Options(*configPath)
+	return app.Traced(ctx, "stepwise-dev", func() error { return runDev(ctx, in, *configPath, *httpAddr, *insecure) })
+}
+
+// runDev runs the whole stack on in until ctx ends.
+func runDev(ctx context.Context, in *app.Infra, configPath, httpAddr string, insecure bool) error {
+	o := in.Options(configPath)
 	o.Logger = app.NewLogger("stepwise-dev")
 	stack, err := app.Connect(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer stack.Close()
-	stack.Insecure = *insecure
-	l, err := net.Listen("tcp", *httpAddr)
+	stack.Insecure = insecure
+	l, err := net.Listen("tcp", httpAddr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", *httpAddr, err)
+		return fmt.Errorf("listen on %s: %w", httpAddr, err)
 	}
 	if err := stack.CheckExposure(l.Addr()); err != nil {
 		return err

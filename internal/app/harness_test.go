@@ -171,6 +171,8 @@ type runView struct {
 	Status      pipeline.RunStatus   `json:"status"`
 	Step        int                  `json:"step"`
 	Termination pipeline.Termination `json:"termination"`
+	Usage       pipeline.Usage       `json:"usage"`
+	BatchID     string               `json:"batch_id"`
 	ToolCalls   []callView           `json:"tool_calls"`
 }
 

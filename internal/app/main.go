@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
+	"github.com/stepwise-run/stepwise/pipeline/tracing"
 )
 
 // Program describes one of stepwise's programs for Main.
@@ -35,12 +36,27 @@ func Main(p Program) {
 	flag.Parse()
 	o.Logger, o.Plugins = NewLogger(p.Name), p.Plugins
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, o, p.Run)
+	err := Traced(ctx, p.Name, func() error { return run(ctx, o, p.Run) })
 	stop()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", p.Name, err)
 		os.Exit(1)
 	}
+}
+
+// Traced runs f with the tracing the OTEL_* environment asks for (none by
+// default, package tracing), flushing the spans when f returns.
+func Traced(ctx context.Context, service string, f func() error) error {
+	shutdown, err := tracing.Setup(ctx, service)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = shutdown(flush)
+	}()
+	return f()
 }
 
 func run(ctx context.Context, o Options, program func(context.Context, *Stack) error) error {

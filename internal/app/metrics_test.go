@@ -6,16 +6,23 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
 )
 
-// GET /metrics after a run: the steps, tool calls, results and requests it
-// made are counted, in the Prometheus text format.
+// GET /metrics after a run and a malformed message: the steps, tool calls,
+// tokens, results, requests and the dead letter are counted, the indexes'
+// sizes and the consumer groups' lag shown, in the Prometheus text format.
 func TestMetrics_a_run_is_counted_at_metrics(t *testing.T) {
 	stack := connect(t, newInfra(t), parseConfig(t, testConfig))
 	workers(t, stack)
 	base := serve(t, stack)
 	id := createRun(t, base, "r-metrics", "assistant", threeSteps)
 	assertNaturalEnd(t, waitDone(t, base, id, 30*time.Second), 2)
+	// A message no handler can read goes to the dead-letter topic, counted.
+	if err := stack.Publisher.Publish(stack.Names.RunSteps(), message.NewMessage("bad-1", []byte("not json"))); err != nil {
+		t.Fatal(err)
+	}
 
 	var text string
 	eventually(t, 10*time.Second, func() bool {
@@ -26,7 +33,8 @@ func TestMetrics_a_run_is_counted_at_metrics(t *testing.T) {
 		defer res.Body.Close()
 		b, _ := io.ReadAll(res.Body)
 		text = string(b)
-		return strings.Contains(text, `stepwise_run_results_total{reason="natural_end"} 1`)
+		return strings.Contains(text, `stepwise_run_results_total{reason="natural_end"} 1`) &&
+			strings.Contains(text, `stepwise_dead_letters_total{topic="`+stack.Names.RunSteps()+`"} 1`)
 	}, func() string { return "no run result counted:\n" + text })
 	for _, want := range []string{
 		`stepwise_steps_committed_total{agent="assistant"} 3`,
@@ -35,10 +43,16 @@ func TestMetrics_a_run_is_counted_at_metrics(t *testing.T) {
 		`stepwise_inference_duration_seconds_count{agent="assistant"} 3`,
 		`stepwise_http_requests_total{code="201",route="POST /v1/runs"} 1`,
 		`stepwise_pool_busy_slots{worker="stepworker"}`,
+		`stepwise_pool_busy_slots{worker="toolworker"}`,
+		`stepwise_tokens_total{kind="input",model="script"}`,
+		`stepwise_runs_active `,
+		`stepwise_calls_parked 0`,
+		`stepwise_consumer_lag_messages{group="` + stack.Config.Kafka.TopicPrefix + `stepworker",partition="0",topic="` + stack.Names.RunSteps() + `"}`,
+		`stepwise_consumer_lag_messages{group="` + stack.Config.Kafka.TopicPrefix + `toolworker",partition="0",topic="` + stack.Names.ToolCalls("default") + `"}`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(text, want) {
-			t.Errorf("/metrics lacks %s", want)
+			t.Errorf("/metrics lacks %s:\n%s", want, text)
 		}
 	}
 }

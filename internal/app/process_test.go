@@ -22,7 +22,7 @@ var buildPrograms = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", "build", "-o", dir, "../../cmd/stepworker", "../../cmd/toolworker", "../../cmd/stepwise")
+	cmd := exec.Command("go", "build", "-o", dir, "../../cmd/stepworker", "../../cmd/toolworker", "../../cmd/gateway", "../../cmd/stepwise")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", &buildError{out: out, err: err}
 	}

@@ -12,10 +12,14 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/stepwise-run/stepwise/internal/deadletter"
 	"github.com/stepwise-run/stepwise/internal/kafka"
 	"github.com/stepwise-run/stepwise/pipeline/gateway"
+	"github.com/stepwise-run/stepwise/pipeline/limits"
+	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/model/script"
 	"github.com/stepwise-run/stepwise/pipeline/stepworker"
+	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
 	"github.com/stepwise-run/stepwise/pipeline/toolworker"
 )
@@ -34,13 +38,42 @@ func (s *Stack) router(group string) (*message.Router, message.Subscriber, error
 		return nil, nil, err
 	}
 	r, err := kafka.NewRouter(kafka.RouterConfig{
-		Logger: s.Logger, DeadLetterPublisher: s.Publisher, DeadLetterTopic: s.Names.DeadLetter(),
+		Logger: s.Logger, DeadLetterPublisher: deadLetterCounter{s.Publisher, s.Metrics}, DeadLetterTopic: s.Names.DeadLetter(),
 	})
 	if err != nil {
 		_ = sub.Close()
 		return nil, nil, err
 	}
 	return r, sub, nil
+}
+
+// deadLetterCounter counts what a router dead-letters, by the topic the
+// message came from.
+type deadLetterCounter struct {
+	message.Publisher
+	m *metrics.Set
+}
+
+func (d deadLetterCounter) Publish(topic string, msgs ...*message.Message) error {
+	err := d.Publisher.Publish(topic, msgs...)
+	if err == nil {
+		for _, m := range msgs {
+			d.m.DeadLettered(m.Metadata.Get(kafka.MetadataDeadLetterTopic))
+		}
+	}
+	return err
+}
+
+// measureLag adds group's lag on topics to the metrics.
+func (s *Stack) measureLag(group string, topics []string) {
+	s.Metrics.ConsumerLag(group, func(ctx context.Context) ([]metrics.Lag, error) {
+		lags, err := kafka.Lag(ctx, s.Kafka, group, topics)
+		out := make([]metrics.Lag, len(lags))
+		for i, l := range lags {
+			out[i] = metrics.Lag{Topic: l.Topic, Partition: l.Partition, Messages: l.Lag}
+		}
+		return out, err
+	})
 }
 
 // RunStepWorker runs the Step and StepEnd handlers and the sweeper until ctx
@@ -53,6 +86,7 @@ func (s *Stack) RunStepWorker(ctx context.Context) error {
 	w, err := stepworker.New(context.WithoutCancel(ctx), stepworker.Config{
 		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config, Catalog: s.catalog(), Plugins: s.Plugins,
 		WorkerID: id, Logger: s.Logger.With("component", "stepworker"), Redact: s.Redact, Metrics: s.Metrics,
+		Limits: limits.New(s.Redis, store.DefaultPrefix, s.Config.Limits),
 	})
 	if err != nil {
 		return err
@@ -65,6 +99,7 @@ func (s *Stack) RunStepWorker(ctx context.Context) error {
 	r.AddNoPublisherHandler("step", s.Names.RunSteps(), sub, w.HandleStep)
 	r.AddNoPublisherHandler("step_end", s.Names.ToolResults(), sub, w.HandleToolResult)
 	r.AddNoPublisherHandler("decision", s.Names.Decisions(), sub, w.HandleDecision)
+	s.measureLag(s.group("stepworker"), []string{s.Names.RunSteps(), s.Names.ToolResults(), s.Names.Decisions()})
 	go w.RunSweeper(ctx)
 	err = r.Run(ctx)
 	w.Drain(s.Config.StepWorker.ShutdownGrace.Duration)
@@ -89,6 +124,7 @@ func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
 	w, err := toolworker.New(context.WithoutCancel(ctx), toolworker.Config{
 		Store: s.Store, Publisher: s.Publisher, Names: s.Names, Config: s.Config, Catalog: s.catalog(), Plugins: s.Plugins,
 		WorkerID: id, Logger: s.Logger.With("component", "toolworker"), Redact: s.Redact, Metrics: s.Metrics,
+		Limits: limits.New(s.Redis, store.DefaultPrefix, s.Config.Limits),
 	})
 	if err != nil {
 		return err
@@ -102,9 +138,12 @@ func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
 		return err
 	}
 	defer sub.Close()
-	for _, q := range queues {
-		r.AddNoPublisherHandler("tool_"+q, s.Names.ToolCalls(q), sub, w.HandleToolCall)
+	topics := make([]string, len(queues))
+	for i, q := range queues {
+		topics[i] = s.Names.ToolCalls(q)
+		r.AddNoPublisherHandler("tool_"+q, topics[i], sub, w.HandleToolCall)
 	}
+	s.measureLag(s.group("toolworker"), topics)
 	err = r.Run(ctx)
 	w.Drain(s.Config.ToolWorker.ShutdownGrace.Duration)
 	return err
@@ -122,6 +161,14 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	dlq, err := deadletter.New(deadletter.Config{Kafka: s.Kafka, Redis: s.Redis, Publisher: s.Publisher, Names: s.Names})
+	if err != nil {
+		return nil, err
+	}
+	s.Metrics.Gauge("stepwise_runs_active", "Runs not yet retired: created, running, waiting, or ended with the result not yet published.", nil,
+		func() float64 { return float64(s.count().Active) })
+	s.Metrics.Gauge("stepwise_calls_parked", "Tool calls suspended, waiting for a decision.", nil,
+		func() float64 { return float64(s.count().Parked) })
 	g := s.Config.Gateway
 	return gateway.New(gateway.Config{
 		Store: s.Store, Publisher: s.Publisher, Names: s.Names,
@@ -139,7 +186,33 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 		StreamWriteTimeout: g.WriteTimeout.Duration,
 		Signer:             signer,
 		Metrics:            s.Metrics,
+		DeadLetters:        deadLetters(dlq),
 	})
+}
+
+// count reads the deployment's index sizes for a scrape (zero when Redis
+// does not answer: the scrape goes on).
+func (s *Stack) count() store.Counts {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, _ := s.Store.Count(ctx)
+	return c
+}
+
+// deadLetters lists q's records for the gateway.
+func deadLetters(q *deadletter.Queue) gateway.DeadLetterLister {
+	return func(ctx context.Context) ([]gateway.DeadLetter, error) {
+		recs, err := q.List(ctx, deadletter.Filter{})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]gateway.DeadLetter, len(recs))
+		for i, r := range recs {
+			out[i] = gateway.DeadLetter{Partition: r.Partition, Offset: r.Offset, Time: r.Time, Topic: r.Topic, Key: r.Key,
+				Reason: r.Reason, Handler: r.Handler, State: string(r.State), RedrivenAt: r.RedrivenAt}
+		}
+		return out, nil
+	}
 }
 
 // RunGateway serves the HTTP API on l until ctx ends, then shuts down

@@ -18,6 +18,8 @@ type Config struct {
 	Gateway    Gateway              `json:"gateway,omitzero"`
 	Auth       Auth                 `json:"auth,omitzero"`
 	Decisions  Decisions            `json:"decisions,omitzero"`
+	Limits     Limits               `json:"limits,omitzero"`
+	Budgets    Budgets              `json:"budgets,omitzero"`
 	Agents     map[string]Agent     `json:"agents,omitempty"`
 	Tools      map[string]Tool      `json:"tools,omitempty"` // built-ins echo, sleep, fail are added when absent
 	MCPServers map[string]MCPServer `json:"mcp_servers,omitempty"`
@@ -67,6 +69,8 @@ func (c *Config) Validate() error {
 	c.Gateway.check(&ps, "gateway")
 	c.Auth.check(&ps, "auth")
 	c.Decisions.check(&ps, "decisions")
+	c.Limits.check(&ps, "limits")
+	c.Budgets.check(&ps, "budgets")
 	for _, name := range sortedKeys(c.Agents) {
 		c.Agents[name].check(&ps, field("agents", name), c.Tools)
 	}

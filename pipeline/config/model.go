@@ -63,6 +63,15 @@ func (m Model) MarshalJSON() ([]byte, error) {
 	return json.Marshal(modelFields(m))
 }
 
+// Key names the model for limits (limits.models): "<provider>:<name>", or
+// the provider alone for a model without a name.
+func (m Model) Key() string {
+	if m.Name == "" {
+		return m.Provider
+	}
+	return m.Provider + ":" + m.Name
+}
+
 // Validate reports every problem of the model at once, with paths under
 // "model". The gateway uses it for a model a run brings along.
 func (m Model) Validate() error {

@@ -255,7 +255,7 @@ tools:
 			want: []string{
 				"agents.a.modle: unknown field (known: model, plugins, stop, system, tool_execution, tools)",
 				"agents.a.stop.max_round: unknown field (known: consecutive_errors, content_match, loop_detection, max_rounds, stop_on_tool, timeout, token_budget)",
-				"kafak: unknown field (known: agents, auth, decisions, gateway, kafka, mcp_servers, runs, stepworker, tools, toolworker)",
+				"kafak: unknown field (known: agents, auth, budgets, decisions, gateway, kafka, limits, mcp_servers, runs, stepworker, tools, toolworker)",
 				"tools.t.executor.frontend.x: unknown field (this mapping takes no fields)",
 				"tools.t.queeu: unknown field (known: approval_timeout, ask_when, description, executor, max_attempts, on_timeout, parameters, permission, queue, resume_mode, timeout)",
 			},
@@ -263,7 +263,7 @@ tools:
 		{
 			name: "keys match exactly, not in any case",
 			yaml: "Agents: {}\n",
-			want: []string{"Agents: unknown field (known: agents, auth, decisions, gateway, kafka, mcp_servers, runs, stepworker, tools, toolworker)"},
+			want: []string{"Agents: unknown field (known: agents, auth, budgets, decisions, gateway, kafka, limits, mcp_servers, runs, stepworker, tools, toolworker)"},
 		},
 		{
 			name: "wrong kinds",
@@ -350,5 +350,38 @@ func TestLoad_names_the_file_in_its_errors(t *testing.T) {
 	}
 	if _, err := config.Load(good); err != nil {
 		t.Errorf("Load(good) = %v", err)
+	}
+}
+
+func TestParse_limits(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+limits:
+  models:
+    "openai:gpt-4o-mini": {concurrency: 10, rpm: 500, tpm: 200000, tenant_share: 0.25}
+    synthetic: {concurrency: 3}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, ok := cfg.Limits.Model("openai:gpt-4o-mini")
+	if !ok || lim.Concurrency != 10 || lim.RPM != 500 || lim.TPM != 200000 || lim.TenantSlots() != 3 {
+		t.Fatalf("limit %+v, %v", lim, ok)
+	}
+	if _, ok := cfg.Limits.Model("script"); ok {
+		t.Fatal("a model without a limit has one")
+	}
+	if k := (config.Model{Provider: "openai", Name: "gpt-4o-mini"}).Key(); k != "openai:gpt-4o-mini" {
+		t.Fatalf("key %q", k)
+	}
+	_, err = config.Parse([]byte(`
+limits:
+  models:
+    a: {concurrency: -1, rpm: -2, tpm: -3, tenant_share: 2}
+    b: {rpm: 10, tenant_share: 0.5}
+`))
+	for _, want := range []string{"limits.models.a.concurrency", "limits.models.a.rpm", "limits.models.a.tpm", "limits.models.a.tenant_share: 2", "limits.models.b.tenant_share: shares concurrency"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %q", err, want)
+		}
 	}
 }

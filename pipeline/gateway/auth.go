@@ -94,7 +94,7 @@ func (k keyring) open() bool { return len(k) == 0 }
 // 401. The health checks need no key.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.keys.open() || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.Method == http.MethodOptions {
+		if s.keys.open() || public(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -111,6 +111,15 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
+}
+
+// public reports whether r needs no key: the health checks, CORS
+// preflights, and the console's static files (which hold no data; the
+// console's calls to the API carry the key the person enters).
+func public(r *http.Request) bool {
+	p := r.URL.Path
+	return p == "/healthz" || p == "/readyz" || r.Method == http.MethodOptions ||
+		(r.Method == http.MethodGet && (p == "/" || strings.HasPrefix(p, "/console/")))
 }
 
 func unauthorized(w http.ResponseWriter, msg string) {

@@ -7,15 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/google/uuid"
+
+	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
-// BatchResponse is the answer of POST /v1/runs/batch: the run ids in the
-// order of the items.
+// BatchResponse is the answer of POST /v1/runs/batch: the batch's id
+// (GET /v1/batches/{id} follows it) and the run ids in the order of the
+// items.
 type BatchResponse struct {
-	RunIDs []string `json:"run_ids"`
+	BatchID string   `json:"batch_id"`
+	RunIDs  []string `json:"run_ids"`
 }
 
 // batchItem is one item of a batch body, before validation.
@@ -42,6 +47,11 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	items, ae := s.splitBatch(body, mt)
+	if ae != nil {
+		writeError(w, ae)
+		return
+	}
+	budget, ae := tokenBudget(r)
 	if ae != nil {
 		writeError(w, ae)
 		return
@@ -81,6 +91,21 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 		}
 		ids[i] = runs[i].run.ID
 	}
+	// The batch is recorded before its runs: a batch id the answer names
+	// always has a record.
+	tenant := principalOf(r).Tenant
+	batch := batchID(tenant, ids)
+	for i := range runs {
+		runs[i].run.Batch, runs[i].run.BatchBudget = batch, budget > 0
+	}
+	err := s.cfg.Store.SaveBatch(r.Context(), batch, store.Batch{Tenant: tenant, RunIDs: ids})
+	if err == nil && budget > 0 {
+		err = s.cfg.Store.SetBatchBudget(r.Context(), batch, budget)
+	}
+	if err != nil {
+		writeError(w, s.classify(r, "save batch "+batch, err))
+		return
+	}
 	errs := make([]error, len(runs))
 	sem := make(chan struct{}, s.cfg.BatchConcurrency)
 	var wg sync.WaitGroup
@@ -116,10 +141,25 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 				len(details), len(items), summarize(details)))
 		out.body.Error.Details = details
 		out.body.RunIDs = ids
+		out.body.BatchID = batch
 		writeError(w, out)
 		return
 	}
-	writeJSON(w, http.StatusCreated, BatchResponse{RunIDs: ids})
+	writeJSON(w, http.StatusCreated, BatchResponse{BatchID: batch, RunIDs: ids})
+}
+
+// tokenBudget reads ?token_budget=N: the tokens the batch's runs may use
+// together (0: no budget).
+func tokenBudget(r *http.Request) (int64, *apiError) {
+	v := r.URL.Query().Get("token_budget")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, invalid("token_budget %q: want a positive number of tokens", v)
+	}
+	return n, nil
 }
 
 // splitBatch cuts a batch body into items: a JSON array when its first

@@ -67,6 +67,15 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiEr
 	return body, nil
 }
 
+// jsonBody reads a JSON body of at most max bytes: the media type checked
+// (mediaType), then the body (readBody).
+func jsonBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiError) {
+	if _, ae := mediaType(r, mediaJSON); ae != nil {
+		return nil, ae
+	}
+	return readBody(w, r, max)
+}
+
 // jsonProblem says where and what is wrong with data, a JSON document that
 // failed to decode with err. With data nil (a value nested in a larger
 // document, whose offsets would mislead) it says only what.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/tracing"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -28,11 +29,7 @@ type CreateRunResponse struct {
 
 // createRun serves POST /v1/runs.
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
-	if _, ae := mediaType(r, mediaJSON); ae != nil {
-		writeError(w, ae)
-		return
-	}
-	body, ae := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, ae := jsonBody(w, r, s.cfg.MaxBodyBytes)
 	if ae != nil {
 		writeError(w, ae)
 		return
@@ -77,9 +74,12 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 // that is listed and that the sweeper will start; entries for a run that
 // was never written are dropped by the sweeper. created is false for an idempotent replay. Errors are *apiError
 // values ready to answer with, or store errors to classify.
-func (s *Server) start(ctx context.Context, nr newRun) (pipeline.Run, bool, error) {
+func (s *Server) start(ctx context.Context, nr newRun) (_ pipeline.Run, _ bool, err error) {
+	ctx, span := tracing.StartRun(ctx, nr.run.ID)
+	defer func() { tracing.Fail(span, err); span.End() }()
 	now := s.cfg.Now()
 	run := nr.run
+	run.Trace = tracing.Traceparent(ctx)
 	run.Status = pipeline.RunCreated
 	run.Step = 0
 	run.StepState = pipeline.StepPending
@@ -104,7 +104,7 @@ func (s *Server) start(ctx context.Context, nr newRun) (pipeline.Run, bool, erro
 	if !created && (got.Status != pipeline.RunCreated || got.Step != 0 || got.StepState != pipeline.StepPending) {
 		return got, false, nil
 	}
-	if err := s.publishStep(run.ID); err != nil {
+	if err := s.publishStep(got); err != nil {
 		s.log.WarnContext(ctx, "publish StepRequested failed", "run_id", run.ID, "err", err)
 		return got, created, retryLater(run.ID, "its first step could not be queued")
 	}
@@ -124,11 +124,8 @@ func retryLater(runID, what string) *apiError {
 	return ae
 }
 
-// publishStep publishes StepRequested{run, step 0} to the run-steps topic.
-func (s *Server) publishStep(runID string) error {
-	msg, err := topics.NewMessage(topics.StepRequested{Header: topics.Header{RunID: runID}, Step: 0})
-	if err != nil {
-		return err
-	}
-	return s.cfg.Publisher.Publish(s.cfg.Names.RunSteps(), msg)
+// publishStep publishes StepRequested{run, step 0} to the run-steps topic,
+// in the run's trace.
+func (s *Server) publishStep(run pipeline.Run) error {
+	return topics.PublishTraced(s.cfg.Publisher, s.cfg.Names.RunSteps(), topics.StepRequested{Header: topics.Header{RunID: run.ID}, Step: 0}, run.Trace)
 }

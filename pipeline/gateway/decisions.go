@@ -80,11 +80,7 @@ const decidedByAPI = "api"
 // same decision again is safe (a repeated decision_id is a no-op).
 func (s *Server) postDecision(w http.ResponseWriter, r *http.Request) {
 	runID := r.PathValue("id")
-	if _, ae := mediaType(r, mediaJSON); ae != nil {
-		writeError(w, ae)
-		return
-	}
-	body, ae := readBody(w, r, s.cfg.MaxDecisionBytes)
+	body, ae := jsonBody(w, r, s.cfg.MaxDecisionBytes)
 	if ae != nil {
 		writeError(w, ae)
 		return
@@ -94,14 +90,15 @@ func (s *Server) postDecision(w http.ResponseWriter, r *http.Request) {
 		writeError(w, invalidAll("invalid decision", problems))
 		return
 	}
-	if !s.ownedRun(w, r, runID) {
+	trace, ok := s.ownedRun(w, r, runID)
+	if !ok {
 		return
 	}
 	d.DecidedBy = decidedBy(r, d.DecidedBy)
 	if d.DecisionID == "" {
 		d.DecisionID = uuid.NewString()
 	}
-	if ae := s.publishDecision(r, d); ae != nil {
+	if ae := s.publishDecision(r, d, trace); ae != nil {
 		writeError(w, ae)
 		return
 	}
@@ -116,20 +113,8 @@ func (s *Server) postDecision(w http.ResponseWriter, r *http.Request) {
 // the cancel a no-op for the step worker).
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	runID := r.PathValue("id")
-	if bodyless := r.ContentLength == 0 && r.Header.Get("Content-Type") == ""; !bodyless {
-		if _, ae := mediaType(r, mediaJSON); ae != nil {
-			writeError(w, ae)
-			return
-		}
-	}
-	body, ae := readBody(w, r, s.cfg.MaxDecisionBytes)
-	if ae != nil {
-		writeError(w, ae)
-		return
-	}
-	req, problems := parseCancel(body)
-	if len(problems) > 0 {
-		writeError(w, invalidAll("invalid cancel", problems))
+	req, ok := s.cancelRequest(w, r)
+	if !ok {
 		return
 	}
 	run, err := s.cfg.Store.GetRun(r.Context(), runID)
@@ -155,21 +140,43 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		DecidedBy:  cmp.Or(decidedBy(r, req.DecidedBy), decidedByAPI),
 		Reason:     req.Reason,
 	}
-	if ae := s.publishDecision(r, d); ae != nil {
+	if ae := s.publishDecision(r, d, run.Trace); ae != nil {
 		writeError(w, ae)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, CancelResponse{RunID: runID, DecisionID: d.DecisionID, Status: statusAccepted})
 }
 
-// publishDecision publishes d to the decisions topic, keyed by its run. A
-// failure is a 503 naming the run and, for a call's decision, the
-// decision_id to retry with (a cancel is simply sent again: cancelling a
-// run twice is a no-op).
-func (s *Server) publishDecision(r *http.Request, d topics.Decision) *apiError {
+// cancelRequest reads the optional body of a cancel; on a bad one it
+// answers and returns false.
+func (s *Server) cancelRequest(w http.ResponseWriter, r *http.Request) (CancelRequest, bool) {
+	if bodyless := r.ContentLength == 0 && r.Header.Get("Content-Type") == ""; !bodyless {
+		if _, ae := mediaType(r, mediaJSON); ae != nil {
+			writeError(w, ae)
+			return CancelRequest{}, false
+		}
+	}
+	body, ae := readBody(w, r, s.cfg.MaxDecisionBytes)
+	if ae != nil {
+		writeError(w, ae)
+		return CancelRequest{}, false
+	}
+	req, problems := parseCancel(body)
+	if len(problems) > 0 {
+		writeError(w, invalidAll("invalid cancel", problems))
+		return CancelRequest{}, false
+	}
+	return req, true
+}
+
+// publishDecision publishes d to the decisions topic, keyed by its run,
+// in the run's trace (trace, its traceparent). A failure is a 503 naming
+// the run and, for a call's decision, the decision_id to retry with (a
+// cancel is simply sent again: cancelling a run twice is a no-op).
+func (s *Server) publishDecision(r *http.Request, d topics.Decision, trace string) *apiError {
 	d, err := s.cfg.Signer.sign(d)
 	if err == nil {
-		err = topics.Publish(s.cfg.Publisher, s.cfg.Names.Decisions(), d)
+		err = topics.PublishTraced(s.cfg.Publisher, s.cfg.Names.Decisions(), d, trace)
 	}
 	if err == nil {
 		return nil

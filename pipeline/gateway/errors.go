@@ -36,12 +36,13 @@ const (
 // the problems the message sums up, one per entry (every validation problem
 // of a request, or of each batch item). RunID and RunIDs name runs that were
 // created even though the request failed afterwards (a publish failure), so
-// the client can retry with the same ids; DecisionID likewise names a
-// decision whose publish failed.
+// the client can retry with the same ids (BatchID is their batch);
+// DecisionID likewise names a decision whose publish failed.
 type ErrorBody struct {
 	Error      ErrorDetail `json:"error"`
 	RunID      string      `json:"run_id,omitempty"`
 	RunIDs     []string    `json:"run_ids,omitempty"`
+	BatchID    string      `json:"batch_id,omitempty"`
 	DecisionID string      `json:"decision_id,omitempty"`
 }
 

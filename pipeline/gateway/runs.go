@@ -23,6 +23,7 @@ type RunSummary struct {
 	Termination *pipeline.Termination `json:"termination,omitempty"`
 	Usage       pipeline.Usage        `json:"usage"`
 	Metadata    json.RawMessage       `json:"metadata,omitempty"`
+	BatchID     string                `json:"batch_id,omitempty"`
 	CreatedAt   time.Time             `json:"created_at"`
 	UpdatedAt   time.Time             `json:"updated_at"`
 }
@@ -96,7 +97,7 @@ type MessageList struct {
 func summaryOf(r pipeline.Run) RunSummary {
 	return RunSummary{
 		RunID: r.ID, Agent: r.Agent, Status: r.Status, Step: r.Step,
-		Termination: r.Termination, Usage: r.Usage, Metadata: r.Metadata,
+		Termination: r.Termination, Usage: r.Usage, Metadata: r.Metadata, BatchID: r.Batch,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
@@ -166,7 +167,7 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	what := fmt.Sprintf("run %s", id)
 	// Messages of an unknown run may read as an empty list; the run decides.
-	if !s.ownedRun(w, r, id) {
+	if _, ok := s.ownedRun(w, r, id); !ok {
 		return
 	}
 	msgs, err := s.cfg.Store.Messages(r.Context(), id)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/stepwise-run/stepwise/pipeline/console"
 	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/topics"
@@ -103,6 +104,9 @@ type Config struct {
 	// Signer, when set, signs every decision and cancel the gateway
 	// publishes (topics.Sign), as decisions.require_signature asks.
 	Signer *Signer
+	// DeadLetters, when set, reads the dead-letter topic for
+	// GET /v1/dead-letters (admin). Nil: that route is 404.
+	DeadLetters DeadLetterLister
 	// MaxStreamsPerKey caps the event streams one key (with no keys, one
 	// client IP) holds open on this gateway. Default
 	// DefaultMaxStreamsPerKey (64); one more is answered 429.
@@ -222,6 +226,14 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/runs/{id}/decisions", need(ScopeDecisionsWrite, s.postDecision))
 	s.mux.HandleFunc("POST /v1/runs/{id}/cancel", need(ScopeRunsWrite, s.cancelRun))
 	s.mux.HandleFunc("GET /v1/pending", need(ScopeRunsRead, s.listPending))
+	s.mux.HandleFunc("POST /v1/ai-sdk/chat", need(ScopeRunsWrite, s.aiSDKChat))
+	s.mux.HandleFunc("GET /v1/ai-sdk/chat/{id}/stream", need(ScopeRunsRead, s.aiSDKResume))
+	s.mux.HandleFunc("POST /v1/ag-ui/run", need(ScopeRunsWrite, s.aguiRun))
+	s.mux.HandleFunc("GET /v1/batches/{id}", need(ScopeRunsRead, s.getBatch))
+	s.mux.HandleFunc("POST /v1/batches/{id}/cancel", need(ScopeRunsWrite, s.cancelBatch))
+	s.mux.HandleFunc("GET /v1/dead-letters", need(ScopeAdmin, s.listDeadLetters))
+	s.mux.Handle("GET /{$}", console.Handler())
+	s.mux.Handle("GET /console/", console.Handler())
 	s.mux.HandleFunc("GET /metrics", need(ScopeAdmin, s.serveMetrics))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)

@@ -19,15 +19,16 @@ func (s *Server) visible(w http.ResponseWriter, r *http.Request, runID, tenant s
 }
 
 // ownedRun checks that run runID exists and that r's principal may see it,
-// with one read of the run's tenant; otherwise it answers 404 (or what the
-// store's error calls for) and returns false.
-func (s *Server) ownedRun(w http.ResponseWriter, r *http.Request, runID string) bool {
-	tenant, err := s.cfg.Store.RunTenant(r.Context(), runID)
+// with one read of the run's tenant (and trace context, returned);
+// otherwise it answers 404 (or what the store's error calls for) and
+// returns false.
+func (s *Server) ownedRun(w http.ResponseWriter, r *http.Request, runID string) (trace string, ok bool) {
+	tenant, trace, err := s.cfg.Store.RunOwner(r.Context(), runID)
 	if err != nil {
 		s.fail(w, r, "run "+runID, err)
-		return false
+		return "", false
 	}
-	return s.visible(w, r, runID, tenant)
+	return trace, s.visible(w, r, runID, tenant)
 }
 
 // tenantFilter is the tenant a listing is limited to: the principal's, or

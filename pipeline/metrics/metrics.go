@@ -1,8 +1,11 @@
 package metrics
 
 import (
+	"context"
+	"maps"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,14 +15,21 @@ import (
 
 // Set is the metrics of one process. Safe for concurrent use.
 type Set struct {
-	reg       *prometheus.Registry
-	steps     *prometheus.CounterVec
-	inference *prometheus.HistogramVec
-	toolCalls *prometheus.CounterVec
-	toolTime  *prometheus.HistogramVec
-	outcomes  *prometheus.CounterVec
-	runs      *prometheus.CounterVec
-	requests  *prometheus.CounterVec
+	reg           *prometheus.Registry
+	steps         *prometheus.CounterVec
+	inference     *prometheus.HistogramVec
+	toolCalls     *prometheus.CounterVec
+	toolTime      *prometheus.HistogramVec
+	outcomes      *prometheus.CounterVec
+	runs          *prometheus.CounterVec
+	requests      *prometheus.CounterVec
+	deferred      *prometheus.CounterVec
+	callsDeferred *prometheus.CounterVec
+	tokens        *prometheus.CounterVec
+	lag           lagCollector
+	retries       *prometheus.CounterVec
+	redrives      *prometheus.CounterVec
+	dead          *prometheus.CounterVec
 }
 
 // New returns a Set on a registry of its own, with the Go runtime's and
@@ -52,6 +62,24 @@ func New() *Set {
 		requests: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stepwise_http_requests_total", Help: "Gateway requests answered, by route and status code.",
 		}, []string{"route", "code"})).(*prometheus.CounterVec),
+		deferred: f(prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stepwise_steps_deferred_total", Help: "Steps deferred by a limit of their model (limits:), by model.",
+		}, []string{"model"})).(*prometheus.CounterVec),
+		callsDeferred: f(prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stepwise_calls_deferred_total", Help: "Tool calls deferred by a limit of their tool (limits.tools), by tool.",
+		}, []string{"tool"})).(*prometheus.CounterVec),
+		tokens: f(prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stepwise_tokens_total", Help: "Tokens the models reported, by model and kind (input, output).",
+		}, []string{"model", "kind"})).(*prometheus.CounterVec),
+		retries: f(prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stepwise_tool_retries_total", Help: "Tool executions tried again after a retryable error, by tool.",
+		}, []string{"tool"})).(*prometheus.CounterVec),
+		redrives: f(prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stepwise_lease_redrives_total", Help: "Steps and tool calls requested again because their worker's lease ran out, by kind (step, call).",
+		}, []string{"kind"})).(*prometheus.CounterVec),
+		dead: f(prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stepwise_dead_letters_total", Help: "Messages this process sent to the dead-letter topic, by the topic they came from.",
+		}, []string{"topic"})).(*prometheus.CounterVec),
 	}
 }
 
@@ -68,6 +96,119 @@ func (s *Set) StepCommitted(agent string, took time.Duration) {
 	}
 	s.steps.WithLabelValues(agent).Inc()
 	s.inference.WithLabelValues(agent).Observe(took.Seconds())
+}
+
+// PoolBusy shows the busy slots of a worker's pool (steps inferring and
+// fan-ins reconciling; tools executing) as stepwise_pool_busy_slots, by
+// worker. One help text for every worker: a registry refuses a metric
+// whose help differs from its first registration's.
+func (s *Set) PoolBusy(worker string, busy func() int) {
+	s.Gauge("stepwise_pool_busy_slots", "Slots of the worker's pool in use.", map[string]string{"worker": worker},
+		func() float64 { return float64(busy()) })
+}
+
+// StepDeferred counts a step a limit of model held back.
+func (s *Set) StepDeferred(model string) {
+	if s == nil {
+		return
+	}
+	s.deferred.WithLabelValues(model).Inc()
+}
+
+// CallDeferred counts a tool call a limit of its tool held back.
+func (s *Set) CallDeferred(tool string) {
+	if s == nil {
+		return
+	}
+	s.callsDeferred.WithLabelValues(tool).Inc()
+}
+
+// Tokens counts the tokens an inference of model used.
+func (s *Set) Tokens(model string, input, output int64) {
+	if s == nil {
+		return
+	}
+	s.tokens.WithLabelValues(model, "input").Add(float64(input))
+	s.tokens.WithLabelValues(model, "output").Add(float64(output))
+}
+
+// ToolRetried counts a retry of a tool execution.
+func (s *Set) ToolRetried(tool string) {
+	if s == nil {
+		return
+	}
+	s.retries.WithLabelValues(tool).Inc()
+}
+
+// Redriven counts n steps or calls (kind) requested again after their
+// lease ran out.
+func (s *Set) Redriven(kind string, n int) {
+	if s == nil || n == 0 {
+		return
+	}
+	s.redrives.WithLabelValues(kind).Add(float64(n))
+}
+
+// DeadLettered counts a message of topic sent to the dead-letter topic.
+func (s *Set) DeadLettered(topic string) {
+	if s == nil {
+		return
+	}
+	s.dead.WithLabelValues(topic).Inc()
+}
+
+// Lag is a consumer group's lag on one partition.
+type Lag struct {
+	Topic     string
+	Partition int32
+	Messages  int64
+}
+
+// ConsumerLag adds group to stepwise_consumer_lag_messages{group, topic,
+// partition}, read by read at each scrape.
+func (s *Set) ConsumerLag(group string, read func(ctx context.Context) ([]Lag, error)) {
+	if s == nil {
+		return
+	}
+	s.lag.mu.Lock()
+	defer s.lag.mu.Unlock()
+	if s.lag.groups == nil {
+		s.reg.MustRegister(&s.lag)
+		s.lag.groups = map[string]func(ctx context.Context) ([]Lag, error){}
+	}
+	s.lag.groups[group] = read
+}
+
+var lagDesc = prometheus.NewDesc("stepwise_consumer_lag_messages",
+	"Messages of a topic's partition the consumer group has not committed yet (what KEDA's kafka scaler scales on).",
+	[]string{"group", "topic", "partition"}, nil)
+
+// lagCollector reads each group's lag when scraped; a failed read shows
+// no series for the group (and an error to the scraper), not stale numbers.
+type lagCollector struct {
+	mu     sync.Mutex
+	groups map[string]func(ctx context.Context) ([]Lag, error)
+}
+
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lagDesc }
+
+func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	groups := maps.Clone(c.groups)
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for group, read := range groups {
+		lags, err := read(ctx)
+		if err != nil {
+			ch <- prometheus.NewInvalidMetric(lagDesc, err)
+			continue
+		}
+		for _, l := range lags {
+			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(l.Messages),
+				group, l.Topic, strconv.Itoa(int(l.Partition)))
+		}
+	}
 }
 
 // ToolFinished counts a tool execution's outcome and its time.

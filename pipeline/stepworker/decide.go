@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/tracing"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -47,12 +50,15 @@ func (w *Worker) HandleDecision(msg *message.Message) error {
 			})
 		}
 	}
-	ctx := msg.Context()
+	ctx, span := tracing.Start(msg.Context(), tracing.FromMessage(msg), "decision "+d.Action, oteltrace.SpanKindConsumer,
+		tracing.RunID(d.RunID), tracing.CallID(d.CallID), attribute.String("stepwise.decision_id", d.DecisionID))
+	defer span.End()
 	if d.Action == topics.ActionCancelRun {
 		err = w.cancelRun(ctx, d)
 	} else {
 		err = w.decide(ctx, d)
 	}
+	tracing.Fail(span, err)
 	if errors.Is(err, store.ErrNotFound) {
 		// No run, no outbox: say so straight, then dead-letter the decision.
 		if perr := w.publishOutcome(topics.DecisionOutcome{

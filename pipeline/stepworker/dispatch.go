@@ -37,7 +37,7 @@ func (w *Worker) dispatchable(run pipeline.Run, calls []pipeline.ToolCall) []pip
 // publishCalls publishes ToolCallRequested for calls, those of one queue
 // in one batch (one produce request, not one per call). Publishing a call
 // twice is harmless: the second claim finds it taken.
-func (w *Worker) publishCalls(calls []pipeline.ToolCall) error {
+func (w *Worker) publishCalls(trace string, calls []pipeline.ToolCall) error {
 	byQueue := map[string][]*message.Message{} // one batch per queue topic
 	var queues []string
 	for _, c := range calls {
@@ -46,6 +46,9 @@ func (w *Worker) publishCalls(calls []pipeline.ToolCall) error {
 		})
 		if err != nil {
 			return err
+		}
+		if trace != "" {
+			m.Metadata.Set(topics.MetadataTrace, trace)
 		}
 		if byQueue[c.Queue] == nil {
 			queues = append(queues, c.Queue)

@@ -77,10 +77,10 @@ func (w *Worker) publishResult(ctx context.Context, run pipeline.Run) error {
 	if run.Termination != nil {
 		t = *run.Termination
 	}
-	if err := topics.Publish(w.pub, w.names.RunResults(), topics.RunResult{
+	if err := topics.PublishTraced(w.pub, w.names.RunResults(), topics.RunResult{
 		Header: topics.Header{RunID: run.ID}, Agent: run.Agent, Status: run.Status,
-		Step: run.Step, Termination: t, Usage: run.Usage,
-	}); err != nil {
+		Step: run.Step, Termination: t, Usage: run.Usage, Metadata: run.Metadata, BatchID: run.Batch,
+	}, run.Trace); err != nil {
 		return err // the run stays scheduled; the next reconcile publishes again
 	}
 	w.metrics.RunResult(string(t.Reason))

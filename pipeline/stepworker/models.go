@@ -21,6 +21,7 @@ type models struct {
 
 type resolved struct {
 	model model.Model
+	key   string // for limits (config.Model.Key)
 	err   error
 }
 
@@ -31,7 +32,7 @@ func newModels(cfg *config.Config) (*models, error) {
 		if err != nil {
 			err = fmt.Errorf("agent %s: %w", name, err)
 		}
-		m.byAgent[name] = resolved{model: mdl, err: err}
+		m.byAgent[name] = resolved{model: mdl, key: a.Model.Key(), err: err}
 	}
 	return m, nil
 }
@@ -45,6 +46,15 @@ func (m *models) forRun(run pipeline.Run) (model.Model, error) {
 		return nil, fmt.Errorf("agent %q is not configured", run.Agent)
 	}
 	return r.model, r.err
+}
+
+// keyOf names the model of a run for limits: "script" for a run's own
+// script, its agent's model's key otherwise.
+func (m *models) keyOf(run pipeline.Run) string {
+	if len(run.Model) > 0 {
+		return config.ProviderScript
+	}
+	return m.byAgent[run.Agent].key
 }
 
 func fromConfig(c config.Model) (model.Model, error) { return providers.New(c) }

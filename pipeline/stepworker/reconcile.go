@@ -114,8 +114,8 @@ func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*vie
 	}
 	switch run.StepState {
 	case pipeline.StepPending:
-		if sentWithin(run.RequestedAt, now, w.settings.DispatchTimeout.Duration) {
-			return nil, nil
+		if sentWithin(run.RequestedAt, now, w.settings.DispatchTimeout.Duration) || run.DeferUntil.After(now) {
+			return nil, nil // requested; or deferred by a limit, and the sweeper comes back then
 		}
 		if err := w.requestStep(run); err != nil {
 			return nil, err
@@ -123,6 +123,7 @@ func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*vie
 		return nil, w.store.MarkRequested(ctx, run.ID, run.Step, now)
 	case pipeline.StepInferring:
 		if run.LeaseUntil.Before(now) {
+			w.metrics.Redriven("step", 1)
 			return nil, w.requestStep(run)
 		}
 		return nil, nil
@@ -163,6 +164,7 @@ func (w *Worker) reconcileTools(ctx context.Context, snap store.Snapshot, now ti
 		}
 		redrive = append(redrive, c) // its worker died: the claim counts the attempt
 	}
+	w.metrics.Redriven("call", len(redrive))
 
 	agent, _ := w.cfg.Agent(run.Agent)
 	switch pipeline.DeriveRunStatus(pipeline.CallStatuses(ahead(agent, calls))) {
@@ -172,7 +174,7 @@ func (w *Worker) reconcileTools(ctx context.Context, snap store.Snapshot, now ti
 				redrive = append(redrive, c)
 			}
 		}
-		if err := w.publishCalls(redrive); err != nil {
+		if err := w.publishCalls(run.Trace, redrive); err != nil {
 			return nil, err
 		}
 		return nil, w.store.MarkDispatched(ctx, run.ID, redrive, now)

@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/model"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/tracing"
 	"github.com/stepwise-run/stepwise/pipeline/worker"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -83,7 +87,7 @@ func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent 
 	if ph.pc.Skip != "" {
 		return nil, w.finish(ctx, run, pipeline.Termination{Reason: pipeline.ReasonBehaviorRequested, Detail: ph.pc.Skip})
 	}
-	resp, err := mdl.Infer(ctx, model.Request{
+	resp, err := w.inferSpan(ctx, run, mdl, model.Request{
 		RunID: run.ID, Step: run.Step, System: req.System, Messages: req.Messages, Tools: req.Tools,
 		Override: req.Override, OnText: w.streamText(ctx, run, log),
 	})
@@ -103,7 +107,11 @@ func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent 
 // that ends (Drain gave up), nothing is committed and the lease is released
 // for another worker to take the step over.
 func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Logger) {
-	ctx, owner, started := w.ctx, run.LeaseOwner, time.Now()
+	ctx, span := tracing.Start(w.ctx, run.Trace, "step "+strconv.Itoa(run.Step), oteltrace.SpanKindConsumer,
+		tracing.RunID(run.ID), tracing.Step(run.Step), tracing.Agent(run.Agent), attribute.Int("stepwise.attempt", run.Attempts))
+	defer span.End()
+	log = tracing.Log(log, span)
+	owner, started := run.LeaseOwner, time.Now()
 	defer func() {
 		if ctx.Err() != nil {
 			w.abandonStep(run, log)
@@ -115,9 +123,24 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 		w.logErr(log, "end run", w.giveUp(ctx, run, err.Error()))
 		return
 	}
+	slot, ok := w.takeLimit(ctx, run, log)
+	if !ok {
+		return // deferred: the step waits for its model, holding no pool slot
+	}
+	defer w.releaseLimit(slot, log)
+	budget, ok := w.reserve(ctx, run, log)
+	if !ok {
+		return // stopped: its budget is spent
+	}
+	var used int64 // settled with the budget when the step is over
+	defer func() { w.settle(budget, used, log) }()
 	stopRenewing := worker.KeepLease(ctx, w.settings.Lease.Duration,
 		func(ctx context.Context) error {
-			return w.store.RenewStepLease(ctx, run.ID, run.Step, w.lease(owner, w.now()))
+			now := w.now()
+			if slot.Holder != "" {
+				w.logErr(log, "renew the slot of the model's limits", w.limits.Renew(ctx, slot, w.settings.Lease.Duration, now))
+			}
+			return w.store.RenewStepLease(ctx, run.ID, run.Step, w.lease(owner, now))
 		},
 		func(err error) bool { return errors.Is(err, store.ErrLeaseLost) },
 		func() { log.Warn("lease lost while inferring; the outcome will be dropped") })
@@ -131,13 +154,19 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	resp, err := w.infer(ctx, ph, run, agent, mdl, specs, log)
 	stopRenewing() // the commit checks the lease; renewing past it would only fail
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !w.rateLimited(ctx, run, err, log) {
 			w.logErr(log, "end run", w.giveUp(ctx, run, err.Error()))
 		}
 		return
 	}
+
 	if resp == nil {
 		return // the run ended behavior_requested
+	}
+	used = resp.Usage.Total()
+	w.metrics.Tokens(w.models.keyOf(run), resp.Usage.InputTokens, resp.Usage.OutputTokens)
+	if slot.Holder != "" {
+		w.logErr(log, "count the tokens of the model's limits", w.limits.Used(ctx, slot.Name, resp.Usage.Total(), w.now()))
 	}
 	// A secret the model repeats (its API key echoed back, say) stops here.
 	resp.Text = w.redact.String(resp.Text)
@@ -149,7 +178,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 		log.Error("name tool calls; the sweeper will retry the step", "error", err)
 		return
 	}
-	calls, err = w.gate(ctx, ph, run, agent, paramsOf(specs), calls, w.now())
+	calls, err = w.gateSpan(ctx, ph, run, agent, paramsOf(specs), calls)
 	if err != nil {
 		w.logErr(log, "end run", w.giveUp(ctx, run, err.Error()))
 		return

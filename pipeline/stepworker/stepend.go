@@ -102,7 +102,7 @@ func finishOf(calls []pipeline.ToolCall) *pipeline.Termination {
 }
 
 func (w *Worker) requestStep(run pipeline.Run) error {
-	return topics.Publish(w.pub, w.names.RunSteps(), topics.StepRequested{Header: topics.Header{RunID: run.ID}, Step: run.Step})
+	return topics.PublishTraced(w.pub, w.names.RunSteps(), topics.StepRequested{Header: topics.Header{RunID: run.ID}, Step: run.Step}, run.Trace)
 }
 
 // toolMessages turns the calls of a step, in call order, into the messages

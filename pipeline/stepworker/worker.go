@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/limits"
 	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/secrets"
@@ -44,6 +45,7 @@ type Worker struct {
 	redact     *secrets.Redactor
 	fanIn      *coalescer
 	metrics    *metrics.Set
+	limits     *limits.Limiter
 }
 
 // New returns a worker whose background work (inference on the pool) lives
@@ -80,14 +82,14 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	s := cfg.Config.StepWorker
 	ctx, cancel := context.WithCancel(ctx)
 	pool := worker.NewPool(s.Concurrency)
-	cfg.Metrics.Gauge("stepwise_pool_busy_slots", "Slots of the worker's pool in use (steps inferring, fan-ins reconciling).",
-		map[string]string{"worker": "stepworker"}, func() float64 { return float64(pool.Busy()) })
+	cfg.Metrics.PoolBusy("stepworker", pool.Busy)
 	return &Worker{
 		ctx:        ctx,
 		cancel:     cancel,
 		store:      cfg.Store,
 		redact:     cfg.Redact,
 		metrics:    cfg.Metrics,
+		limits:     cfg.Limits,
 		fanIn:      newCoalescer(),
 		pub:        cfg.Publisher,
 		names:      cfg.Names,

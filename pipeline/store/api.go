@@ -80,7 +80,7 @@ var _ interface {
 	FinishRun(ctx context.Context, runID string, t pipeline.Termination, now time.Time) (pipeline.Run, error)
 	SetWaiting(ctx context.Context, runID string, step int, sequential bool, now time.Time) (pipeline.Run, error)
 	CancelRun(ctx context.Context, runID, decisionID, by, reason string, now time.Time) (pipeline.Run, error)
-	RunTenant(ctx context.Context, runID string) (string, error)
+	RunOwner(ctx context.Context, runID string) (tenant, trace string, err error)
 	ResumeTarget(ctx context.Context, runID, callID string) (pipeline.Run, pipeline.ToolCall, error)
 	Outcomes(ctx context.Context, runID string) ([]Outcome, error)
 	ClaimOutcomes(ctx context.Context, runID string, hold time.Duration, now time.Time) ([]Outcome, error)

@@ -31,6 +31,9 @@ func runFields(r pipeline.Run) []any {
 		"model", string(r.Model),
 		"metadata", string(r.Metadata),
 		"req_hash", r.RequestHash,
+		"trace", r.Trace,
+		"batch", r.Batch,
+		"bbudget", boolField(r.BatchBudget),
 		"attempts", r.Attempts,
 		"lease_owner", r.LeaseOwner,
 		"lease_until", toMillis(r.LeaseUntil),
@@ -56,10 +59,14 @@ func decodeRun(runID string, h map[string]string) (pipeline.Run, error) {
 		Model:       rawJSON(h["model"]),
 		Metadata:    rawJSON(h["metadata"]),
 		RequestHash: h["req_hash"],
+		Trace:       h["trace"],
+		Batch:       h["batch"],
+		BatchBudget: h["bbudget"] == "1",
 		Attempts:    int(d.int("attempts")),
 		LeaseOwner:  h["lease_owner"],
 		Published:   h["published"] == "1",
 		RequestedAt: sentAt(h["step_sent"], h["step"]),
+		DeferUntil:  sentAt(h["defer"], h["step"]),
 		LeaseUntil:  d.time("lease_until"),
 		CreatedAt:   d.time("created_at"),
 		UpdatedAt:   d.time("updated_at"),
@@ -254,4 +261,12 @@ func replyList(v any, atLeast int) ([]any, error) {
 		return nil, fmt.Errorf("unexpected script reply %T (want an array of at least %d)", v, atLeast)
 	}
 	return list, nil
+}
+
+// boolField is a boolean as a hash field: "1" or "".
+func boolField(b bool) string {
+	if b {
+		return "1"
+	}
+	return ""
 }

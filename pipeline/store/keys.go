@@ -29,6 +29,9 @@ import (
 //	                                  when their keys expire (unix ms; retention.go)
 //	<p>:pending                ZSET   "{<run>}<call>" of suspended calls, scored by
 //	                                  parked-at (unix ms); maintained after the scripts
+//	<p>:thread:{<thread>}      STRING the latest turn of a chat thread with a run, a
+//	                                  hint (thread.go)
+//	<p>:batch:{<batch>}        STRING the run ids of a batch, JSON (batch.go)
 
 func (s *Store) runKey(runID string) string    { return s.prefix + ":{" + runID + "}:run" }
 func (s *Store) msgsKey(runID string) string   { return s.prefix + ":{" + runID + "}:msgs" }

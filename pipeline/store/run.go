@@ -33,7 +33,7 @@ func (s *Store) CreateRun(ctx context.Context, run pipeline.Run, input []pipelin
 		return pipeline.Run{}, false, err
 	}
 	fresh := pipeline.Run{
-		ID: run.ID, Agent: run.Agent, Tenant: run.Tenant, Model: run.Model, Metadata: run.Metadata, RequestHash: run.RequestHash,
+		ID: run.ID, Agent: run.Agent, Tenant: run.Tenant, Model: run.Model, Metadata: run.Metadata, RequestHash: run.RequestHash, Trace: run.Trace, Batch: run.Batch, BatchBudget: run.BatchBudget,
 		Status: pipeline.RunCreated, StepState: pipeline.StepPending, CreatedAt: now, UpdatedAt: now,
 	}
 	ev, err := newEvent(run.ID, 0, "", pipeline.EventRunCreated, now, map[string]string{"agent": run.Agent})
@@ -188,17 +188,19 @@ func (s *Store) decodeRunReply(runID string, v any) (pipeline.Run, error) {
 	return decodeRun(runID, h)
 }
 
-// RunTenant returns the tenant of a run (pipeline.DefaultTenant for a run
-// stored without one): one field read, for the gateway to check who may
-// see a run before it serves it. An unknown run is ErrNotFound.
-func (s *Store) RunTenant(ctx context.Context, runID string) (string, error) {
-	v, err := s.rdb.HMGet(ctx, s.runKey(runID), "id", "tenant").Result()
+// RunOwner returns the tenant of a run (pipeline.DefaultTenant for a run
+// stored without one) and its trace context: one read, for the gateway to
+// check who may see a run before it serves it, and to join a decision it
+// publishes to the run's trace. An unknown run is ErrNotFound.
+func (s *Store) RunOwner(ctx context.Context, runID string) (tenant, trace string, err error) {
+	v, err := s.rdb.HMGet(ctx, s.runKey(runID), "id", "tenant", "trace").Result()
 	if err != nil {
-		return "", fmt.Errorf("tenant of run %s: %w", runID, err)
+		return "", "", fmt.Errorf("tenant of run %s: %w", runID, err)
 	}
 	if id, _ := v[0].(string); id == "" {
-		return "", fmt.Errorf("%w: run %s", ErrNotFound, runID)
+		return "", "", fmt.Errorf("%w: run %s", ErrNotFound, runID)
 	}
-	tenant, _ := v[1].(string)
-	return cmp.Or(tenant, pipeline.DefaultTenant), nil
+	tenant, _ = v[1].(string)
+	trace, _ = v[2].(string)
+	return cmp.Or(tenant, pipeline.DefaultTenant), trace, nil
 }

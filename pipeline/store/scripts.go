@@ -22,6 +22,8 @@ var (
 	appendDeltaLua string
 	//go:embed scripts/renew_step_lease.lua
 	renewStepLeaseLua string
+	//go:embed scripts/defer_step.lua
+	deferStepLua string
 	//go:embed scripts/finish_run.lua
 	finishRunLua string
 	//go:embed scripts/claim_call.lua
@@ -55,7 +57,8 @@ var (
 )
 
 type scripts struct {
-	createRun, claimStep, renewStepLease, appendDelta, commitStep, endStep, finishRun *redis.Script
+	createRun, claimStep, renewStepLease, deferStep, appendDelta, commitStep, endStep *redis.Script
+	finishRun                                                                         *redis.Script
 	claimCall, renewCallLease, finishCall                                             *redis.Script
 	setWaiting, cancelRun, applyDecision, dropHeld                                    *redis.Script
 	listRuns, dueRuns, markSent, rescheduleIf, claimOutcomes, snapshot                *redis.Script
@@ -68,6 +71,7 @@ func loadScripts(lib string) scripts {
 		createRun:      redis.NewScript(createRunLua),
 		claimStep:      redis.NewScript(claimStepLua),
 		renewStepLease: redis.NewScript(renewStepLeaseLua),
+		deferStep:      redis.NewScript(deferStepLua),
 		appendDelta:    redis.NewScript(appendDeltaLua),
 		commitStep:     redis.NewScript(lib + commitStepLua),
 		endStep:        redis.NewScript(lib + endStepLua),

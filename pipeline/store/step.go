@@ -105,6 +105,26 @@ func (s *Store) RenewStepLease(ctx context.Context, runID string, step int, leas
 	return err
 }
 
+// DeferStep gives back step `step`, claimed by owner, without inferring
+// it: a limit of its model is reached (reason says which). The step is
+// pending again, the claim's attempt uncounted; no reconcile requests it
+// before until (Run.DeferUntil), and the sweeper, which the caller
+// schedules for until, requests it then. Event step.deferred with data
+// {"until", "reason"}. ErrLeaseLost when owner no longer holds the step.
+func (s *Store) DeferStep(ctx context.Context, runID string, step int, owner string, until time.Time, reason string, now time.Time) error {
+	ev, err := newEvent(runID, step, "", pipeline.EventStepDeferred, now, struct {
+		Until  time.Time `json:"until"`
+		Reason string    `json:"reason"`
+	}{until.UTC(), reason})
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("defer step %d of run %s held by %s", step, runID, owner)
+	_, err = s.eval(ctx, s.scripts.deferStep, what, []string{s.runKey(runID), s.eventsKey(runID)},
+		step, owner, toMillis(until), toMillis(now), ev)
+	return err
+}
+
 // AppendDelta appends a message.delta event (data {"text"}) to the run's
 // log while owner is inferring step: the model's text as it streams in.
 // ErrLeaseLost when the step is no longer owner's to write to.

@@ -14,6 +14,7 @@ var tenantCases = []contractCase{
 		for _, c := range []struct{ id, tenant string }{{"t-a", "shop"}, {"t-none", ""}} {
 			run := newRun(c.id)
 			run.Tenant = c.tenant
+			run.Trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 			got, _, err := f.st.CreateRun(f.ctx, run, input, t0)
 			if err != nil {
 				t.Fatal(err)
@@ -25,12 +26,12 @@ var tenantCases = []contractCase{
 			if got.Tenant != want {
 				t.Errorf("%s: created with tenant %q", c.id, got.Tenant)
 			}
-			if tenant, err := f.st.RunTenant(f.ctx, c.id); err != nil || tenant != want {
-				t.Errorf("RunTenant(%s) = %q, %v; want %q", c.id, tenant, err, want)
+			if tenant, trace, err := f.st.RunOwner(f.ctx, c.id); err != nil || tenant != want || trace != run.Trace || got.Trace != run.Trace {
+				t.Errorf("RunOwner(%s) = %q, %q, %v; want %q and the run's trace context", c.id, tenant, trace, err, want)
 			}
 		}
-		if _, err := f.st.RunTenant(f.ctx, "nobody"); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("RunTenant of an unknown run: %v", err)
+		if _, _, err := f.st.RunOwner(f.ctx, "nobody"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("RunOwner of an unknown run: %v", err)
 		}
 	}},
 	{"list_and_pending_filter_by_tenant", func(t *testing.T, f *fixture) {

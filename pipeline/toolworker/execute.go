@@ -9,10 +9,14 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tools"
+	"github.com/stepwise-run/stepwise/pipeline/tracing"
 	"github.com/stepwise-run/stepwise/pipeline/worker"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -30,15 +34,22 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 		return err
 	}
 	ctx := msg.Context()
+	log := w.log.With("run_id", req.RunID, "step", req.Step, "call_id", req.CallID, "tool", req.Tool)
+	owner := w.claims.Next()
+	limit, ok := w.takeLimit(ctx, req, owner, log)
+	if !ok {
+		return nil // deferred: the call waits for its tool, holding no pool slot
+	}
 	slot, err := w.pool.Take(ctx)
 	if err != nil {
+		w.releaseLimit(limit, log)
 		return err // stopping: the message comes back to whoever owns the partition next
 	}
 	now := w.now()
-	log := w.log.With("run_id", req.RunID, "step", req.Step, "call_id", req.CallID, "tool", req.Tool)
-	call, err := w.store.ClaimCall(ctx, req.RunID, req.CallID, w.lease(w.claims.Next(), now), now)
+	call, err := w.store.ClaimCall(ctx, req.RunID, req.CallID, w.lease(owner, now), now)
 	if err != nil {
 		slot.Release()
+		w.releaseLimit(limit, log)
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -46,7 +57,7 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 	case errors.Is(err, store.ErrStale):
 		if call.Status.Terminal() || call.Status == pipeline.CallSuspended {
 			log.Debug("tool call already finished; reporting it again", "status", call.Status)
-			return w.report(call)
+			return w.report(tracing.FromMessage(msg), call)
 		}
 		log.Debug("tool call request is a no-op", "reason", err)
 		return nil
@@ -58,10 +69,15 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 	}
 	if call.Attempts > w.attempts(call.Tool) {
 		slot.Release()
+		w.releaseLimit(limit, log)
 		log.Warn("tool call is past its retry budget; leaving it to the sweeper", "attempts", call.Attempts)
 		return nil
 	}
-	slot.Go(func() { w.execute(call, log) })
+	trace := tracing.FromMessage(msg)
+	slot.Go(func() {
+		defer w.releaseLimit(limit, log)
+		w.execute(trace, call, log)
+	})
 	return nil
 }
 
@@ -70,9 +86,19 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 // pending (the call parks until a decision, like one suspended at
 // ToolGate). An execution the worker gives up on while stopping commits
 // nothing and releases its lease.
-func (w *Worker) execute(call pipeline.ToolCall, log *slog.Logger) {
+func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger) {
 	started := time.Now()
+	ctx, span := tracing.Start(w.ctx, trace, "execute_tool "+call.Tool, oteltrace.SpanKindConsumer,
+		attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", call.Tool),
+		attribute.String("gen_ai.tool.call.id", call.ID), tracing.RunID(call.RunID), tracing.Step(call.Step),
+		attribute.Int("stepwise.attempt", call.Attempts))
+	defer span.End()
+	log = tracing.Log(log, span)
 	outcome, ok := w.withPhases(call, func() (store.CallOutcome, bool) { return w.run(call) })
+	span.SetAttributes(attribute.String("stepwise.call.status", string(outcome.Status)))
+	if outcome.Error != "" {
+		span.SetStatus(codes.Error, outcome.Error)
+	}
 	if !ok {
 		w.abandon(call, log)
 		return
@@ -91,16 +117,17 @@ func (w *Worker) execute(call pipeline.ToolCall, log *slog.Logger) {
 		log.Error("commit tool outcome; the sweeper will re-drive the call", "error", err)
 		return
 	}
-	if err := w.report(done); err != nil {
+	if err := w.report(tracing.Traceparent(ctx), done); err != nil {
 		log.Error("report tool outcome; the sweeper will fan it in", "error", err)
 	}
 }
 
-// report publishes ToolCallFinished for a call whose outcome is committed.
-func (w *Worker) report(c pipeline.ToolCall) error {
-	return topics.Publish(w.pub, w.names.ToolResults(), topics.ToolCallFinished{
+// report publishes ToolCallFinished for a call whose outcome is committed,
+// in the trace of trace (its traceparent; "" for none).
+func (w *Worker) report(trace string, c pipeline.ToolCall) error {
+	return topics.PublishTraced(w.pub, w.names.ToolResults(), topics.ToolCallFinished{
 		Header: topics.Header{RunID: c.RunID}, Step: c.Step, CallID: c.ID, Status: c.Status,
-	})
+	}, trace)
 }
 
 // abandon releases the lease of a call whose execution the worker gave up
@@ -155,6 +182,7 @@ func (w *Worker) run(call pipeline.ToolCall) (store.CallOutcome, bool) {
 			return failed(err.Error()), true
 		}
 		w.log.Info("retrying a tool call", "run_id", call.RunID, "call_id", call.ID, "try", try, "error", err)
+		w.metrics.ToolRetried(call.Tool)
 		select {
 		case <-w.ctx.Done():
 			return store.CallOutcome{}, false

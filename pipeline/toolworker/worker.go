@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/limits"
 	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/secrets"
@@ -37,6 +38,7 @@ type Worker struct {
 	anyPlugins bool // some agent enables a plugin: calls run the tool-worker phases
 	redact     *secrets.Redactor
 	metrics    *metrics.Set
+	limits     *limits.Limiter
 }
 
 // New returns a worker whose executions live as long as ctx, or until
@@ -65,14 +67,14 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	}
 	go ex.publishCatalog(ctx, cfg.Catalog, cfg.Config, log)
 	pool := worker.NewPool(cfg.Config.ToolWorker.Concurrency)
-	cfg.Metrics.Gauge("stepwise_pool_busy_slots", "Slots of the worker's pool in use (tools executing).",
-		map[string]string{"worker": "toolworker"}, func() float64 { return float64(pool.Busy()) })
+	cfg.Metrics.PoolBusy("toolworker", pool.Busy)
 	return &Worker{
 		ctx:        ctx,
 		cancel:     cancel,
 		store:      cfg.Store,
 		redact:     cfg.Redact,
 		metrics:    cfg.Metrics,
+		limits:     cfg.Limits,
 		pub:        cfg.Publisher,
 		names:      cfg.Names,
 		cfg:        cfg.Config,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/limits"
 	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/secrets"
@@ -31,6 +32,9 @@ type Deps struct {
 	Redact *secrets.Redactor
 	// Metrics counts what the worker does; nil counts nothing.
 	Metrics *metrics.Set
+	// Limits is the flow control the workers share (limits:); nil: New
+	// over the store's Redis would be the same with no limits configured.
+	Limits *limits.Limiter
 }
 
 // WithDefaults returns d with its defaults filled in, after checking it:
@@ -60,6 +64,9 @@ func (d Deps) WithDefaults(who string) (Deps, error) {
 	}
 	if d.Plugins == nil {
 		d.Plugins = plugin.NewRegistry()
+	}
+	if d.Limits == nil {
+		d.Limits = limits.New(nil, "", config.Limits{})
 	}
 	return d, nil
 }

@@ -119,6 +119,7 @@ func New(cfg config.Model, opts ...Option) (*Model, error) {
 // arrives; with stream off it gets the whole text once. The SDK retries
 // 408, 409, 429 and 5xx up to max_retries times with exponential backoff,
 // honouring Retry-After; other failures return at once. Errors wrap
+// *model.RateLimitedError (a 429 after the retries, around its *APIError),
 // *APIError, ErrRefused, ErrMalformedResponse, ErrTimeout, or ctx.Err()
 // when ctx ends, which Infer notices promptly, mid-stream too.
 func (m *Model) Infer(ctx context.Context, req model.Request) (model.Response, error) {
@@ -152,13 +153,21 @@ func (m *Model) failure(ctx context.Context, err error) error {
 	}
 	var apiErr *oai.Error
 	if errors.As(err, &apiErr) {
-		return &APIError{
+		e := &APIError{
 			StatusCode: apiErr.StatusCode,
 			Code:       apiErr.Code,
 			Type:       apiErr.Type,
 			Message:    m.redact.Replace(cut(apiErr.Message, 500)),
 			err:        err,
 		}
+		if apiErr.StatusCode == http.StatusTooManyRequests {
+			var wait time.Duration
+			if apiErr.Response != nil {
+				wait = model.RetryAfter(apiErr.Response.Header, time.Now())
+			}
+			return &model.RateLimitedError{RetryAfter: wait, Err: e}
+		}
+		return e
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w: no complete answer within %s (the timeout setting)", ErrTimeout, m.timeout)

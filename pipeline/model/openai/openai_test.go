@@ -304,6 +304,11 @@ func TestInfer_does_not_retry_when_Retry_After_is_beyond_the_limit(t *testing.T)
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || !apiErr.Temporary() {
 		t.Fatalf("err = %v; want an APIError 429", err)
 	}
+	// The step worker reads the wait the endpoint asked for from it.
+	var limited *model.RateLimitedError
+	if !errors.As(err, &limited) || limited.RetryAfter != time.Hour {
+		t.Fatalf("err = %v; want a model.RateLimitedError of 1h", err)
+	}
 	if n := len(e.requests()); n != 1 {
 		t.Errorf("%d attempts; want 1", n)
 	}

@@ -15,6 +15,7 @@
 //	  input_tokens: 100        # usage reported per step (default 100)
 //	  output_tokens: 20        # (default 20)
 //	  seed: 1                  # default 0
+//	  record: /tmp/inferences  # optional: append "start <ns>"/"end <ns>" per inference (to count them from outside)
 //
 // Everything random (the latency's jitter, the "value" in the default
 // arguments) is drawn from a generator seeded by (seed, run id, step), so a

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +34,10 @@ type Config struct {
 	InputTokens      int64           `json:"input_tokens"`
 	OutputTokens     int64           `json:"output_tokens"`
 	Seed             int64           `json:"seed"`
+	// Record, when set, is a file each inference appends "start <unix ns>"
+	// and "end <unix ns>" lines to, around its latency: how many ran at
+	// once, across processes, is counted from it (limits' tests).
+	Record string `json:"record,omitempty"`
 }
 
 // DefaultConfig is the configuration of {"provider": "synthetic"}.
@@ -128,6 +133,8 @@ func Parse(raw json.RawMessage) (*Model, error) {
 			dst = &cfg.OutputTokens
 		case "seed":
 			dst = &cfg.Seed
+		case "record":
+			dst = &cfg.Record
 		default:
 			errs = append(errs, fmt.Errorf("synthetic model: %s: unknown setting", k))
 			continue
@@ -173,12 +180,29 @@ func (m *Model) latency(r *rand.Rand) time.Duration {
 	return d
 }
 
+// record appends what happened now to the Record file, if there is one.
+func (m *Model) record(what string) error {
+	if m.cfg.Record == "" {
+		return nil
+	}
+	f, err := os.OpenFile(m.cfg.Record, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("synthetic model: record: %w", err)
+	}
+	_, err = fmt.Fprintf(f, "%s %d\n", what, time.Now().UnixNano())
+	return errors.Join(err, f.Close())
+}
+
 // Infer waits the step's latency (returning ctx.Err() if ctx ends first),
 // then answers: steps 0..steps-1 propose tool_calls_per_step calls of the
 // tool, with ids "syn_<step>_<i>"; later steps answer a final text without
 // calls. OnText gets the text word by word.
 func (m *Model) Infer(ctx context.Context, req model.Request) (model.Response, error) {
 	r := m.rng(req.RunID, req.Step)
+	if err := m.record("start"); err != nil {
+		return model.Response{}, err
+	}
+	defer func() { _ = m.record("end") }() // a failed start has failed the inference already
 	if d := m.latency(r); d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()

@@ -1,0 +1,106 @@
+package app_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+const budgetConfig = `
+kafka: {partitions: 4}
+stepworker: {lease: 2s, sweep_interval: 100ms, dispatch_timeout: 3s, max_attempts: 3}
+toolworker: {lease: 2s, default_timeout: 10s}
+budgets: {reserve_tokens: 120}
+agents:
+  metered:
+    model: {provider: synthetic, tool_calls_per_step: 1, tool: echo, steps: 3, input_tokens: 100, output_tokens: 20}
+    tools: [echo, sleep]
+`
+
+type batchView struct {
+	Total   int            `json:"total"`
+	Counts  map[string]int `json:"counts"`
+	Reasons map[string]int `json:"reasons"`
+	Usage   pipeline.Usage `json:"usage"`
+}
+
+// A batch with a token budget: its runs (480 tokens each, 4,800 together)
+// stop, stopped with code budget, once the batch's 1,500 tokens cannot
+// cover another step's reservation (which runs got how far depends on how
+// they interleaved); the batch's counts and usage add up, and its usage
+// never passes the budget. A run's view names its batch.
+func TestBudgets_a_batch_stops_its_runs_once_its_budget_is_spent(t *testing.T) {
+	stack := connect(t, newInfra(t), parseConfig(t, budgetConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+	items := make([]map[string]any, 10)
+	for i := range items {
+		items[i] = map[string]any{"run_id": fmt.Sprintf("metered-%d", i), "agent": "metered", "input": "go", "metadata": map[string]int{"n": i}}
+	}
+	var batch struct {
+		BatchID string `json:"batch_id"`
+	}
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs/batch?token_budget=1500", items, &batch); code != http.StatusCreated {
+		t.Fatalf("batch: %d", code)
+	}
+	var v batchView
+	eventually(t, 60*time.Second, func() bool {
+		httpDo(t, http.MethodGet, base+"/v1/batches/"+batch.BatchID, nil, &v)
+		return v.Counts["done"] == 10
+	}, func() string { return fmt.Sprintf("batch %+v", v) })
+	if v.Reasons["stopped"] == 0 || v.Reasons["stopped"]+v.Reasons["natural_end"] != 10 {
+		t.Fatalf("the runs ended %+v: want those the budget could not carry stopped, the others at their natural end", v.Reasons)
+	}
+	// Every step reserves and uses 120: the last refusal came with more
+	// than 1,500-120 spent.
+	if total := v.Usage.Total(); total > 1500 || total <= 1380 {
+		t.Fatalf("the batch used %d tokens: want at most its budget of 1500, and more than 1380", total)
+	}
+	sum := int64(0)
+	for i := range items {
+		r := getRun(t, base, fmt.Sprintf("metered-%d", i))
+		sum += r.Usage.InputTokens + r.Usage.OutputTokens
+		if r.Termination.Reason == pipeline.ReasonStopped && r.Termination.Code != "budget" {
+			t.Errorf("run %d stopped with code %q", i, r.Termination.Code)
+		}
+		if r.BatchID != batch.BatchID {
+			t.Errorf("run %d names batch %q", i, r.BatchID)
+		}
+	}
+	if sum != v.Usage.Total() {
+		t.Fatalf("the runs used %d tokens, the batch says %d", sum, v.Usage.Total())
+	}
+}
+
+// POST /v1/batches/{id}/cancel cancels the batch's unfinished runs.
+func TestBudgets_a_batch_is_cancelled(t *testing.T) {
+	stack := connect(t, newInfra(t), parseConfig(t, budgetConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+	slow := `{"provider":"script","turns":[{"text":"slow","tool_calls":[{"name":"sleep","arguments":{"ms":60000}}]},{"text":"done"}]}`
+	items := make([]map[string]any, 5)
+	for i := range items {
+		items[i] = map[string]any{"run_id": fmt.Sprintf("cancel-%d", i), "agent": "metered", "input": "go", "model": json.RawMessage(slow)}
+	}
+	var batch struct {
+		BatchID string `json:"batch_id"`
+	}
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs/batch", items, &batch); code != http.StatusCreated {
+		t.Fatalf("batch: %d", code)
+	}
+	var out struct {
+		Cancelled int `json:"cancelled"`
+	}
+	if code := httpDo(t, http.MethodPost, base+"/v1/batches/"+batch.BatchID+"/cancel", map[string]string{"reason": "enough"}, &out); code != http.StatusAccepted || out.Cancelled != 5 {
+		t.Fatalf("cancel: %d %+v", code, out)
+	}
+	var v batchView
+	eventually(t, 30*time.Second, func() bool {
+		httpDo(t, http.MethodGet, base+"/v1/batches/"+batch.BatchID, nil, &v)
+		return v.Reasons["cancelled"] == 5
+	}, func() string { return fmt.Sprintf("batch %+v", v) })
+}
