@@ -1,6 +1,9 @@
 package pipeline
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"math"
+)
 
 // Role is who speaks in a message.
 type Role string
@@ -29,16 +32,26 @@ type ToolCallRequest struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// Usage counts the tokens a run has spent.
+// Usage counts the tokens a run has spent and, when its model has a price
+// (budgets.prices), their cost in USD.
 type Usage struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
 }
 
 // Add returns the sum of u and o.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
+		CostUSD: USD(MicroUSD(u.CostUSD) + MicroUSD(o.CostUSD))}
 }
+
+// MicroUSD converts USD to millionths of a USD, rounded: costs are counted
+// in them, as integers, so that sums are exact.
+func MicroUSD(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
+
+// USD converts millionths of a USD to USD.
+func USD(micro int64) float64 { return float64(micro) / 1e6 }
 
 // Total is input plus output tokens.
 func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }

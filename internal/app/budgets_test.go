@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,11 @@ const budgetConfig = `
 kafka: {partitions: 4}
 stepworker: {lease: 2s, sweep_interval: 100ms, dispatch_timeout: 3s, max_attempts: 3}
 toolworker: {lease: 2s, default_timeout: 10s}
-budgets: {reserve_tokens: 120}
+budgets:
+  reserve_tokens: 120
+  # 100 input tokens at 10 USD and 20 output at 50 USD a million: 0.002
+  # USD a step; a reservation holds 120 tokens at 50 USD, 0.006 USD.
+  prices: {synthetic: {input_per_mtok: 10, output_per_mtok: 50}}
 agents:
   metered:
     model: {provider: synthetic, tool_calls_per_step: 1, tool: echo, steps: 3, input_tokens: 100, output_tokens: 20}
@@ -26,6 +31,24 @@ type batchView struct {
 	Counts  map[string]int `json:"counts"`
 	Reasons map[string]int `json:"reasons"`
 	Usage   pipeline.Usage `json:"usage"`
+}
+
+// sendBatch sends items as a batch (with query, budgets say) and waits up to
+// timeout until every run is done; it returns the batch's id and view.
+func sendBatch(t *testing.T, base string, items []map[string]any, query string, timeout time.Duration) (string, batchView) {
+	t.Helper()
+	var batch struct {
+		BatchID string `json:"batch_id"`
+	}
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs/batch"+query, items, &batch); code != http.StatusCreated {
+		t.Fatalf("batch: %d", code)
+	}
+	var v batchView
+	eventually(t, timeout, func() bool {
+		httpDo(t, http.MethodGet, base+"/v1/batches/"+batch.BatchID, nil, &v)
+		return v.Counts["done"] == len(items)
+	}, func() string { return fmt.Sprintf("batch %+v", v) })
+	return batch.BatchID, v
 }
 
 // A batch with a token budget: its runs (480 tokens each, 4,800 together)
@@ -41,17 +64,7 @@ func TestBudgets_a_batch_stops_its_runs_once_its_budget_is_spent(t *testing.T) {
 	for i := range items {
 		items[i] = map[string]any{"run_id": fmt.Sprintf("metered-%d", i), "agent": "metered", "input": "go", "metadata": map[string]int{"n": i}}
 	}
-	var batch struct {
-		BatchID string `json:"batch_id"`
-	}
-	if code := httpDo(t, http.MethodPost, base+"/v1/runs/batch?token_budget=1500", items, &batch); code != http.StatusCreated {
-		t.Fatalf("batch: %d", code)
-	}
-	var v batchView
-	eventually(t, 60*time.Second, func() bool {
-		httpDo(t, http.MethodGet, base+"/v1/batches/"+batch.BatchID, nil, &v)
-		return v.Counts["done"] == 10
-	}, func() string { return fmt.Sprintf("batch %+v", v) })
+	batchID, v := sendBatch(t, base, items, "?token_budget=1500", 60*time.Second)
 	if v.Reasons["stopped"] == 0 || v.Reasons["stopped"]+v.Reasons["natural_end"] != 10 {
 		t.Fatalf("the runs ended %+v: want those the budget could not carry stopped, the others at their natural end", v.Reasons)
 	}
@@ -67,12 +80,50 @@ func TestBudgets_a_batch_stops_its_runs_once_its_budget_is_spent(t *testing.T) {
 		if r.Termination.Reason == pipeline.ReasonStopped && r.Termination.Code != "budget" {
 			t.Errorf("run %d stopped with code %q", i, r.Termination.Code)
 		}
-		if r.BatchID != batch.BatchID {
+		if r.BatchID != batchID {
 			t.Errorf("run %d names batch %q", i, r.BatchID)
 		}
 	}
 	if sum != v.Usage.Total() {
 		t.Fatalf("the runs used %d tokens, the batch says %d", sum, v.Usage.Total())
+	}
+}
+
+// A batch with a cost budget: at 0.002 USD a step, 0.02 USD carries at
+// most 10 of its 30 steps; the runs the budget cannot carry stop with code
+// budget, its cost never passes the budget, and each run's cost is its
+// steps' at the configured price.
+func TestBudgets_a_batch_with_a_cost_budget_stops_at_its_cost(t *testing.T) {
+	stack := connect(t, newInfra(t), parseConfig(t, budgetConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+	items := make([]map[string]any, 10)
+	for i := range items {
+		items[i] = map[string]any{"run_id": fmt.Sprintf("priced-%d", i), "agent": "metered", "input": "go"}
+	}
+	_, v := sendBatch(t, base, items, "?cost_budget=0.02", 60*time.Second)
+	if v.Reasons["stopped"] == 0 || v.Reasons["stopped"]+v.Reasons["natural_end"] != 10 {
+		t.Fatalf("the runs ended %+v", v.Reasons)
+	}
+	// Reservations (0.006) hold more than steps use (0.002), so how close
+	// the batch came to its budget depends on how its steps overlapped.
+	if c := v.Usage.CostUSD; c > 0.02 || c < 0.002 {
+		t.Fatalf("the batch cost %g USD: want at most its budget of 0.02, and a step's 0.002 at least", c)
+	}
+	var sum int64
+	for i := range items {
+		r := getRun(t, base, fmt.Sprintf("priced-%d", i))
+		steps := (r.Usage.InputTokens + r.Usage.OutputTokens) / 120
+		if got, want := pipeline.MicroUSD(r.Usage.CostUSD), steps*2000; got != want {
+			t.Errorf("run %d: %d steps cost %d micro-USD, want %d", i, steps, got, want)
+		}
+		if r.Termination.Reason == pipeline.ReasonStopped && (r.Termination.Code != "budget" || !strings.Contains(r.Termination.Detail, "USD")) {
+			t.Errorf("run %d stopped with %+v", i, r.Termination)
+		}
+		sum += pipeline.MicroUSD(r.Usage.CostUSD)
+	}
+	if sum != pipeline.MicroUSD(v.Usage.CostUSD) {
+		t.Fatalf("the runs cost %d micro-USD, the batch says %g USD", sum, v.Usage.CostUSD)
 	}
 }
 

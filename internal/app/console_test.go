@@ -153,10 +153,10 @@ func TestConsole_approve_a_parked_call_and_see_the_run_finish(t *testing.T) {
 	// The batch: all three done.
 	err = chromedp.Run(ctx,
 		chromedp.Navigate(base+"/#/batches/"+batch.BatchID),
-		chromedp.Poll(`document.querySelector('#batch-progress')?.textContent === '3 of 3 done'`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Poll(`document.querySelector('#batch-progress')?.textContent === '3 of 3 done' && / out$/.test(document.querySelector('#batch-usage')?.textContent)`, nil, chromedp.WithPollingTimeout(30*time.Second)),
 	)
 	if err != nil {
-		t.Fatalf("the batch never showed 3 of 3 done: %v", err)
+		t.Fatalf("the batch never showed 3 of 3 done and its usage: %v", err)
 	}
 	screenshot(t, ctx, shots, "console-batch")
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,21 +96,7 @@ func TestLimits_a_model_limit_holds_across_two_step_worker_processes(t *testing.
 	for i := range items {
 		items[i] = map[string]any{"run_id": fmt.Sprintf("limited-%03d", i), "agent": "limited", "input": "go"}
 	}
-	var batch struct {
-		BatchID string `json:"batch_id"`
-	}
-	if code := httpDo(t, http.MethodPost, base+"/v1/runs/batch", items, &batch); code != http.StatusCreated {
-		t.Fatalf("batch: %d", code)
-	}
-	var view struct {
-		Total   int            `json:"total"`
-		Counts  map[string]int `json:"counts"`
-		Reasons map[string]int `json:"reasons"`
-	}
-	eventually(t, 3*time.Minute, func() bool {
-		httpDo(t, http.MethodGet, base+"/v1/batches/"+batch.BatchID, nil, &view)
-		return view.Counts["done"] == 200
-	}, func() string { return fmt.Sprintf("batch: %+v", view) })
+	_, view := sendBatch(t, base, items, "", 3*time.Minute)
 	if view.Reasons["natural_end"] != 200 {
 		t.Fatalf("the runs ended %+v; limited-000: %+v", view.Reasons, getRun(t, base, "limited-000").Termination)
 	}

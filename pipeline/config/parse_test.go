@@ -385,3 +385,48 @@ limits:
 		}
 	}
 }
+
+func TestParse_budgets_and_prices(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+budgets:
+  tenants:
+    acme: {tokens: 5000000, cost_usd: 40}
+    lab: {cost_usd: 0.5}
+  prices:
+    "openai:gpt-4o-mini": {input_per_mtok: 0.15, output_per_mtok: 0.6}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := cfg.Budgets.Tenant("lab"); !ok || b.Tokens != 0 || b.MicroUSD() != 500000 {
+		t.Fatalf("lab's budget %+v, %v", b, ok)
+	}
+	if _, ok := cfg.Budgets.Tenant("nobody"); ok {
+		t.Fatal("a tenant without a budget has one")
+	}
+	p := cfg.Budgets.Price("openai:gpt-4o-mini")
+	// 1,000 input tokens at 0.15 and 500 output at 0.6 USD a million: 450 micro-USD.
+	if got := p.MicroUSD(1000, 500); got != 450 {
+		t.Fatalf("cost %d micro-USD, want 450", got)
+	}
+	if got := p.Most(2000); got != 1200 {
+		t.Fatalf("a reservation of 2000 tokens holds %d micro-USD, want 1200", got)
+	}
+	if got := cfg.Budgets.Price("script").MicroUSD(1000, 1000); got != 0 {
+		t.Fatalf("a model without a price costs %d", got)
+	}
+	_, err = config.Parse([]byte(`
+budgets:
+  reserve_tokens: -5
+  tenants:
+    a: {}
+    b: {tokens: -1}
+  prices:
+    m: {input_per_mtok: -1, output_per_mtok: 1}
+`))
+	for _, want := range []string{"budgets.reserve_tokens", "budgets.tenants.a: tokens 0, cost_usd 0", "budgets.tenants.b", "budgets.prices.m: input_per_mtok -1"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %q", err, want)
+		}
+	}
+}

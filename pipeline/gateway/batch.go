@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
 
 	"github.com/google/uuid"
 
+	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
@@ -51,7 +53,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ae)
 		return
 	}
-	budget, ae := tokenBudget(r)
+	budget, ae := batchBudget(r)
 	if ae != nil {
 		writeError(w, ae)
 		return
@@ -96,10 +98,10 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	tenant := principalOf(r).Tenant
 	batch := batchID(tenant, ids)
 	for i := range runs {
-		runs[i].run.Batch, runs[i].run.BatchBudget = batch, budget > 0
+		runs[i].run.Batch, runs[i].run.BatchBudget = batch, budget != (store.Amounts{})
 	}
 	err := s.cfg.Store.SaveBatch(r.Context(), batch, store.Batch{Tenant: tenant, RunIDs: ids})
-	if err == nil && budget > 0 {
+	if err == nil && budget != (store.Amounts{}) {
 		err = s.cfg.Store.SetBatchBudget(r.Context(), batch, budget)
 	}
 	if err != nil {
@@ -148,18 +150,27 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, BatchResponse{BatchID: batch, RunIDs: ids})
 }
 
-// tokenBudget reads ?token_budget=N: the tokens the batch's runs may use
-// together (0: no budget).
-func tokenBudget(r *http.Request) (int64, *apiError) {
-	v := r.URL.Query().Get("token_budget")
-	if v == "" {
-		return 0, nil
+// batchBudget reads ?token_budget=N (the tokens the batch's runs may use
+// together) and ?cost_budget=USD (what they may cost, at the prices of
+// budgets.prices); the zero Amounts when neither is given.
+func batchBudget(r *http.Request) (store.Amounts, *apiError) {
+	var b store.Amounts
+	q := r.URL.Query()
+	if v := q.Get("token_budget"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return b, invalid("token_budget %q: want a positive number of tokens", v)
+		}
+		b.Tokens = n
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, invalid("token_budget %q: want a positive number of tokens", v)
+	if v := q.Get("cost_budget"); v != "" {
+		usd, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(usd > 0) || math.IsInf(usd, 0) || pipeline.MicroUSD(usd) <= 0 {
+			return b, invalid("cost_budget %q: want a positive amount of USD, at least 0.000001", v)
+		}
+		b.Cost = pipeline.MicroUSD(usd)
 	}
-	return n, nil
+	return b, nil
 }
 
 // splitBatch cuts a batch body into items: a JSON array when its first

@@ -119,6 +119,22 @@ func TestBatch_refuses_bodies_that_are_not_batches(t *testing.T) {
 		wantError(t, http.StatusUnsupportedMediaType, "unsupported_media_type")
 }
 
+func TestBatch_refuses_budgets_that_are_not_amounts(t *testing.T) {
+	h := newHarness(t)
+	body := `[{"agent": "assistant", "input": "x"}]`
+	for query, mention := range map[string]string{
+		"token_budget=0":        `token_budget "0": want a positive number of tokens`,
+		"token_budget=1.5":      `token_budget "1.5"`,
+		"cost_budget=-1":        `cost_budget "-1": want a positive amount of USD`,
+		"cost_budget=abc":       `cost_budget "abc"`,
+		"cost_budget=NaN":       `cost_budget "NaN"`,
+		"cost_budget=Inf":       `cost_budget "Inf"`,
+		"cost_budget=0.0000001": `at least 0.000001`,
+	} {
+		h.post("/v1/runs/batch?"+query, body).wantError(t, http.StatusBadRequest, "invalid_request", mention)
+	}
+}
+
 func TestBatch_over_MaxBatchItems_is_refused_with_413(t *testing.T) {
 	h := newHarness(t, func(c *gateway.Config) { c.MaxBatchItems = 3 })
 	item := `{"agent": "assistant", "input": "x"}`

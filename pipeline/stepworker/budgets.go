@@ -10,16 +10,16 @@ import (
 )
 
 // Budgets (config.Budgets, store.Reserve): before its inference a step
-// reserves budgets.reserve_tokens from its batch's budget (when the batch
-// has one) and its tenant's (when the configuration gives it one), and
-// settles each with what the inference used. A run whose budget cannot
-// cover the reservation ends stopped, code budget. Runs with neither
-// budget pay nothing.
+// reserves budgets.reserve_tokens, and their cost at its model's higher
+// price, from its batch's budget (when the batch has one) and its
+// tenant's (when the configuration gives it one), and settles each with
+// what the inference used. A run whose budget cannot cover the reservation
+// ends stopped, code budget. Runs with neither budget pay nothing.
 
 // reservation is what a step holds of its budgets.
 type reservation struct {
 	keys   []store.BudgetKey
-	amount int64
+	amount store.Amounts
 }
 
 // reserve holds the step's reservation, or ends the run stopped/budget
@@ -27,40 +27,55 @@ type reservation struct {
 func (w *Worker) reserve(ctx context.Context, run pipeline.Run, log *slog.Logger) (reservation, bool) {
 	type budget struct {
 		key   store.BudgetKey
-		limit int64
+		limit *store.Amounts // nil: the batch's own
 	}
 	var budgets []budget
 	if run.BatchBudget && run.Batch != "" {
-		budgets = append(budgets, budget{store.BudgetKey{Kind: "batch", Name: run.Batch}, 0})
+		budgets = append(budgets, budget{store.BudgetKey{Kind: "batch", Name: run.Batch}, nil})
 	}
 	if b, ok := w.cfg.Budgets.Tenant(run.Tenant); ok {
-		budgets = append(budgets, budget{store.BudgetKey{Kind: "tenant", Name: run.Tenant}, b.Tokens})
+		budgets = append(budgets, budget{store.BudgetKey{Kind: "tenant", Name: run.Tenant}, &store.Amounts{Tokens: b.Tokens, Cost: b.MicroUSD()}})
 	}
-	res := reservation{amount: w.cfg.Budgets.Reserve()}
+	if len(budgets) == 0 {
+		return reservation{}, true
+	}
+	tokens := w.cfg.Budgets.Reserve()
+	res := reservation{amount: store.Amounts{Tokens: tokens, Cost: w.cfg.Budgets.Price(w.models.keyOf(run)).Most(tokens)}}
 	for _, b := range budgets {
 		ok, spent, err := w.store.Reserve(ctx, b.key, b.limit, res.amount)
 		if err == nil && ok {
 			res.keys = append(res.keys, b.key)
 			continue
 		}
-		w.settle(res, 0, log) // give back what was held of the others
+		w.settle(res, store.Amounts{}, log) // give back what was held of the others
 		if err != nil {
 			log.Error("reserve the step's budget; the sweeper will retry the step", "error", err)
 			return reservation{}, false
 		}
-		detail := fmt.Sprintf("the %s budget of %s is spent: %d tokens used, a step reserves %d", b.key.Kind, b.key.Name, spent, res.amount)
+		detail := fmt.Sprintf("the %s budget of %s is spent: %d tokens and %.6f USD used, a step reserves %d tokens and %.6f USD",
+			b.key.Kind, b.key.Name, spent.Tokens, pipeline.USD(spent.Cost), res.amount.Tokens, pipeline.USD(res.amount.Cost))
 		w.logErr(log, "end run", w.finish(ctx, run, pipeline.Termination{Reason: pipeline.ReasonStopped, Code: "budget", Detail: detail}))
 		return reservation{}, false
 	}
 	return res, true
 }
 
-// settle corrects the reservation with the tokens the inference used
-// (0 when it failed: the whole reservation comes back).
-func (w *Worker) settle(res reservation, used int64, log *slog.Logger) {
+// cost prices usage at the run's model's price (budgets.prices).
+func (w *Worker) cost(run pipeline.Run, u pipeline.Usage) pipeline.Usage {
+	u.CostUSD = pipeline.USD(w.cfg.Budgets.Price(w.models.keyOf(run)).MicroUSD(u.InputTokens, u.OutputTokens))
+	return u
+}
+
+// settle corrects the reservation with what the inference used (zero
+// when it failed: the whole reservation comes back).
+func (w *Worker) settle(res reservation, used store.Amounts, log *slog.Logger) {
+	if len(res.keys) == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), releaseTimeout)
 	defer cancel()
+	delta := store.Amounts{Tokens: used.Tokens - res.amount.Tokens, Cost: used.Cost - res.amount.Cost}
 	for _, k := range res.keys {
-		w.logErr(log, "settle a budget", w.store.Settle(ctx, k, used-res.amount))
+		w.logErr(log, "settle a budget", w.store.Settle(ctx, k, delta))
 	}
 }

@@ -132,7 +132,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	if !ok {
 		return // stopped: its budget is spent
 	}
-	var used int64 // settled with the budget when the step is over
+	var used store.Amounts // settled with the budget when the step is over
 	defer func() { w.settle(budget, used, log) }()
 	stopRenewing := worker.KeepLease(ctx, w.settings.Lease.Duration,
 		func(ctx context.Context) error {
@@ -163,7 +163,8 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	if resp == nil {
 		return // the run ended behavior_requested
 	}
-	used = resp.Usage.Total()
+	resp.Usage = w.cost(run, resp.Usage)
+	used = store.Amounts{Tokens: resp.Usage.Total(), Cost: pipeline.MicroUSD(resp.Usage.CostUSD)}
 	w.metrics.Tokens(w.models.keyOf(run), resp.Usage.InputTokens, resp.Usage.OutputTokens)
 	if slot.Holder != "" {
 		w.logErr(log, "count the tokens of the model's limits", w.limits.Used(ctx, slot.Name, resp.Usage.Total(), w.now()))

@@ -75,7 +75,7 @@ func (s *Store) RunStatuses(ctx context.Context, runIDs []string) ([]RunStatus, 
 		cmds := make([]*redis.SliceCmd, len(ids))
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {
-				cmds[i] = p.HMGet(ctx, s.runKey(id), "status", "term_reason", "in_tok", "out_tok")
+				cmds[i] = p.HMGet(ctx, s.runKey(id), "status", "term_reason", "in_tok", "out_tok", "cost")
 			}
 			return nil
 		})
@@ -88,9 +88,12 @@ func (s *Store) RunStatuses(ctx context.Context, runIDs []string) ([]RunStatus, 
 			reason, _ := v[1].(string)
 			in, _ := v[2].(string)
 			outTok, _ := v[3].(string)
+			cost, _ := v[4].(string)
 			u := pipeline.Usage{}
 			u.InputTokens, _ = strconv.ParseInt(in, 10, 64)
 			u.OutputTokens, _ = strconv.ParseInt(outTok, 10, 64)
+			micro, _ := strconv.ParseInt(cost, 10, 64)
+			u.CostUSD = pipeline.USD(micro)
 			out = append(out, RunStatus{Status: pipeline.RunStatus(st), Reason: pipeline.TerminationReason(reason), Usage: u})
 		}
 	}

@@ -55,7 +55,7 @@ func decodeRun(runID string, h map[string]string) (pipeline.Run, error) {
 		Status:      pipeline.RunStatus(h["status"]),
 		Step:        int(d.int("step")),
 		StepState:   pipeline.StepState(h["step_state"]),
-		Usage:       pipeline.Usage{InputTokens: d.int("in_tok"), OutputTokens: d.int("out_tok")},
+		Usage:       pipeline.Usage{InputTokens: d.int("in_tok"), OutputTokens: d.int("out_tok"), CostUSD: pipeline.USD(d.int("cost"))},
 		Model:       rawJSON(h["model"]),
 		Metadata:    rawJSON(h["metadata"]),
 		RequestHash: h["req_hash"],

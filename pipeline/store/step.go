@@ -182,7 +182,7 @@ func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner st
 		return pipeline.Run{}, nil, err
 	}
 	keys := []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step)}
-	args := []any{step, owner, toMillis(now), runID, c.Usage.InputTokens, c.Usage.OutputTokens, string(msg), evAssistant}
+	args := []any{step, owner, toMillis(now), runID, c.Usage.InputTokens, c.Usage.OutputTokens, string(msg), evAssistant, pipeline.MicroUSD(c.Usage.CostUSD)}
 	seen := make(map[string]bool, len(c.Calls))
 	for i, call := range c.Calls {
 		if err := checkNewCall(i, call, seen); err != nil {

@@ -198,7 +198,7 @@ function runPage(id) {
       h('span', { class: 'muted' }, 'agent'), h('span', {}, run.agent),
       h('span', { class: 'muted' }, 'step'), h('span', {}, run.step),
       h('span', { class: 'muted' }, 'termination'), h('span', {}, run.termination ? `${run.termination.reason}${run.termination.code ? ` (${run.termination.code})` : ''}${run.termination.detail ? `: ${run.termination.detail}` : ''}` : '—'),
-      h('span', { class: 'muted' }, 'usage'), h('span', {}, `${run.usage.input_tokens} in, ${run.usage.output_tokens} out`),
+      h('span', { class: 'muted' }, 'usage'), h('span', {}, usage(run.usage)),
       h('span', { class: 'muted' }, 'created'), h('span', {}, when(run.created_at)),
       ...(run.metadata ? [h('span', { class: 'muted' }, 'metadata'), h('pre', { id: 'run-metadata' }, json(run.metadata))] : []));
     calls.replaceChildren(...(run.tool_calls || []).map((c) => h('tr', { 'data-call': c.call_id },
@@ -295,6 +295,11 @@ function batchesPage() {
       id, h('button', { type: 'submit' }, 'Show')));
 }
 
+// usage shows tokens and, when the model has a price, their cost.
+function usage(u) {
+  return `${u.input_tokens} in, ${u.output_tokens} out${u.cost_usd ? `, ${u.cost_usd.toFixed(6)} USD` : ''}`;
+}
+
 // batchPage: a batch's progress, live.
 function batchPage(id) {
   const box = h('div', { class: 'card' });
@@ -310,7 +315,8 @@ function batchPage(id) {
         return seg;
       })),
       h('div', { class: 'grid' }, order.flatMap((s) => [h('span', {}, status(s)), h('span', {}, b.counts[s] || 0)]),
-        Object.entries(b.reasons || {}).flatMap(([r, n]) => [h('span', { class: 'muted' }, r), h('span', {}, n)])),
+        Object.entries(b.reasons || {}).flatMap(([r, n]) => [h('span', { class: 'muted' }, r), h('span', {}, n)]),
+        h('span', { class: 'muted' }, 'usage'), h('span', { id: 'batch-usage' }, usage(b.usage))),
       h('p', {}, h('a', { href: `#/runs` }, 'All runs')));
   });
 }

@@ -7,9 +7,9 @@
 --       plugin state hash
 -- ARGV: 1 step, 2 owner, 3 now (ms), 4 run id, 5 input tokens, 6 output
 --       tokens, 7 assistant message JSON, 8 message.assistant event JSON,
---       then per call, in index order: id, n, n HSET arguments (the whole
---       call hash), m, m event JSON (tool_call.created and what follows it),
---       then k state updates as key, value pairs ("" deletes) and last k
+--       9 cost in millionths of a USD (0: none), then per call, in index
+--       order: id, n, n HSET arguments (the whole call hash), m, m event
+--       JSON (tool_call.created and what follows it), then k state updates as key, value pairs ("" deletes) and last k
 -- Returns {run hash, call hash, call hash, ...}.
 local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state', 'lease_owner')
 local status, step, state, owner = run[1], run[2], run[3], run[4]
@@ -34,7 +34,7 @@ end
 local nstate = tonumber(ARGV[#ARGV])
 local argEnd = #ARGV - 1 - 2 * nstate
 local calls = {}
-local a = 9
+local a = 10
 while a <= argEnd do
   local n = tonumber(ARGV[a + 1])
   local m = tonumber(ARGV[a + 2 + n])
@@ -52,6 +52,9 @@ end
 redis.call('RPUSH', KEYS[3], ARGV[7])
 redis.call('HINCRBY', KEYS[1], 'in_tok', ARGV[5])
 redis.call('HINCRBY', KEYS[1], 'out_tok', ARGV[6])
+if ARGV[9] ~= '0' then
+  redis.call('HINCRBY', KEYS[1], 'cost', ARGV[9])
+end
 redis.call('HSET', KEYS[1], 'step_state', 'tools', 'lease_owner', '', 'lease_until', '0', 'updated_at', ARGV[3])
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
 trim_deltas(KEYS[1], KEYS[2])
