@@ -174,12 +174,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	for i := range resp.ToolCalls {
 		resp.ToolCalls[i].Arguments = w.redact.JSON(resp.ToolCalls[i].Arguments)
 	}
-	calls, err := w.nameCalls(ctx, run, resp.ToolCalls)
-	if err != nil {
-		log.Error("name tool calls; the sweeper will retry the step", "error", err)
-		return
-	}
-	calls, err = w.gateSpan(ctx, ph, run, agent, paramsOf(specs), calls)
+	calls, err := w.gateSpan(ctx, ph, run, agent, paramsOf(specs), w.nameCalls(run, msgs, resp.ToolCalls))
 	if err != nil {
 		w.logErr(log, "end run", w.giveUp(ctx, run, err.Error()))
 		return
@@ -225,35 +220,36 @@ const releaseTimeout = 5 * time.Second
 // nameCalls turns the model's proposals into call records. A call keeps the
 // model's id when the run has no call of that id yet; otherwise (or with no
 // id) it gets one derived from the step and its position, so ids are unique
-// within the run and the same on every attempt of the step.
-func (w *Worker) nameCalls(ctx context.Context, run pipeline.Run, reqs []pipeline.ToolCallRequest) ([]pipeline.ToolCall, error) {
-	ids := make([]string, len(reqs))
-	seen := map[string]bool{}
+// within the run and the same on every attempt of the step. The run's call
+// ids are those of its conversation's assistant messages, msgs (read with
+// the claim): CommitStep writes each call with the message that names it,
+// so no id is missed and no round trip is needed; CommitStep's refusal of
+// a taken id stays the backstop.
+func (w *Worker) nameCalls(run pipeline.Run, msgs []pipeline.Message, reqs []pipeline.ToolCallRequest) []pipeline.ToolCall {
+	taken := map[string]bool{}
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			taken[c.ID] = true
+		}
+	}
+	seen := map[string]bool{} // in this step
+	calls := make([]pipeline.ToolCall, len(reqs))
 	for i, r := range reqs {
 		id := r.ID
 		if id == "" || seen[id] {
 			id = fmt.Sprintf("call_%d_%d", run.Step, i)
 		}
-		seen[id] = true
-		ids[i] = id
-	}
-	taken, err := w.store.CallIDsTaken(ctx, run.ID, ids)
-	if err != nil {
-		return nil, err
-	}
-	calls := make([]pipeline.ToolCall, len(reqs))
-	for i, r := range reqs {
-		id := ids[i]
-		if taken[i] {
-			id = fmt.Sprintf("%s_s%d", id, run.Step)
+		for taken[id] || seen[id] {
+			id += "_s" + strconv.Itoa(run.Step)
 		}
+		seen[id] = true
 		t, _ := w.cfg.Tool(r.Name)
 		calls[i] = pipeline.ToolCall{
 			ID: id, RunID: run.ID, Step: run.Step, Index: i, Tool: r.Name,
 			Queue: queueOf(t.Queue), Status: pipeline.CallNew, Arguments: r.Arguments,
 		}
 	}
-	return calls, nil
+	return calls
 }
 
 func (w *Worker) logErr(log *slog.Logger, what string, err error) {

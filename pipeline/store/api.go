@@ -67,7 +67,6 @@ var _ interface {
 	StepCalls(ctx context.Context, runID string, step int) ([]pipeline.ToolCall, error)
 	RunCalls(ctx context.Context, runID string) ([]pipeline.ToolCall, error)
 	GetCall(ctx context.Context, runID, callID string) (pipeline.ToolCall, error)
-	CallIDsTaken(ctx context.Context, runID string, callIDs []string) ([]bool, error)
 	ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, string, error)
 	Events(ctx context.Context, runID, afterID string, count int64) ([]pipeline.Event, error)
 	WaitEvents(ctx context.Context, runID, afterID string, block time.Duration) ([]pipeline.Event, error)

@@ -22,27 +22,6 @@ func (s *Store) GetCall(ctx context.Context, runID, callID string) (pipeline.Too
 	return decodeCall(runID, callID, h)
 }
 
-// CallIDsTaken reports, per id, whether the run already has a call record
-// with that id, in one round trip. Step workers use it to give the model's
-// proposed calls ids that CommitStep will not refuse.
-func (s *Store) CallIDsTaken(ctx context.Context, runID string, callIDs []string) ([]bool, error) {
-	cmds := make([]*redis.IntCmd, len(callIDs))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range callIDs {
-			cmds[i] = p.Exists(ctx, s.callKey(runID, id))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("call ids taken in run %s: %w", runID, err)
-	}
-	out := make([]bool, len(cmds))
-	for i, c := range cmds {
-		out[i] = c.Val() == 1
-	}
-	return out, nil
-}
-
 // getCalls reads calls by id in one round trip, in the order given.
 func (s *Store) getCalls(ctx context.Context, runID string, ids []string) ([]pipeline.ToolCall, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(ids))

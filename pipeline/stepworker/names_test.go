@@ -1,0 +1,43 @@
+package stepworker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/config"
+)
+
+// The ids a step gives its calls: the model's when free in the run, else
+// derived from the step and position, never one the conversation already
+// names (CommitStep would refuse it, and the step would never commit).
+func TestNameCalls_gives_ids_unique_in_the_run_and_stable_across_attempts(t *testing.T) {
+	w := &Worker{cfg: &config.Config{}}
+	prior := []pipeline.Message{
+		{Role: pipeline.RoleUser, Content: "go"},
+		{Role: pipeline.RoleAssistant, ToolCalls: []pipeline.ToolCallRequest{{ID: "c"}, {ID: "call_1_1"}}},
+		{Role: pipeline.RoleTool, ToolCallID: "c"},
+		{Role: pipeline.RoleAssistant, ToolCalls: []pipeline.ToolCallRequest{{ID: "c_s1"}}},
+	}
+	reqs := []pipeline.ToolCallRequest{{ID: "c"}, {ID: "d"}, {ID: "d"}, {}, {ID: "e"}}
+	want := "c_s1_s1 d call_1_2 call_1_3 e"
+	for attempt := range 2 {
+		calls := w.nameCalls(pipeline.Run{ID: "r", Step: 1}, prior, reqs)
+		var ids []string
+		for i, c := range calls {
+			if c.Index != i || c.Step != 1 || c.RunID != "r" || c.Queue != "default" {
+				t.Fatalf("call %d: %+v", i, c)
+			}
+			ids = append(ids, c.ID)
+		}
+		if got := strings.Join(ids, " "); got != want {
+			t.Fatalf("attempt %d: ids %q, want %q", attempt, got, want)
+		}
+	}
+	// The model proposing "call_1_1", an id the run has, in a step whose
+	// derived name for position 1 is that id too.
+	calls := w.nameCalls(pipeline.Run{ID: "r", Step: 1}, prior, []pipeline.ToolCallRequest{{ID: "x"}, {ID: "call_1_1"}})
+	if calls[1].ID != "call_1_1_s1" {
+		t.Fatalf("a taken id became %q", calls[1].ID)
+	}
+}
