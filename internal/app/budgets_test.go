@@ -3,7 +3,9 @@ package app_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +126,22 @@ func TestBudgets_a_batch_with_a_cost_budget_stops_at_its_cost(t *testing.T) {
 	}
 	if sum != pipeline.MicroUSD(v.Usage.CostUSD) {
 		t.Fatalf("the runs cost %d micro-USD, the batch says %g USD", sum, v.Usage.CostUSD)
+	}
+	// The same cost at /metrics, by model.
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	var metric float64
+	for line := range strings.Lines(string(text)) {
+		if v, ok := strings.CutPrefix(line, `stepwise_cost_usd_total{model="synthetic"} `); ok {
+			metric, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	if pipeline.MicroUSD(metric) != sum {
+		t.Fatalf("stepwise_cost_usd_total says %g USD, the runs cost %d micro-USD", metric, sum)
 	}
 }
 

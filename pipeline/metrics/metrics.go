@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/stepwise-run/stepwise/pipeline"
 )
 
 // Set is the metrics of one process. Safe for concurrent use.
@@ -26,6 +28,7 @@ type Set struct {
 	deferred      *prometheus.CounterVec
 	callsDeferred *prometheus.CounterVec
 	tokens        *prometheus.CounterVec
+	cost          *prometheus.CounterVec
 	lag           lagCollector
 	retries       *prometheus.CounterVec
 	redrives      *prometheus.CounterVec
@@ -68,6 +71,9 @@ func New() *Set {
 		callsDeferred: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stepwise_calls_deferred_total", Help: "Tool calls deferred by a limit of their tool (limits.tools), by tool.",
 		}, []string{"tool"})).(*prometheus.CounterVec),
+		cost: f(prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stepwise_cost_usd_total", Help: "What the models' tokens cost at the configured prices (budgets.prices), by model.",
+		}, []string{"model"})).(*prometheus.CounterVec),
 		tokens: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stepwise_tokens_total", Help: "Tokens the models reported, by model and kind (input, output).",
 		}, []string{"model", "kind"})).(*prometheus.CounterVec),
@@ -123,13 +129,17 @@ func (s *Set) CallDeferred(tool string) {
 	s.callsDeferred.WithLabelValues(tool).Inc()
 }
 
-// Tokens counts the tokens an inference of model used.
-func (s *Set) Tokens(model string, input, output int64) {
+// Tokens counts the tokens an inference of model used, and their cost
+// when the model has a price.
+func (s *Set) Tokens(model string, u pipeline.Usage) {
 	if s == nil {
 		return
 	}
-	s.tokens.WithLabelValues(model, "input").Add(float64(input))
-	s.tokens.WithLabelValues(model, "output").Add(float64(output))
+	s.tokens.WithLabelValues(model, "input").Add(float64(u.InputTokens))
+	s.tokens.WithLabelValues(model, "output").Add(float64(u.OutputTokens))
+	if u.CostUSD > 0 {
+		s.cost.WithLabelValues(model).Add(u.CostUSD)
+	}
 }
 
 // ToolRetried counts a retry of a tool execution.

@@ -165,7 +165,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	}
 	resp.Usage = w.cost(run, resp.Usage)
 	used = store.Amounts{Tokens: resp.Usage.Total(), Cost: pipeline.MicroUSD(resp.Usage.CostUSD)}
-	w.metrics.Tokens(w.models.keyOf(run), resp.Usage.InputTokens, resp.Usage.OutputTokens)
+	w.metrics.Tokens(w.models.keyOf(run), resp.Usage)
 	if slot.Holder != "" {
 		w.logErr(log, "count the tokens of the model's limits", w.limits.Used(ctx, slot.Name, resp.Usage.Total(), w.now()))
 	}
