@@ -19,7 +19,7 @@ func (s *Store) GetCall(ctx context.Context, runID, callID string) (pipeline.Too
 	if err != nil {
 		return pipeline.ToolCall{}, fmt.Errorf("get call %s of run %s: %w", callID, runID, err)
 	}
-	return decodeCall(runID, callID, h)
+	return decodeCall(runID, callID, mapFields(h))
 }
 
 // getCalls reads calls by id in one round trip, in the order given.
@@ -36,7 +36,7 @@ func (s *Store) getCalls(ctx context.Context, runID string, ids []string) ([]pip
 	}
 	out := make([]pipeline.ToolCall, 0, len(ids))
 	for i, c := range cmds {
-		call, err := decodeCall(runID, ids[i], c.Val())
+		call, err := decodeCall(runID, ids[i], mapFields(c.Val()))
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +211,7 @@ func isRefusal(err error) bool {
 }
 
 func (s *Store) decodeCallReply(runID, callID string, v any) (pipeline.ToolCall, error) {
-	h, err := flatMap(v)
+	h, err := pairs(v)
 	if err != nil {
 		return pipeline.ToolCall{}, fmt.Errorf("call %s of run %s: %w", callID, runID, err)
 	}
@@ -231,13 +231,13 @@ func (s *Store) ResumeTarget(ctx context.Context, runID, callID string) (pipelin
 	if err != nil {
 		return pipeline.Run{}, pipeline.ToolCall{}, fmt.Errorf("read run %s and call %s: %w", runID, callID, err)
 	}
-	r, err := decodeRun(runID, run.Val())
+	r, err := decodeRun(runID, mapFields(run.Val()))
 	if err != nil {
 		return pipeline.Run{}, pipeline.ToolCall{}, err
 	}
 	if len(call.Val()) == 0 {
 		return r, pipeline.ToolCall{}, nil
 	}
-	c, err := decodeCall(runID, callID, call.Val())
+	c, err := decodeCall(runID, callID, mapFields(call.Val()))
 	return r, c, err
 }

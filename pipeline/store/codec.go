@@ -43,39 +43,39 @@ func runFields(r pipeline.Run) []any {
 }
 
 // decodeRun reads a run hash. An empty hash is ErrNotFound.
-func decodeRun(runID string, h map[string]string) (pipeline.Run, error) {
-	if len(h) == 0 {
+func decodeRun(runID string, h fields) (pipeline.Run, error) {
+	if h.size() == 0 {
 		return pipeline.Run{}, fmt.Errorf("%w: run %s", ErrNotFound, runID)
 	}
 	d := fieldDecoder{h: h}
 	r := pipeline.Run{
-		ID:          h["id"],
-		Agent:       h["agent"],
-		Tenant:      cmp.Or(h["tenant"], pipeline.DefaultTenant),
-		Status:      pipeline.RunStatus(h["status"]),
+		ID:          h.get("id"),
+		Agent:       h.get("agent"),
+		Tenant:      cmp.Or(h.get("tenant"), pipeline.DefaultTenant),
+		Status:      pipeline.RunStatus(h.get("status")),
 		Step:        int(d.int("step")),
-		StepState:   pipeline.StepState(h["step_state"]),
+		StepState:   pipeline.StepState(h.get("step_state")),
 		Usage:       pipeline.Usage{InputTokens: d.int("in_tok"), OutputTokens: d.int("out_tok"), CostUSD: pipeline.USD(d.int("cost"))},
-		Model:       rawJSON(h["model"]),
-		Metadata:    rawJSON(h["metadata"]),
-		RequestHash: h["req_hash"],
-		Trace:       h["trace"],
-		Batch:       h["batch"],
-		BatchBudget: h["bbudget"] == "1",
+		Model:       rawJSON(h.get("model")),
+		Metadata:    rawJSON(h.get("metadata")),
+		RequestHash: h.get("req_hash"),
+		Trace:       h.get("trace"),
+		Batch:       h.get("batch"),
+		BatchBudget: h.get("bbudget") == "1",
 		Attempts:    int(d.int("attempts")),
-		LeaseOwner:  h["lease_owner"],
-		Published:   h["published"] == "1",
-		RequestedAt: sentAt(h["step_sent"], h["step"]),
-		DeferUntil:  sentAt(h["defer"], h["step"]),
+		LeaseOwner:  h.get("lease_owner"),
+		Published:   h.get("published") == "1",
+		RequestedAt: sentAt(h.get("step_sent"), h.get("step")),
+		DeferUntil:  sentAt(h.get("defer"), h.get("step")),
 		LeaseUntil:  d.time("lease_until"),
 		CreatedAt:   d.time("created_at"),
 		UpdatedAt:   d.time("updated_at"),
 	}
-	if reason := h["term_reason"]; reason != "" {
+	if reason := h.get("term_reason"); reason != "" {
 		r.Termination = &pipeline.Termination{
 			Reason: pipeline.TerminationReason(reason),
-			Code:   h["term_code"],
-			Detail: h["term_detail"],
+			Code:   h.get("term_code"),
+			Detail: h.get("term_detail"),
 		}
 	}
 	if d.err != nil {
@@ -134,50 +134,50 @@ func parkingFields(p pipeline.Parking) []any {
 
 // decodeCall reads a call hash. An empty hash is ErrNotFound. Parking is nil
 // unless the call has a ticket, Decision nil unless it has a decision id.
-func decodeCall(runID, callID string, h map[string]string) (pipeline.ToolCall, error) {
-	if len(h) == 0 {
+func decodeCall(runID, callID string, h fields) (pipeline.ToolCall, error) {
+	if h.size() == 0 {
 		return pipeline.ToolCall{}, fmt.Errorf("%w: call %s of run %s", ErrNotFound, callID, runID)
 	}
 	d := fieldDecoder{h: h}
 	c := pipeline.ToolCall{
-		ID:         h["id"],
-		RunID:      h["run_id"],
+		ID:         h.get("id"),
+		RunID:      h.get("run_id"),
 		Step:       int(d.int("step")),
 		Index:      int(d.int("idx")),
-		Tool:       h["tool"],
-		Queue:      h["queue"],
-		Status:     pipeline.ToolCallStatus(h["status"]),
-		Arguments:  rawJSON(h["args"]),
-		Result:     rawJSON(h["result"]),
-		Error:      h["error"],
+		Tool:       h.get("tool"),
+		Queue:      h.get("queue"),
+		Status:     pipeline.ToolCallStatus(h.get("status")),
+		Arguments:  rawJSON(h.get("args")),
+		Result:     rawJSON(h.get("result")),
+		Error:      h.get("error"),
 		Attempts:   int(d.int("attempts")),
-		LeaseOwner: h["lease_owner"],
+		LeaseOwner: h.get("lease_owner"),
 		LeaseUntil: d.time("lease_until"),
 		UpdatedAt:  d.time("updated_at"),
-		Gate:       pipeline.GateAction(h["gate"]),
-		OrigArgs:   rawJSON(h["orig_args"]),
+		Gate:       pipeline.GateAction(h.get("gate")),
+		OrigArgs:   rawJSON(h.get("orig_args")),
 	}
-	if h["ticket"] != "" {
+	if h.get("ticket") != "" {
 		c.Parking = &pipeline.Parking{
-			Ticket:     h["ticket"],
-			Reason:     h["park_reason"],
-			ArgsHash:   h["args_hash"],
-			ResumeMode: pipeline.ResumeMode(h["resume_mode"]),
+			Ticket:     h.get("ticket"),
+			Reason:     h.get("park_reason"),
+			ArgsHash:   h.get("args_hash"),
+			ResumeMode: pipeline.ResumeMode(h.get("resume_mode")),
 			Deadline:   d.time("deadline"),
-			OnTimeout:  h["on_timeout"],
+			OnTimeout:  h.get("on_timeout"),
 			ParkedAt:   d.time("parked_at"),
 		}
 	}
-	if h["dec_id"] != "" {
+	if h.get("dec_id") != "" {
 		c.Decision = &pipeline.Decided{
-			ID:        h["dec_id"],
-			Action:    h["dec_action"],
-			DecidedBy: h["dec_by"],
-			Reason:    h["dec_reason"],
-			Timeout:   h["dec_timeout"] == "1",
+			ID:        h.get("dec_id"),
+			Action:    h.get("dec_action"),
+			DecidedBy: h.get("dec_by"),
+			Reason:    h.get("dec_reason"),
+			Timeout:   h.get("dec_timeout") == "1",
 		}
 	}
-	c.DispatchedAt = sentAt(h["sent"], generation(c))
+	c.DispatchedAt = sentAt(h.get("sent"), generation(c))
 	if d.err != nil {
 		return pipeline.ToolCall{}, fmt.Errorf("decode call %s of run %s: %w", callID, runID, d.err)
 	}
@@ -186,12 +186,12 @@ func decodeCall(runID, callID string, h map[string]string) (pipeline.ToolCall, e
 
 // fieldDecoder parses numeric fields, keeping the first error.
 type fieldDecoder struct {
-	h   map[string]string
+	h   fields
 	err error
 }
 
 func (d *fieldDecoder) int(field string) int64 {
-	v := d.h[field]
+	v := d.h.get(field)
 	if v == "" {
 		return 0
 	}
@@ -238,20 +238,58 @@ func checkJSON(what string, raw json.RawMessage) error {
 // flatMap turns a script's HGETALL reply (field, value, field, value, …)
 // into a map.
 func flatMap(v any) (map[string]string, error) {
+	p, err := pairs(v)
+	if err != nil {
+		return nil, err
+	}
+	h := make(map[string]string, p.size())
+	for i := 0; i < len(p); i += 2 {
+		h[p[i].(string)] = p[i+1].(string)
+	}
+	return h, nil
+}
+
+// fields is a hash as read: a map (an HGETALL through go-redis) or the
+// field, value pairs a script returns (pairs), which are decoded where they
+// are, without building a map.
+type fields interface {
+	get(field string) string // "" when absent
+	size() int               // how many fields
+}
+
+// mapFields is a hash read as a map.
+type mapFields map[string]string
+
+func (m mapFields) get(field string) string { return m[field] }
+func (m mapFields) size() int               { return len(m) }
+
+// pairsFields is a hash as a script's reply: field, value, field, value...,
+// all strings (pairs checks). A run or call hash has a few dozen fields, so
+// a scan finds one faster than a map is built.
+type pairsFields []any
+
+func (p pairsFields) get(field string) string {
+	for i := 0; i < len(p); i += 2 {
+		if p[i].(string) == field {
+			return p[i+1].(string)
+		}
+	}
+	return ""
+}
+func (p pairsFields) size() int { return len(p) / 2 }
+
+// pairs checks that v is a script's hash reply and returns its fields.
+func pairs(v any) (pairsFields, error) {
 	list, ok := v.([]any)
 	if !ok || len(list)%2 != 0 {
 		return nil, fmt.Errorf("unexpected hash reply %T", v)
 	}
-	h := make(map[string]string, len(list)/2)
-	for i := 0; i < len(list); i += 2 {
-		k, ok1 := list[i].(string)
-		val, ok2 := list[i+1].(string)
-		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("unexpected hash entry %T=%T", list[i], list[i+1])
+	for i, e := range list {
+		if _, ok := e.(string); !ok {
+			return nil, fmt.Errorf("unexpected hash entry %d: %T", i, e)
 		}
-		h[k] = val
 	}
-	return h, nil
+	return pairsFields(list), nil
 }
 
 // replyList is a script reply that is an array.

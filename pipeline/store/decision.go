@@ -306,11 +306,11 @@ func (s *Store) decodeDecisionReply(runID, callID string, v any) (DecisionResult
 		return DecisionResult{}, err
 	}
 	res := DecisionResult{Outcome: DecisionOutcome(outcome), Reason: reason, Run: run}
-	h, err := flatMap(reply[3])
+	h, err := pairs(reply[3])
 	if err != nil {
 		return DecisionResult{}, fmt.Errorf("call %s of run %s: %w", callID, runID, err)
 	}
-	if len(h) > 0 {
+	if h.size() > 0 {
 		if res.Call, err = decodeCall(runID, callID, h); err != nil {
 			return DecisionResult{}, err
 		}

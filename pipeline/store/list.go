@@ -130,7 +130,7 @@ func (s *Store) getRuns(ctx context.Context, entries []indexEntry) (map[int]pipe
 		if len(c.Val()) == 0 {
 			continue
 		}
-		r, err := decodeRun(entries[i].member, c.Val())
+		r, err := decodeRun(entries[i].member, mapFields(c.Val()))
 		if err != nil {
 			return nil, err
 		}

@@ -140,7 +140,7 @@ func (s *Store) loadPending(ctx context.Context, members []string) ([]PendingCal
 			stale = append(stale, pendingMember(e.runID, e.callID))
 			continue
 		}
-		call, err := decodeCall(e.runID, e.callID, h)
+		call, err := decodeCall(e.runID, e.callID, mapFields(h))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -79,7 +79,7 @@ func (s *Store) GetRun(ctx context.Context, runID string) (pipeline.Run, error) 
 	if err != nil {
 		return pipeline.Run{}, fmt.Errorf("get run %s: %w", runID, err)
 	}
-	return decodeRun(runID, h)
+	return decodeRun(runID, mapFields(h))
 }
 
 // Messages returns the run's conversation in order: input, then assistant
@@ -181,7 +181,7 @@ func (s *Store) currentRun(ctx context.Context, runID string, err error) (pipeli
 }
 
 func (s *Store) decodeRunReply(runID string, v any) (pipeline.Run, error) {
-	h, err := flatMap(v)
+	h, err := pairs(v)
 	if err != nil {
 		return pipeline.Run{}, fmt.Errorf("run %s: %w", runID, err)
 	}

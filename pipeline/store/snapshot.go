@@ -68,7 +68,7 @@ func (s *Store) decodeSnapshot(runID string, v any) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	var snap Snapshot
-	runHash, err := flatMap(reply[0])
+	runHash, err := pairs(reply[0])
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -98,7 +98,7 @@ func (s *Store) decodeSnapshot(runID string, v any) (Snapshot, error) {
 	snap.Calls = make([]pipeline.ToolCall, 0, len(ids))
 	for i, id := range ids {
 		callID, _ := id.(string)
-		h, err := flatMap(hashes[i])
+		h, err := pairs(hashes[i])
 		if err != nil {
 			return Snapshot{}, err
 		}
