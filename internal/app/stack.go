@@ -131,7 +131,7 @@ func open(ctx context.Context, o Options) (*Stack, error) {
 	log = slog.New(secrets.Handler(log.Handler(), redact))
 	return &Stack{
 		Config: cfg, Names: cfg.Kafka.Names(), Redis: rdb, Store: store.New(rdb, store.WithRetention(cfg.Runs.KeepFor())),
-		Logger: log, wmLogger: watermill.NewSlogLogger(log), Plugins: o.plugins(), Redact: redact, Metrics: metrics.New(),
+		Logger: log, wmLogger: kafka.Logger(log), Plugins: o.plugins(), Redact: redact, Metrics: metrics.New(),
 	}, nil
 }
 

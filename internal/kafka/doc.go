@@ -13,7 +13,7 @@
 //	if err := kafka.EnsureTopics(ctx, brokers, names.Static(), 12); err != nil {
 //		return err
 //	}
-//	wlog := watermill.NewSlogLogger(logger)
+//	wlog := kafka.Logger(logger)
 //	pub, err := kafka.NewPublisher(brokers, wlog)
 //	sub, err := kafka.NewSubscriber(brokers, "stepworker", wlog)
 //	router, err := kafka.NewRouter(kafka.RouterConfig{

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
@@ -144,7 +143,7 @@ func NewRouter(cfg RouterConfig) (*message.Router, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("kafka router: %w", err)
 	}
-	logger := watermill.NewSlogLogger(cfg.Logger)
+	logger := Logger(cfg.Logger)
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: cfg.CloseTimeout}, logger)
 	if err != nil {
 		return nil, fmt.Errorf("kafka router: %w", err)
