@@ -37,10 +37,12 @@ test('a run that interrupts for an approval is resumed and finishes', async () =
   assert.equal(finished.outcome.interrupts.length, 1);
   const [interrupt] = finished.outcome.interrupts;
   assert.equal(interrupt.reason, 'tool_approval');
-  const expires = Date.parse(interrupt.expiresAt) - Date.now();
-  assert.ok(expires > 29 * 60e3 && expires <= 30 * 60e3, `expiresAt ${interrupt.expiresAt}: the approval deadline, 30m ahead`);
   const refund = agent.messages.flatMap((m) => m.toolCalls ?? []).find((c) => c.function.name === 'issue_refund');
   assert.equal(interrupt.toolCallId, refund.id);
+  // expiresAt is the call's approval deadline: 30m after it parked.
+  const { parking } = (await getRun(dev, agent.threadId)).tool_calls.find((c) => c.call_id === refund.id);
+  assert.equal(Date.parse(interrupt.expiresAt), Date.parse(parking.deadline));
+  assert.equal(Date.parse(parking.deadline) - Date.parse(parking.parked_at), 30 * 60e3);
   assert.deepEqual(JSON.parse(refund.function.arguments), { order_id: 'A-1001', amount: 250 });
   assert.ok(types(events).includes('STATE_SNAPSHOT'));
   assert.equal((await getRun(dev, agent.threadId)).status, 'waiting');

@@ -65,13 +65,14 @@ type scripts struct {
 }
 
 // loadScripts prepares the scripts; those that end a run, write to an
-// ended one or trim deltas start with lib (retention.go).
+// ended one, trim deltas or check a step's lease start with lib
+// (retention.go).
 func loadScripts(lib string) scripts {
 	return scripts{
 		createRun:      redis.NewScript(createRunLua),
 		claimStep:      redis.NewScript(claimStepLua),
-		renewStepLease: redis.NewScript(renewStepLeaseLua),
-		deferStep:      redis.NewScript(deferStepLua),
+		renewStepLease: redis.NewScript(lib + renewStepLeaseLua),
+		deferStep:      redis.NewScript(lib + deferStepLua),
 		appendDelta:    redis.NewScript(appendDeltaLua),
 		commitStep:     redis.NewScript(lib + commitStepLua),
 		endStep:        redis.NewScript(lib + endStepLua),

@@ -61,7 +61,10 @@ func (w *Worker) deferCall(ctx context.Context, req topics.ToolCallRequested, un
 	if err == nil {
 		err = w.store.MarkDispatched(ctx, req.RunID, []pipeline.ToolCall{call}, until.Add(-w.cfg.StepWorker.DispatchTimeout.Duration))
 	}
-	logErr(log, "defer the call; it is sent again at its dispatch timeout instead", err)
+	if err != nil {
+		logErr(log, "defer the call; it is sent again at its dispatch timeout instead", err)
+		return
+	}
 	w.metrics.CallDeferred(req.Tool)
 	log.Debug("call deferred", "until", until)
 }
@@ -88,9 +91,11 @@ func (w *Worker) releaseLimit(s limits.Slot, log *slog.Logger) {
 		logErr(log, "read a call waiting for its tool", err)
 		return
 	}
-	err = topics.Publish(w.pub, w.names.ToolCalls(cmp.Or(call.Queue, topics.DefaultQueue)), topics.ToolCallRequested{
+	_, trace, err := w.store.RunOwner(ctx, runID) // the run's trace, which the woken call joins
+	logErr(log, "read the trace of a woken call's run", err)
+	err = topics.PublishTraced(w.pub, w.names.ToolCalls(cmp.Or(call.Queue, topics.DefaultQueue)), topics.ToolCallRequested{
 		Header: topics.Header{RunID: runID}, Step: call.Step, CallID: callID, Tool: call.Tool, Arguments: call.Arguments,
-	})
+	}, trace)
 	logErr(log.With("woken_call_id", callID), "wake a call waiting for its tool", err)
 }
 

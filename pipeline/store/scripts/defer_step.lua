@@ -6,12 +6,9 @@
 -- ARGV: 1 step, 2 owner, 3 deferred until (ms), 4 now (ms), 5 step.deferred
 --       event JSON
 -- Returns 1.
-local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state', 'lease_owner')
-if not run[1] then
-  return redis.error_reply('NOT_FOUND run')
-end
-if run[1] ~= 'running' or run[2] ~= ARGV[1] or run[3] ~= 'inferring' or run[4] ~= ARGV[2] then
-  return redis.error_reply('LEASE_LOST run is ' .. run[1] .. ' at step ' .. run[2] .. ' (' .. (run[3] or '') .. '), held by ' .. (run[4] or ''))
+local refusal = step_refusal(KEYS[1], ARGV[1], ARGV[2])
+if refusal then
+  return refusal
 end
 local attempts = tonumber(redis.call('HGET', KEYS[1], 'attempts') or '1')
 redis.call('HSET', KEYS[1], 'step_state', 'pending', 'lease_owner', '', 'lease_until', 0,

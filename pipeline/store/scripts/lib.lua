@@ -36,6 +36,20 @@ local function inherit(run, key)
   end
 end
 
+-- step_refusal checks that owner infers step of the run whose hash is run:
+-- it returns the error reply a script returns when not (no run, or the step
+-- elsewhere or held by another), nil when so.
+local function step_refusal(run, step, owner)
+  local r = redis.call('HMGET', run, 'status', 'step', 'step_state', 'lease_owner')
+  if not r[1] then
+    return redis.error_reply('NOT_FOUND run')
+  end
+  if r[1] ~= 'running' or r[2] ~= step or r[3] ~= 'inferring' or r[4] ~= owner then
+    return redis.error_reply('LEASE_LOST run is ' .. r[1] .. ' at step ' .. r[2] .. ' (' .. (r[3] or '') .. '), held by ' .. (r[4] or ''))
+  end
+  return nil
+end
+
 -- outcome records in the run's outbox of decision outcomes (a stream beside
 -- the run's hash, run) what became of a decision: applied, held or
 -- rejected, and why. The step workers publish each entry to the
