@@ -269,11 +269,8 @@ func (s *stack) request(ctx context.Context, sc Scenario, id string) (run, error
 	if sc.agent != "" {
 		agent, model = sc.agent, nil
 	}
-	if _, _, err := st.CreateRun(ctx, pipeline.Run{ID: r.id, Agent: agent, Model: model, RequestHash: "bench"},
-		[]pipeline.Message{{Role: pipeline.RoleUser, Content: "go"}}, r.start); err != nil {
-		return r, err
-	}
-	if err := st.ScheduleSweep(ctx, r.id, r.start.Add(30*time.Second)); err != nil {
+	if _, _, err := st.StartRun(ctx, pipeline.Run{ID: r.id, Agent: agent, Model: model, RequestHash: "bench"},
+		[]pipeline.Message{{Role: pipeline.RoleUser, Content: "go"}}, r.start.Add(30*time.Second), r.start); err != nil {
 		return r, err
 	}
 	return r, topics.Publish(s.stack.Publisher, s.stack.Names.RunSteps(), topics.StepRequested{Header: topics.Header{RunID: r.id}})

@@ -67,8 +67,8 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, CreateRunResponse{RunID: run.ID, Status: run.Status})
 }
 
-// start lists the run and schedules its first sweep (Admit), writes the
-// run (or finds the same request's run) and publishes StepRequested for
+// start lists the run, schedules its first sweep and writes the run (or
+// finds the same request's run; StartRun, one round trip) and publishes StepRequested for
 // step 0 when the run still waits for it, then marks it requested. The
 // indexes come first, so a gateway that dies after the write leaves a run
 // that is listed and that the sweeper will start; entries for a run that
@@ -85,12 +85,7 @@ func (s *Server) start(ctx context.Context, nr newRun) (_ pipeline.Run, _ bool, 
 	run.StepState = pipeline.StepPending
 	run.CreatedAt = now
 	run.UpdatedAt = now
-	if err := s.cfg.Store.Admit(ctx, run.ID, now.Add(s.cfg.SweepAfter), now); err != nil {
-		s.log.WarnContext(ctx, "schedule sweep failed", "run_id", run.ID, "err", err)
-		return pipeline.Run{}, false, apiErr(http.StatusServiceUnavailable, CodeUnavailable,
-			fmt.Sprintf("run %s could not be scheduled; retry the same request", run.ID))
-	}
-	got, created, err := s.cfg.Store.CreateRun(ctx, run, nr.input, now)
+	got, created, err := s.cfg.Store.StartRun(ctx, run, nr.input, now.Add(s.cfg.SweepAfter), now)
 	if errors.Is(err, store.ErrConflict) {
 		return pipeline.Run{}, false, apiErr(http.StatusConflict, CodeConflict,
 			fmt.Sprintf("run_id %q exists with a different request; choose another run_id or send the same request", run.ID))

@@ -62,6 +62,7 @@ type ListFilter struct {
 // per-run script.
 var _ interface {
 	CreateRun(ctx context.Context, run pipeline.Run, input []pipeline.Message, now time.Time) (pipeline.Run, bool, error)
+	StartRun(ctx context.Context, run pipeline.Run, input []pipeline.Message, sweepAt, now time.Time) (pipeline.Run, bool, error)
 	GetRun(ctx context.Context, runID string) (pipeline.Run, error)
 	Messages(ctx context.Context, runID string) ([]pipeline.Message, error)
 	StepCalls(ctx context.Context, runID string, step int) ([]pipeline.ToolCall, error)
@@ -97,7 +98,6 @@ var _ interface {
 	ReleaseStepLease(ctx context.Context, runID string, step int, owner string) error
 	ReleaseCallLease(ctx context.Context, runID, callID, owner string) error
 	ScheduleSweep(ctx context.Context, runID string, at time.Time) error
-	Admit(ctx context.Context, runID string, at, now time.Time) error
 	RescheduleIf(ctx context.Context, runID string, read, next time.Time) (bool, error)
 	DueRuns(ctx context.Context, now time.Time, limit int64, recheck time.Time) ([]string, error)
 	Forget(ctx context.Context, runID string) error

@@ -23,6 +23,25 @@ import (
 // it returns an error wrapping ErrConflict. It returns the run and true when
 // it created it.
 func (s *Store) CreateRun(ctx context.Context, run pipeline.Run, input []pipeline.Message, now time.Time) (pipeline.Run, bool, error) {
+	return s.create(ctx, run, input, time.Time{}, now)
+}
+
+// StartRun is CreateRun for a run the sweeper must start if nobody else
+// does: it also schedules the run's first sweep at sweepAt. The list entry
+// and the schedule are written before the run, so a writer that dies after
+// the run's write leaves a run that is listed and that the sweeper will
+// start; entries for a run that is never written are dropped by the
+// sweeper (Forget). A replay reschedules the run's sweep at sweepAt.
+func (s *Store) StartRun(ctx context.Context, run pipeline.Run, input []pipeline.Message, sweepAt, now time.Time) (pipeline.Run, bool, error) {
+	return s.create(ctx, run, input, sweepAt, now)
+}
+
+// create writes the run after its indexes: the list entry (NX: a replay
+// keeps its place) and, unless sweepAt is zero, the sweep schedule. On one
+// Redis the indexes and the script go in one pipeline, which Redis runs in
+// order; on a cluster they live on other nodes, so they go one round trip
+// before the script.
+func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.Message, sweepAt, now time.Time) (pipeline.Run, bool, error) {
 	if err := checkRunID(run.ID); err != nil {
 		return pipeline.Run{}, false, err
 	}
@@ -50,8 +69,36 @@ func (s *Store) CreateRun(ctx context.Context, run pipeline.Run, input []pipelin
 		args = append(args, string(b))
 	}
 	what := "create run " + run.ID
-	v, err := s.eval(ctx, s.scripts.createRun, what,
-		[]string{s.runKey(run.ID), s.msgsKey(run.ID), s.eventsKey(run.ID)}, args...)
+	var indexed []redis.Cmder
+	index := func(p redis.Pipeliner) {
+		indexed = []redis.Cmder{p.ZAddNX(ctx, s.runsKey(), redis.Z{Score: float64(toMillis(now)), Member: run.ID})}
+		if !sweepAt.IsZero() {
+			indexed = append(indexed, p.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(sweepAt)), Member: run.ID}))
+		}
+	}
+	keys := []string{s.runKey(run.ID), s.msgsKey(run.ID), s.eventsKey(run.ID)}
+	indexErr := func() error {
+		for _, c := range indexed {
+			if err := c.Err(); err != nil {
+				return fmt.Errorf("index run %s: %w", run.ID, err)
+			}
+		}
+		return nil
+	}
+	var v any
+	if s.cluster {
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { index(p); return nil })
+		if err := indexErr(); err != nil {
+			return pipeline.Run{}, false, err
+		}
+		v, err = s.eval(ctx, s.scripts.createRun, what, keys, args...)
+	} else {
+		v, err = s.evalAmong(ctx, s.scripts.createRun, keys, args, func(p redis.Pipeliner, eval func()) { index(p); eval() })
+		if err != nil {
+			err = scriptError(err, what)
+		}
+		err = cmp.Or(indexErr(), err)
+	}
 	if err != nil {
 		return pipeline.Run{}, false, err
 	}
@@ -63,14 +110,7 @@ func (s *Store) CreateRun(ctx context.Context, run pipeline.Run, input []pipelin
 	if err != nil {
 		return pipeline.Run{}, false, err
 	}
-	created := reply[0] == int64(1)
-	// The index is global, so it cannot be written inside the run's script
-	// (another cluster slot). NX on every call also repairs a create whose
-	// process died between the two commands: its replay indexes it.
-	if err := s.rdb.ZAddNX(ctx, s.runsKey(), redis.Z{Score: float64(toMillis(stored.CreatedAt)), Member: run.ID}).Err(); err != nil {
-		return stored, created, fmt.Errorf("index run %s: %w", run.ID, err)
-	}
-	return stored, created, nil
+	return stored, reply[0] == int64(1), nil
 }
 
 // GetRun returns the run's record, or an error wrapping ErrNotFound.

@@ -32,33 +32,22 @@ type Snapshot struct {
 func (s *Store) Snapshot(ctx context.Context, runID string) (Snapshot, error) {
 	what := "snapshot of run " + runID
 	keys := []string{s.runKey(runID), s.heldKey(runID), s.outcomesKey(runID)}
-	for attempt := 0; ; attempt++ {
-		var read *redis.Cmd
-		var sched *redis.FloatCmd
-		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			read = s.scripts.snapshot.EvalSha(ctx, p, keys, outcomesBatch)
-			sched = p.ZScore(ctx, s.activeKey(), runID)
-			return nil
-		})
-		v, err := read.Result()
-		if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			if err := s.scripts.snapshot.Load(ctx, s.rdb).Err(); err != nil {
-				return Snapshot{}, fmt.Errorf("%s: load the script: %w", what, err)
-			}
-			continue
-		}
-		if err != nil {
-			return Snapshot{}, fmt.Errorf("%s: %w", what, err)
-		}
-		if err := sched.Err(); err != nil && !errors.Is(err, redis.Nil) { // Nil: not scheduled
-			return Snapshot{}, fmt.Errorf("%s: %w", what, err)
-		}
-		snap, err := s.decodeSnapshot(runID, v)
-		if err == nil && sched.Err() == nil {
-			snap.Scheduled = fromMillis(int64(sched.Val()))
-		}
-		return snap, err
+	var sched *redis.FloatCmd
+	v, err := s.evalAmong(ctx, s.scripts.snapshot, keys, []any{outcomesBatch}, func(p redis.Pipeliner, eval func()) {
+		eval()
+		sched = p.ZScore(ctx, s.activeKey(), runID)
+	})
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("%s: %w", what, err)
 	}
+	if err := sched.Err(); err != nil && !errors.Is(err, redis.Nil) { // Nil: not scheduled
+		return Snapshot{}, fmt.Errorf("%s: %w", what, err)
+	}
+	snap, err := s.decodeSnapshot(runID, v)
+	if err == nil && sched.Err() == nil {
+		snap.Scheduled = fromMillis(int64(sched.Val()))
+	}
+	return snap, err
 }
 
 // decodeSnapshot decodes the snapshot script's reply.

@@ -46,35 +46,24 @@ func (s *Store) ClaimStepWithMessages(ctx context.Context, runID string, step in
 		return pipeline.Run{}, nil, err
 	}
 	what := fmt.Sprintf("claim step %d of run %s", step, runID)
-	for attempt := 0; ; attempt++ {
-		var claim *redis.Cmd
-		var list *redis.StringSliceCmd
-		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			claim = s.scripts.claimStep.EvalSha(ctx, p, keys, args...)
-			list = p.LRange(ctx, s.msgsKey(runID), 0, -1)
-			return nil
-		})
-		v, err := claim.Result()
-		if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			if err := s.scripts.claimStep.Load(ctx, s.rdb).Err(); err != nil {
-				return pipeline.Run{}, nil, fmt.Errorf("%s: load the script: %w", what, err)
-			}
-			continue
-		}
-		if err != nil {
-			run, err := s.currentRun(ctx, runID, scriptError(err, what))
-			return run, nil, err
-		}
-		run, err := s.decodeRunReply(runID, v)
-		if err != nil {
-			return pipeline.Run{}, nil, err
-		}
-		if err := list.Err(); err != nil {
-			return pipeline.Run{}, nil, fmt.Errorf("messages of run %s: %w", runID, err)
-		}
-		msgs, err := decodeMessages(runID, list.Val())
-		return run, msgs, err
+	var list *redis.StringSliceCmd
+	v, err := s.evalAmong(ctx, s.scripts.claimStep, keys, args, func(p redis.Pipeliner, eval func()) {
+		eval()
+		list = p.LRange(ctx, s.msgsKey(runID), 0, -1)
+	})
+	if err != nil {
+		run, err := s.currentRun(ctx, runID, scriptError(err, what))
+		return run, nil, err
 	}
+	run, err := s.decodeRunReply(runID, v)
+	if err != nil {
+		return pipeline.Run{}, nil, err
+	}
+	if err := list.Err(); err != nil {
+		return pipeline.Run{}, nil, fmt.Errorf("messages of run %s: %w", runID, err)
+	}
+	msgs, err := decodeMessages(runID, list.Val())
+	return run, msgs, err
 }
 
 // claimStepArgs are the keys and arguments of the claim_step script.

@@ -26,6 +26,7 @@ type Store struct {
 	rdb       redis.UniversalClient
 	prefix    string
 	retention time.Duration // of ended runs' keys; 0 keeps them (retention.go)
+	cluster   bool          // rdb is a Redis Cluster: global indexes live on other nodes than a run
 
 	scripts scripts
 
@@ -50,7 +51,8 @@ func WithPrefix(p string) Option {
 // New returns a Store over rdb. It does not talk to Redis; use Ping for that.
 // The scripts are loaded lazily (EVALSHA, falling back to EVAL once).
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
-	s := &Store{rdb: rdb, prefix: DefaultPrefix}
+	_, cluster := rdb.(*redis.ClusterClient)
+	s := &Store{rdb: rdb, prefix: DefaultPrefix, cluster: cluster}
 	for _, o := range opts {
 		o(s)
 	}
@@ -126,6 +128,30 @@ func scriptError(err error, what string) error {
 		return fmt.Errorf("%w: %s: %s", sentinel, what, found)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// evalAmong sends sc in one pipeline with other commands: fill adds them,
+// calling eval where the script goes among them. It returns the script's
+// reply or its error as Redis gave it; the other commands' results are in
+// their Cmds. A script Redis has not cached (NOSCRIPT) is loaded and the
+// whole pipeline sent again, once: what goes beside a script must be safe
+// to send twice.
+func (s *Store) evalAmong(ctx context.Context, sc *redis.Script, keys []string, args []any, fill func(p redis.Pipeliner, eval func())) (any, error) {
+	for attempt := 0; ; attempt++ {
+		var cmd *redis.Cmd
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			fill(p, func() { cmd = sc.EvalSha(ctx, p, keys, args...) })
+			return nil
+		})
+		v, err := cmd.Result()
+		if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+				return nil, fmt.Errorf("load the script: %w", err)
+			}
+			continue
+		}
+		return v, err
+	}
 }
 
 // eval runs a script and maps its refusals to sentinels.

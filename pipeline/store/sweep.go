@@ -23,24 +23,6 @@ func (s *Store) ScheduleSweep(ctx context.Context, runID string, at time.Time) e
 	return nil
 }
 
-// Admit readies the indexes for a run about to be written at now: it lists
-// the run (sw:runs, unless listed already) and schedules its first sweep
-// at `at`, in one round trip. Written before the run, they leave nothing
-// to repair when the writer dies after the write: the sweeper starts the
-// run, and it is listed. Written for a run that never comes, they are
-// forgotten by the sweeper when it finds no run (Forget).
-func (s *Store) Admit(ctx context.Context, runID string, at, now time.Time) error {
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAddNX(ctx, s.runsKey(), redis.Z{Score: float64(toMillis(now)), Member: runID})
-		p.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(at)), Member: runID})
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("admit run %s: %w", runID, err)
-	}
-	return nil
-}
-
 // DueRuns returns up to limit runs (default 100) whose sweep time is at or
 // before now, earliest first, and in the same script reschedules each to
 // recheck: two sweepers calling it at once never get the same run before

@@ -37,15 +37,20 @@ var sweepCases = []contractCase{
 			t.Fatalf("due again at the recheck = %v", got)
 		}
 	}},
-	{"an_admitted_run_is_listed_and_due_before_it_is_written", func(t *testing.T, f *fixture) {
-		if err := f.st.Admit(f.ctx, "r1", at(30), at(0)); err != nil {
-			t.Fatal(err)
+	{"a_started_run_is_listed_and_due_and_a_replay_keeps_its_place", func(t *testing.T, f *fixture) {
+		if _, created, err := f.st.StartRun(f.ctx, newRun("r1"), input, at(30), t0); err != nil || !created {
+			t.Fatalf("StartRun = %v, %v", created, err)
 		}
-		f.created(t, "r1") // at t0, as admitted
+		if got, _ := f.st.DueRuns(f.ctx, at(29), 10, at(90)); len(got) != 0 {
+			t.Fatalf("due before its first sweep: %v", got)
+		}
 
-		// A replay keeps its place in the list.
-		if err := f.st.Admit(f.ctx, "r1", at(40), at(5)); err != nil {
-			t.Fatal(err)
+		// A replay reschedules the sweep and keeps its place in the list.
+		if _, created, err := f.st.StartRun(f.ctx, newRun("r1"), input, at(40), at(5)); err != nil || created {
+			t.Fatalf("StartRun replay = %v, %v", created, err)
+		}
+		if got, _ := f.st.DueRuns(f.ctx, at(30), 10, at(90)); len(got) != 0 {
+			t.Fatalf("due at its first schedule after the replay moved it: %v", got)
 		}
 		if got, _ := f.st.DueRuns(f.ctx, at(40), 10, at(90)); !slices.Equal(got, []string{"r1"}) {
 			t.Fatalf("DueRuns = %v", got)
