@@ -124,3 +124,22 @@ func TestOutcomes_a_held_decision_gets_held_then_applied(t *testing.T) {
 		t.Fatalf("outcomes %q, want held then applied", got)
 	}
 }
+
+// A decision held for a call the run never proposes is rejected when the
+// run ends: held, then rejected, with the reason. The step that ends the
+// run reads the held decisions in its own script.
+func TestOutcomes_a_decision_held_for_a_call_that_never_comes_is_rejected_when_the_run_ends(t *testing.T) {
+	stack, base := approvalStack(t)
+	outcomes := followOutcomes(t, stack)
+	id := createRun(t, base, "r-orphan", "approvals", `{"provider":"script","turns":[`+
+		`{"text":"first","tool_calls":[`+call("C", "sleep", `{"ms":1500}`)+`]},{"text":"done"}]}`)
+	kcatProduce(t, stack, stack.Names.Decisions(), id,
+		`{"decision_id":"o-1","run_id":"r-orphan","call_id":"Z","action":"resume"}`)
+	assertNaturalEnd(t, waitDone(t, base, id, 30*time.Second), 1)
+	var got []string
+	eventually(t, 20*time.Second, func() bool { got = outcomes(); return len(got) >= 2 },
+		func() string { return fmt.Sprintf("outcomes %q", got) })
+	if len(got) != 2 || !strings.HasPrefix(got[0], "o-1 held") || got[1] != "o-1 rejected call Z did not park before the run ended" {
+		t.Fatalf("outcomes %q, want held then rejected when the run ended", got)
+	}
+}

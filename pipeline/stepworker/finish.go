@@ -66,8 +66,9 @@ func (w *Worker) finishFrom(ctx context.Context, run pipeline.Run, t pipeline.Te
 // off the schedule). A worker that dies before the mark leaves the run
 // scheduled, and the next reconcile publishes again: the result goes out
 // at least once, and consumers dedupe by run_id.
-func (w *Worker) publishResult(ctx context.Context, run pipeline.Run) error {
-	if err := w.dropHeld(ctx, run.ID); err != nil {
+func (w *Worker) publishResult(ctx context.Context, snap store.Snapshot) error {
+	run := snap.Run
+	if err := w.dropHeld(ctx, snap); err != nil {
 		w.log.Error("reject held decisions of a done run", "run_id", run.ID, "error", err)
 	}
 	if err := w.runEnd(ctx, run); err != nil {
@@ -88,11 +89,19 @@ func (w *Worker) publishResult(ctx context.Context, run pipeline.Run) error {
 }
 
 // dropHeld rejects the decisions still held when the run ended: their
-// calls will never park.
-func (w *Worker) dropHeld(ctx context.Context, runID string) error {
-	held, err := w.store.HeldDecisions(ctx, runID)
-	if err != nil || len(held) == 0 {
-		return err
+// calls will never park. A snapshot of the done run that read them says
+// which they are (none can be held once the run is done); otherwise they
+// are read.
+func (w *Worker) dropHeld(ctx context.Context, snap store.Snapshot) error {
+	runID, held := snap.Run.ID, snap.Held
+	if !snap.HeldKnown {
+		var err error
+		if held, err = w.store.HeldDecisions(ctx, runID); err != nil {
+			return err
+		}
+	}
+	if len(held) == 0 {
+		return nil
 	}
 	for _, h := range held {
 		reason := fmt.Sprintf("call %s did not park before the run ended", h.CallID)

@@ -108,7 +108,7 @@ func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*vie
 		case run.Published: // a crash between its mark and its retirement
 			return nil, w.store.MarkPublished(ctx, run.ID, now)
 		case v.written || now.Sub(run.UpdatedAt) >= w.settings.Lease.Duration:
-			return nil, w.publishResult(ctx, run)
+			return nil, w.publishResult(ctx, v.Snapshot)
 		}
 		return nil, nil // its writer publishes it; the sweeper, if the writer died
 	}

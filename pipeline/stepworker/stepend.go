@@ -61,14 +61,14 @@ func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline
 		}
 		end.Finish = stop
 	}
-	ended, err := w.store.EndStep(ctx, run.ID, run.Step, end, w.now())
+	ended, held, err := w.store.EndStep(ctx, run.ID, run.Step, end, w.now())
 	if errors.Is(err, store.ErrStale) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("end step %d of run %s: %w", run.Step, run.ID, err)
 	}
-	return &view{Snapshot: store.Snapshot{Run: ended}, written: true}, nil
+	return &view{Snapshot: store.Snapshot{Run: ended, Held: held, HeldKnown: ended.Status.Final()}, written: true}, nil
 }
 
 // ahead returns the calls that decide the step's status: all of them in

@@ -76,7 +76,7 @@ var _ interface {
 	RenewStepLease(ctx context.Context, runID string, step int, lease Lease) error
 	AppendDelta(ctx context.Context, runID string, step int, owner, text string, now time.Time) error
 	CommitStep(ctx context.Context, runID string, step int, owner string, c StepCommit, now time.Time) (pipeline.Run, []pipeline.ToolCall, error)
-	EndStep(ctx context.Context, runID string, step int, end StepEnd, now time.Time) (pipeline.Run, error)
+	EndStep(ctx context.Context, runID string, step int, end StepEnd, now time.Time) (pipeline.Run, []HeldDecision, error)
 	FinishRun(ctx context.Context, runID string, t pipeline.Termination, now time.Time) (pipeline.Run, error)
 	SetWaiting(ctx context.Context, runID string, step int, sequential bool, now time.Time) (pipeline.Run, error)
 	CancelRun(ctx context.Context, runID, decisionID, by, reason string, now time.Time) (pipeline.Run, error)

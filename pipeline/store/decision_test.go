@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -98,7 +99,7 @@ var decisionCases = []contractCase{
 		wantTypes(t, typesOf(evs), pipeline.EventDecisionApplied, pipeline.EventToolCallFinished)
 		wantJSON(t, evs[1].Data, `{"status":"succeeded","result":null}`)
 		// Every call is terminal: the step can end.
-		if _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(12)); err != nil {
+		if _, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(12)); err != nil {
 			t.Fatalf("EndStep: %v", err)
 		}
 	}},
@@ -124,7 +125,7 @@ var decisionCases = []contractCase{
 		}
 		evs = f.events(t, "r1")
 		wantJSON(t, evs[len(evs)-2].Data, `{"decision_id":"d2","action":"cancel","decided_by":"sweeper","reason":"30m passed","timeout":true,"status":"cancelled"}`)
-		if _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(12)); err != nil {
+		if _, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(12)); err != nil {
 			t.Fatalf("EndStep: %v", err)
 		}
 	}},
@@ -285,6 +286,30 @@ var decisionCases = []contractCase{
 				t.Fatalf("after the drop = %+v", res)
 			}
 		})
+	}},
+	{"end_step_returns_the_decisions_still_held_when_it_ends_the_run", func(t *testing.T, f *fixture) {
+		f.committed(t, "r1", "c1")
+		held := f.decide(t, "r1", resume("d1", "c9"), at(3)) // a call the run never has
+		if held.Outcome != store.DecisionHeld {
+			t.Fatalf("result = %+v", held)
+		}
+		f.done(t, "r1", "c1")
+		run, got, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(5))
+		if err != nil || run.Status != pipeline.RunRunning || len(got) != 0 {
+			t.Fatalf("EndStep going on = %+v, %+v, %v; want no held decisions", run, got, err)
+		}
+		if _, err := f.st.ClaimStep(f.ctx, "r1", 1, lease("w1", at(60)), at(6)); err != nil {
+			t.Fatalf("ClaimStep(1): %v", err)
+		}
+		f.commit(t, "r1", 1, "w1")
+		run, got, err = f.st.EndStep(f.ctx, "r1", 1, store.StepEnd{Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}}, at(7))
+		want, _ := f.st.HeldDecisions(f.ctx, "r1")
+		if err != nil || run.Status != pipeline.RunDone || len(got) != 1 || got[0].ID != "d1" || got[0].CallID != "c9" {
+			t.Fatalf("EndStep ending the run = %+v, %+v, %v; want d1 held for c9", run, got, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("EndStep says %+v are held, HeldDecisions %+v", got, want)
+		}
 	}},
 	{"apply_decision_refuses_what_it_cannot_apply", func(t *testing.T, f *fixture) {
 		f.parked(t, "r1", pipeline.ResumeReplay, at(2), "c1")

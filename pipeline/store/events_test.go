@@ -17,7 +17,7 @@ var eventCases = []contractCase{
 	{"a_run_logs_each_transition_once_in_order", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1", "c1")
 		f.done(t, "r1", "c1")
-		if _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{
+		if _, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{
 			Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd},
 		}, at(5)); err != nil {
 			t.Fatal(err)

@@ -168,7 +168,7 @@ var gateCases = []contractCase{
 				t.Fatalf("the refusal returned %+v", run)
 			}
 			// A waiting run has no step to end or claim.
-			_, err = f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(6))
+			_, _, err = f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(6))
 			wantErr(t, err, store.ErrStale)
 		})
 	}},

@@ -95,7 +95,7 @@ func (f *fixture) twoSteps(t *testing.T, id string) {
 	f.committed(t, id, "c1", "c2")
 	f.done(t, id, "c1")
 	f.done(t, id, "c2")
-	if _, err := f.st.EndStep(f.ctx, id, 0, store.StepEnd{
+	if _, _, err := f.st.EndStep(f.ctx, id, 0, store.StepEnd{
 		ToolMessages: []pipeline.Message{{Role: pipeline.RoleTool, Content: "1"}, {Role: pipeline.RoleTool, Content: "2"}},
 		State:        []pipeline.StateUpdate{{Key: "plugin.k", Value: []byte(`1`)}},
 	}, at(5)); err != nil {
@@ -117,7 +117,7 @@ var retentionCases = []contractCase{
 		f.twoSteps(t, "r1")
 		f.commit(t, "r1", 1, "w1", "c3")
 		f.done(t, "r1", "c3")
-		if _, err := f.st.EndStep(f.ctx, "r1", 1, store.StepEnd{
+		if _, _, err := f.st.EndStep(f.ctx, "r1", 1, store.StepEnd{
 			ToolMessages: []pipeline.Message{{Role: pipeline.RoleTool, Content: "3"}},
 			Finish:       &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd},
 		}, at(7)); err != nil {

@@ -18,6 +18,7 @@ type Snapshot struct {
 	Run       pipeline.Run
 	Calls     []pipeline.ToolCall
 	Held      []HeldDecision
+	HeldKnown bool // Held was read with Run (false: not read, Held is empty)
 	Scheduled time.Time
 	Outcomes  []Outcome // decision outcomes not yet published (outcomes.go)
 }
@@ -56,7 +57,7 @@ func (s *Store) decodeSnapshot(runID string, v any) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
-	var snap Snapshot
+	snap := Snapshot{HeldKnown: true}
 	runHash, err := pairs(reply[0])
 	if err != nil {
 		return Snapshot{}, err

@@ -70,7 +70,7 @@ var reconcileCases = []contractCase{
 			t.Fatal(err)
 		}
 		f.commit(t, "r1", 0, "w1")
-		if _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(5)); err != nil {
+		if _, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(5)); err != nil {
 			t.Fatal(err)
 		}
 		if run := f.run(t, "r1"); run.Step != 1 || !run.RequestedAt.IsZero() {

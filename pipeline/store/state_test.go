@@ -23,7 +23,7 @@ var stateCases = []contractCase{
 		if err != nil || string(st["audit.calls"]) != `1` || string(st["tmp"]) != `"x"` {
 			t.Fatalf("state after commit = %v, %v", st, err)
 		}
-		if _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{
+		if _, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{
 			Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd},
 			State:  []pipeline.StateUpdate{{Key: "tmp"}, {Key: "audit.ended", Value: json.RawMessage(`true`)}},
 		}, at(4)); err != nil {

@@ -317,33 +317,35 @@ func checkNewCall(i int, call pipeline.ToolCall, seen map[string]bool) error {
 // end.ToolMessages and the step.ended event, then either ends the run
 // (end.Finish: status done, the termination, run.finished; the run leaves
 // the sweeper's index) or moves it to step+1 (step state pending, attempts
-// 0, lease cleared).
+// 0, lease cleared). It returns the run as it then is and, when it ended
+// the run, the decisions still held for it (which no decision can join
+// once the run is done).
 //
 // Refusals: ErrNotFound; ErrStale (with the current run) when the run is not
 // running, at another step, the step is not committed, or a call of the step
 // is not terminal (the first such call is named). end.Finish must end the
 // run (a suspended reason is ErrInvalid).
-func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd, now time.Time) (pipeline.Run, error) {
+func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd, now time.Time) (pipeline.Run, []HeldDecision, error) {
 	finish, t := "0", pipeline.Termination{}
 	if end.Finish != nil {
 		if err := checkTermination(*end.Finish); err != nil {
-			return pipeline.Run{}, err
+			return pipeline.Run{}, nil, err
 		}
 		finish, t = "1", *end.Finish
 	}
 	evEnded, err := newEvent(runID, step, "", pipeline.EventStepEnded, now, nil)
 	if err != nil {
-		return pipeline.Run{}, err
+		return pipeline.Run{}, nil, err
 	}
 	evFinished, err := newEvent(runID, step, "", pipeline.EventRunFinished, now, t)
 	if err != nil {
-		return pipeline.Run{}, err
+		return pipeline.Run{}, nil, err
 	}
 	msgs := make([]any, 0, len(end.ToolMessages))
 	for i, m := range end.ToolMessages {
 		b, err := json.Marshal(m)
 		if err != nil {
-			return pipeline.Run{}, fmt.Errorf("%w: tool message %d: %v", ErrInvalid, i, err)
+			return pipeline.Run{}, nil, fmt.Errorf("%w: tool message %d: %v", ErrInvalid, i, err)
 		}
 		msgs = append(msgs, string(b))
 	}
@@ -358,7 +360,7 @@ func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd
 		if ids == nil {
 			var err error
 			if ids, err = s.rdb.LRange(ctx, s.stepKey(runID, step), 0, -1).Result(); err != nil {
-				return pipeline.Run{}, fmt.Errorf("%s: %w", what, err)
+				return pipeline.Run{}, nil, fmt.Errorf("%s: %w", what, err)
 			}
 		}
 		keys := []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step)}
@@ -376,11 +378,31 @@ func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd
 			continue
 		}
 		if err != nil {
-			return s.currentRun(ctx, runID, err)
+			run, err := s.currentRun(ctx, runID, err)
+			return run, nil, err
 		}
-		return s.decodeRunReply(runID, v)
+		return s.decodeEnded(runID, v)
 	}
-	return s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the step's call list kept changing", ErrStale, what))
+	run, err := s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the step's call list kept changing", ErrStale, what))
+	return run, nil, err
+}
+
+// decodeEnded decodes end_step's reply: the run, and its held decisions.
+func (s *Store) decodeEnded(runID string, v any) (pipeline.Run, []HeldDecision, error) {
+	reply, err := replyList(v, 2)
+	if err != nil {
+		return pipeline.Run{}, nil, fmt.Errorf("end step of run %s: %w", runID, err)
+	}
+	run, err := s.decodeRunReply(runID, reply[0])
+	if err != nil {
+		return pipeline.Run{}, nil, err
+	}
+	held, err := flatMap(reply[1])
+	if err != nil {
+		return pipeline.Run{}, nil, err
+	}
+	hd, err := decodeHeld(runID, held)
+	return run, hd, err
 }
 
 // SetWaiting moves a running run to waiting once nothing of step `step`

@@ -198,7 +198,7 @@ var stepCases = []contractCase{
 	{"commit_with_a_taken_call_id_is_a_conflict_and_writes_nothing", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1", "c1")
 		f.done(t, "r1", "c1")
-		if _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(5)); err != nil {
+		if _, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(5)); err != nil {
 			t.Fatalf("EndStep: %v", err)
 		}
 		if _, err := f.st.ClaimStep(f.ctx, "r1", 1, lease("w1", at(60)), at(6)); err != nil {
@@ -231,7 +231,7 @@ var stepCases = []contractCase{
 		f.committed(t, "r1", "c1", "c2")
 		f.done(t, "r1", "c1")
 		f.noEventsFrom(t, "r1", func() {
-			run, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(5))
+			run, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(5))
 			wantErr(t, err, store.ErrStale)
 			if !strings.Contains(err.Error(), "c2") {
 				t.Fatalf("the error does not name the running call: %v", err)
@@ -244,7 +244,7 @@ var stepCases = []contractCase{
 	{"ending_an_uncommitted_step_is_stale", func(t *testing.T, f *fixture) {
 		f.claimed(t, "r1")
 		f.noEventsFrom(t, "r1", func() {
-			_, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(5))
+			_, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(5))
 			wantErr(t, err, store.ErrStale)
 		})
 	}},
@@ -252,7 +252,7 @@ var stepCases = []contractCase{
 		f.committed(t, "r1", "c1")
 		f.done(t, "r1", "c1")
 		tool := pipeline.Message{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: "c1"}
-		run, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{ToolMessages: []pipeline.Message{tool}}, at(5))
+		run, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{ToolMessages: []pipeline.Message{tool}}, at(5))
 		if err != nil {
 			t.Fatalf("EndStep: %v", err)
 		}
@@ -268,7 +268,7 @@ var stepCases = []contractCase{
 		wantTypes(t, types[len(types)-1:], pipeline.EventStepEnded)
 		// A duplicate StepEnd for step 0 is a no-op.
 		f.noEventsFrom(t, "r1", func() {
-			_, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{ToolMessages: []pipeline.Message{tool}}, at(6))
+			_, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{ToolMessages: []pipeline.Message{tool}}, at(6))
 			wantErr(t, err, store.ErrStale)
 		})
 		// The next step is claimable and counts its attempts afresh.
@@ -284,7 +284,7 @@ var stepCases = []contractCase{
 			t.Fatal(err)
 		}
 		term := pipeline.Termination{Reason: pipeline.ReasonStopped, Code: "max_rounds"}
-		run, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{Finish: &term}, at(5))
+		run, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{Finish: &term}, at(5))
 		if err != nil {
 			t.Fatalf("EndStep: %v", err)
 		}
@@ -299,7 +299,7 @@ var stepCases = []contractCase{
 			t.Fatalf("a finished run whose result is not out is not due: %v", due)
 		}
 		f.noEventsFrom(t, "r1", func() {
-			_, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{Finish: &term}, at(6))
+			_, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{Finish: &term}, at(6))
 			wantErr(t, err, store.ErrStale)
 			_, err = f.st.FinishRun(f.ctx, "r1", pipeline.Termination{Reason: pipeline.ReasonCancelled}, at(6))
 			wantErr(t, err, store.ErrStale)
@@ -307,21 +307,21 @@ var stepCases = []contractCase{
 	}},
 	{"a_step_without_calls_ends_at_once", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1")
-		run, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}}, at(3))
+		run, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}}, at(3))
 		if err != nil || run.Status != pipeline.RunDone {
 			t.Fatalf("EndStep = %+v, %v", run, err)
 		}
 	}},
 	{"end_step_refuses_a_finish_that_does_not_end_the_run", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1")
-		_, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{Finish: &pipeline.Termination{Reason: pipeline.ReasonSuspended}}, at(3))
+		_, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{Finish: &pipeline.Termination{Reason: pipeline.ReasonSuspended}}, at(3))
 		wantErr(t, err, store.ErrInvalid)
 	}},
 	{"run_calls_lists_every_step_in_order", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1", "a", "b")
 		f.done(t, "r1", "b")
 		f.done(t, "r1", "a")
-		if _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(5)); err != nil {
+		if _, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(5)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.st.ClaimStep(f.ctx, "r1", 1, lease("w1", at(60)), at(6)); err != nil {

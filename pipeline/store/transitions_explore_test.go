@@ -309,11 +309,11 @@ func opsFor(v view, plans []commitPlan) []transOp {
 			return c.st.AppendDelta(c.ctx, tRun, step, owner, "hm", c.now)
 		}},
 		{"EndStep", "end_step.lua", false, func(c opEnv) error {
-			_, err := c.st.EndStep(c.ctx, tRun, step, store.StepEnd{}, c.now)
+			_, _, err := c.st.EndStep(c.ctx, tRun, step, store.StepEnd{}, c.now)
 			return err
 		}},
 		{"EndStep natural_end", "end_step.lua", false, func(c opEnv) error {
-			_, err := c.st.EndStep(c.ctx, tRun, step, store.StepEnd{Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}}, c.now)
+			_, _, err := c.st.EndStep(c.ctx, tRun, step, store.StepEnd{Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}}, c.now)
 			return err
 		}},
 		{"FinishRun error", "finish_run.lua", false, func(c opEnv) error {

@@ -10,8 +10,9 @@
 --       10 n = number of calls, 11..10+n their ids in list order,
 --       11+n.. tool-result message JSON, then k state updates as key, value
 --       pairs ("" deletes) and last k
--- Returns the run hash. "RETRY" when the step list is not what the caller
--- read (it read before the step was committed).
+-- Returns {run hash, held decisions hash}: the decisions still held when
+-- the run ended ({} when it goes on). "RETRY" when the step list is not
+-- what the caller read (it read before the step was committed).
 local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state')
 local status, step, state = run[1], run[2], run[3]
 if not status then
@@ -60,8 +61,10 @@ if ARGV[4] == '1' then
     'term_detail', ARGV[7], 'updated_at', ARGV[2])
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[9])
   retire(KEYS[1])
+  -- The run's held decisions share its hash tag, so its slot.
+  return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', string.sub(KEYS[1], 1, -4) .. 'held')}
 else
   redis.call('HSET', KEYS[1], 'step', tonumber(step) + 1, 'step_state', 'pending', 'attempts', '0',
     'lease_owner', '', 'lease_until', '0', 'updated_at', ARGV[2])
 end
-return redis.call('HGETALL', KEYS[1])
+return {redis.call('HGETALL', KEYS[1]), {}}
