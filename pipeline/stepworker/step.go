@@ -184,7 +184,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 		assistant.ToolCalls = append(assistant.ToolCalls, pipeline.ToolCallRequest{ID: c.ID, Name: c.Tool, Arguments: c.Arguments})
 	}
 	run, calls, err = w.store.CommitStep(ctx, run.ID, run.Step, owner,
-		store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates()}, w.now())
+		store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates(), Sequential: agent.Sequential()}, w.now())
 	if errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrLeaseLost) {
 		log.Info("step outcome dropped: the step moved on without this claim", "reason", err)
 		return

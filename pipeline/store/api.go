@@ -23,6 +23,10 @@ type StepCommit struct {
 	Calls     []pipeline.ToolCall    // one record per proposed call, Index = position
 	Usage     pipeline.Usage         // tokens of this inference, added to the run's
 	State     []pipeline.StateUpdate // plugin state updates of the step's phases, committed with it
+	// Sequential: the step runs its calls one at a time, so every finished
+	// call fans in; otherwise only the last of the calls in flight does
+	// (FinishCall).
+	Sequential bool
 }
 
 // StepEnd is what the StepEnd handler commits once every call of the step is
@@ -87,7 +91,7 @@ var _ interface {
 	OutcomesSent(ctx context.Context, runID string, sent []Outcome) error
 	ClaimCall(ctx context.Context, runID, callID string, lease Lease, now time.Time) (pipeline.ToolCall, error)
 	RenewCallLease(ctx context.Context, runID, callID string, lease Lease) error
-	FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (pipeline.ToolCall, error)
+	FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (pipeline.ToolCall, bool, error)
 	ApplyDecision(ctx context.Context, runID string, d Decision, holdUntil, now time.Time) (DecisionResult, error)
 	HeldDecisions(ctx context.Context, runID string) ([]HeldDecision, error)
 	DropHeld(ctx context.Context, runID, callID, decisionID, reason string, now time.Time) error

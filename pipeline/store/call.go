@@ -96,10 +96,13 @@ func (s *Store) RenewCallLease(ctx context.Context, runID, callID string, lease 
 //
 // Refusals: ErrNotFound; ErrStale when the call is not running; ErrLeaseLost
 // when another owner holds it (an expired lease nobody took over still
-// counts as the caller's). It returns the call as stored.
-func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (pipeline.ToolCall, error) {
+// counts as the caller's). It returns the call as stored, and whether its
+// step's fan-in is due: false while other calls of a step that runs them in
+// parallel are in flight (the last of them to finish says true); always
+// true for a parked call and in a sequential step.
+func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (pipeline.ToolCall, bool, error) {
 	if err := checkOutcome(o); err != nil {
-		return pipeline.ToolCall{}, err
+		return pipeline.ToolCall{}, false, err
 	}
 	what := fmt.Sprintf("finish call %s of run %s by %s", callID, runID, owner)
 	// The script fills in the call's step. A parking hashes the call's
@@ -111,42 +114,46 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 		Status: o.Status, Result: o.Result, Error: o.Error,
 	}, "")
 	if err != nil {
-		return pipeline.ToolCall{}, err
+		return pipeline.ToolCall{}, false, err
 	}
 	for range 3 {
 		scriptArgs := append([]any{owner, toMillis(now), string(o.Status), string(o.Result), o.Error}, finished.args()...)
 		if o.Status == pipeline.CallSuspended {
 			step, args, err := s.callStepArgs(ctx, runID, callID)
 			if err != nil {
-				return pipeline.ToolCall{}, err
+				return pipeline.ToolCall{}, false, err
 			}
 			p, err := parkAt(callID, o.Parking, json.RawMessage(args), now)
 			if err != nil {
-				return pipeline.ToolCall{}, err
+				return pipeline.ToolCall{}, false, err
 			}
 			parked, err := newEvent(runID, step, callID, pipeline.EventToolCallParked, now, p)
 			if err != nil {
-				return pipeline.ToolCall{}, err
+				return pipeline.ToolCall{}, false, err
 			}
 			scriptArgs = append(scriptArgs, parked, args)
 			scriptArgs = append(scriptArgs, parkingFields(p)...)
 		} else {
 			scriptArgs = append(scriptArgs, "", "")
 		}
-		v, err := s.eval(ctx, s.scripts.finishCall, what, []string{s.callKey(runID, callID), s.eventsKey(runID)}, scriptArgs...)
+		v, err := s.eval(ctx, s.scripts.finishCall, what, []string{s.callKey(runID, callID), s.eventsKey(runID), s.runKey(runID)}, scriptArgs...)
 		if errors.Is(err, errRetry) {
 			continue
 		}
 		if err != nil {
-			return pipeline.ToolCall{}, err
+			return pipeline.ToolCall{}, false, err
 		}
-		call, err := s.decodeCallReply(runID, callID, v)
+		reply, err := replyList(v, 2)
 		if err != nil {
-			return pipeline.ToolCall{}, err
+			return pipeline.ToolCall{}, false, fmt.Errorf("%s: %w", what, err)
 		}
-		return call, s.indexPending(ctx, runID, call)
+		call, err := s.decodeCallReply(runID, callID, reply[0])
+		if err != nil {
+			return pipeline.ToolCall{}, false, err
+		}
+		return call, reply[1] != int64(0), s.indexPending(ctx, runID, call)
 	}
-	return pipeline.ToolCall{}, fmt.Errorf("%w: %s: the call's arguments kept changing", ErrStale, what)
+	return pipeline.ToolCall{}, false, fmt.Errorf("%w: %s: the call's arguments kept changing", ErrStale, what)
 }
 
 // finishedData is the data of tool_call.finished.

@@ -43,7 +43,7 @@ type contractCase struct {
 func runContract(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) {
 	rdb := newClient(t)
 	var cases []contractCase
-	for _, group := range [][]contractCase{runCases, stepCases, stateCases, outboxCases, callCases, eventCases, listCases, sweepCases,
+	for _, group := range [][]contractCase{runCases, stepCases, stateCases, outboxCases, callCases, fanInCases, eventCases, listCases, sweepCases,
 		gateCases, decisionCases, cancelCases, pendingCases, reconcileCases, retentionCases, tenantCases, resumeCheckCases, outcomeCases, claimMessagesCases, threadCases, deferCases, budgetCases} {
 		cases = append(cases, group...)
 	}
@@ -139,7 +139,7 @@ func (f *fixture) done(t *testing.T, runID, callID string) pipeline.ToolCall {
 	if _, err := f.st.ClaimCall(f.ctx, runID, callID, lease("t1", at(60)), at(3)); err != nil {
 		t.Fatalf("ClaimCall(%s): %v", callID, err)
 	}
-	call, err := f.st.FinishCall(f.ctx, runID, callID, "t1",
+	call, _, err := f.st.FinishCall(f.ctx, runID, callID, "t1",
 		store.CallOutcome{Status: pipeline.CallSucceeded, Result: json.RawMessage(`{"ok":true}`)}, at(4))
 	if err != nil {
 		t.Fatalf("FinishCall(%s): %v", callID, err)

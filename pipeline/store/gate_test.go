@@ -210,11 +210,11 @@ var gateCases = []contractCase{
 				{Status: pipeline.CallSucceeded, Parking: parking(pipeline.ResumeReplay)},
 				{Status: pipeline.CallSuspended, Parking: &pipeline.Parking{}},
 			} {
-				_, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", o, at(4))
+				_, _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", o, at(4))
 				wantErr(t, err, store.ErrInvalid)
 			}
 		})
-		call, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1",
+		call, _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1",
 			store.CallOutcome{Status: pipeline.CallSuspended, Parking: parking(pipeline.ResumeUseDecisionAsResult)}, at(4))
 		if err != nil {
 			t.Fatalf("FinishCall: %v", err)

@@ -171,7 +171,11 @@ func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner st
 		return pipeline.Run{}, nil, err
 	}
 	keys := []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step)}
-	args := []any{step, owner, toMillis(now), runID, c.Usage.InputTokens, c.Usage.OutputTokens, string(msg), evAssistant, pipeline.MicroUSD(c.Usage.CostUSD)}
+	inFlight := s.busyCalls
+	if c.Sequential {
+		inFlight = ""
+	}
+	args := []any{step, owner, toMillis(now), runID, c.Usage.InputTokens, c.Usage.OutputTokens, string(msg), evAssistant, pipeline.MicroUSD(c.Usage.CostUSD), inFlight}
 	seen := make(map[string]bool, len(c.Calls))
 	for i, call := range c.Calls {
 		if err := checkNewCall(i, call, seen); err != nil {

@@ -84,7 +84,9 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 // execute runs a claimed call and commits its outcome as the claim's owner
 // (call.LeaseOwner): succeeded, failed, or suspended when the tool returned
 // pending (the call parks until a decision, like one suspended at
-// ToolGate). An execution the worker gives up on while stopping commits
+// ToolGate). It reports the outcome (ToolCallFinished) when the step's
+// fan-in is due: not while other calls of a parallel step are in flight,
+// since the last of them reports and its fan-in reads them all. An execution the worker gives up on while stopping commits
 // nothing and releases its lease.
 func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger) {
 	started := time.Now()
@@ -105,7 +107,7 @@ func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger)
 	}
 	// A secret a tool echoes (an http tool's header, say) stops here.
 	outcome.Result, outcome.Error = w.redact.JSON(outcome.Result), w.redact.String(outcome.Error)
-	done, err := w.store.FinishCall(w.ctx, call.RunID, call.ID, call.LeaseOwner, outcome, w.now())
+	done, fanIn, err := w.store.FinishCall(w.ctx, call.RunID, call.ID, call.LeaseOwner, outcome, w.now())
 	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrStale) {
 		log.Info("tool outcome dropped: another claim took the call over", "reason", err)
 		return
@@ -116,6 +118,9 @@ func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger)
 	if err != nil {
 		log.Error("commit tool outcome; the sweeper will re-drive the call", "error", err)
 		return
+	}
+	if !fanIn {
+		return // other calls of the step are in flight: the last to finish reports
 	}
 	if err := w.report(tracing.Traceparent(ctx), done); err != nil {
 		log.Error("report tool outcome; the sweeper will fan it in", "error", err)

@@ -134,6 +134,9 @@ if mine then
   redis.call('HDEL', KEYS[5], ARGV[2])
 end
 redis.call('HSET', KEYS[2], unpack(fields))
+if nstatus == 'resuming' and redis.call('HEXISTS', KEYS[1], 'open') == 1 then
+  redis.call('HINCRBY', KEYS[1], 'open', 1) -- in flight again (commit_step.lua)
+end
 redis.call('XADD', KEYS[3], '*', 'e', ARGV[18] .. step .. ARGV[19] .. applied .. ARGV[20])
 if rstatus == 'waiting' then
   redis.call('HSET', KEYS[1], 'status', 'running', 'term_reason', '', 'term_code', '', 'term_detail', '',

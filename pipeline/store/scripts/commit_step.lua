@@ -7,7 +7,9 @@
 --       plugin state hash
 -- ARGV: 1 step, 2 owner, 3 now (ms), 4 run id, 5 input tokens, 6 output
 --       tokens, 7 assistant message JSON, 8 message.assistant event JSON,
---       9 cost in millionths of a USD (0: none), then per call, in index
+--       9 cost in millionths of a USD (0: none), 10 the call statuses that
+--       are in flight (",new,..."; "" when the step runs its calls one at
+--       a time: then every finished call fans in), then per call, in index
 --       order: id, n, n HSET arguments (the whole call hash), m, m event
 --       JSON (tool_call.created and what follows it), then k state updates as key, value pairs ("" deletes) and last k
 -- Returns {run hash, call hash, call hash, ...}.
@@ -34,7 +36,7 @@ end
 local nstate = tonumber(ARGV[#ARGV])
 local argEnd = #ARGV - 1 - 2 * nstate
 local calls = {}
-local a = 10
+local a = 11
 while a <= argEnd do
   local n = tonumber(ARGV[a + 1])
   local m = tonumber(ARGV[a + 2 + n])
@@ -64,6 +66,22 @@ for i = argEnd + 1, #ARGV - 1, 2 do
   else
     redis.call('HSET', KEYS[#KEYS], ARGV[i], ARGV[i + 1])
   end
+end
+-- open: how many calls of a step that runs them in parallel are in flight
+-- (finish_call counts down, a resume counts up); the call that brings it
+-- to 0 fans in, and the others need not.
+if ARGV[10] == '' then
+  redis.call('HDEL', KEYS[1], 'open')
+else
+  local open = 0
+  for _, c in ipairs(calls) do
+    for j = c.fields, c.fields + c.nfields - 1, 2 do
+      if ARGV[j] == 'status' and string.find(ARGV[10], ',' .. ARGV[j + 1] .. ',', 1, true) then
+        open = open + 1
+      end
+    end
+  end
+  redis.call('HSET', KEYS[1], 'open', open)
 end
 local out = {redis.call('HGETALL', KEYS[1])}
 for i, c in ipairs(calls) do

@@ -1,13 +1,16 @@
 -- FinishCall: record the outcome of a running call the caller holds; a
 -- suspended outcome also writes the call's parking.
--- KEYS: 1 call hash, 2 events stream
+-- KEYS: 1 call hash, 2 events stream, 3 run hash
 -- ARGV: 1 owner, 2 now (ms), 3 status, 4 result JSON, 5 error,
 --       6-7 tool_call.finished event JSON around the call's step,
 --       8 tool_call.suspended event JSON ("" unless suspended), 9 the
 --       arguments the parking's args_hash was computed from (checked when
 --       suspended), 10.. parking HSET arguments
--- Returns the call hash. "RETRY" when the arguments changed since the
--- caller read them.
+-- Returns {call hash, fan in}: fan in is 0 when other calls of the step,
+-- which runs them in parallel, are still in flight (the run's `open` count,
+-- commit_step.lua): the last of them to finish fans in. A parked call
+-- always fans in (a held decision may wait for it). "RETRY" when the
+-- arguments changed since the caller read them.
 local call = redis.call('HMGET', KEYS[1], 'status', 'lease_owner', 'args', 'step')
 if not call[1] then
   return redis.error_reply('NOT_FOUND call')
@@ -34,4 +37,12 @@ redis.call('XADD', KEYS[2], '*', 'e', ARGV[6] .. call[4] .. ARGV[7])
 if ARGV[8] ~= '' then
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
 end
-return redis.call('HGETALL', KEYS[1])
+local fanin = 1
+local run = redis.call('HMGET', KEYS[3], 'step', 'open')
+if run[2] and tonumber(run[1]) == tonumber(call[4]) then
+  local open = redis.call('HINCRBY', KEYS[3], 'open', -1)
+  if open > 0 and ARGV[3] ~= 'suspended' then
+    fanin = 0
+  end
+end
+return {redis.call('HGETALL', KEYS[1]), fanin}
