@@ -31,7 +31,9 @@ const reconcileRounds = 16
 //   - a done run whose result is not marked published: RunEnd, publish it,
 //     mark it (the result's outbox); a published one leaves the schedule;
 //   - a pending step whose request is not marked sent: publish
-//     StepRequested, mark it; a step being inferred whose lease ran out
+//     StepRequested, mark it (the fan-in that ended the step before it
+//     claims it and runs it instead, in its own pool slot: stepHere); a
+//     step being inferred whose lease ran out
 //     (its worker died): request it again — the claim counts the attempt;
 //   - decisions held for calls that have parked since: apply them; held
 //     past their hold: reject them; parked calls past their approval
@@ -51,18 +53,30 @@ const reconcileRounds = 16
 // a run ended without a fault has one result, not one per handler that
 // happened to look.
 func (w *Worker) reconcile(ctx context.Context, runID string) error {
+	return w.reconcileRead(ctx, runID, false)
+}
+
+// reconcileHere is reconcile by a caller that holds a pool slot (the
+// fan-in): a step it ends, it goes on with in that slot (stepHere).
+func (w *Worker) reconcileHere(ctx context.Context, runID string) error {
+	return w.reconcileRead(ctx, runID, true)
+}
+
+func (w *Worker) reconcileRead(ctx context.Context, runID string, here bool) error {
 	snap, err := w.store.Snapshot(ctx, runID)
 	if err != nil {
 		return err
 	}
-	return w.reconcileFrom(ctx, &view{Snapshot: snap})
+	return w.reconcileFrom(ctx, &view{Snapshot: snap, here: here})
 }
 
-// view is what a reconcile round looks at: a snapshot, and whether this
-// worker wrote the state it shows.
+// view is what a reconcile round looks at: a snapshot, whether this
+// worker wrote the state it shows, and whether the reconcile may run the
+// run's next step in the caller's pool slot.
 type view struct {
 	store.Snapshot
 	written bool
+	here    bool
 }
 
 // reconcileFrom is reconcile from a view the caller has (nil: nothing to
@@ -76,6 +90,7 @@ func (w *Worker) reconcileFrom(ctx context.Context, v *view) error {
 		if err != nil || next == nil {
 			return err
 		}
+		next.here = v.here
 		v = next
 	}
 	return fmt.Errorf("reconcile run %s: still changing after %d rounds; the sweeper will come back to it", v.Run.ID, reconcileRounds)
@@ -116,6 +131,9 @@ func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*vie
 	case pipeline.StepPending:
 		if sentWithin(run.RequestedAt, now, w.settings.DispatchTimeout.Duration) || run.DeferUntil.After(now) {
 			return nil, nil // requested; or deferred by a limit, and the sweeper comes back then
+		}
+		if v.written && v.here {
+			return nil, w.stepHere(ctx, run) // this worker just ended the step before it
 		}
 		if err := w.requestStep(run); err != nil {
 			return nil, err

@@ -60,10 +60,44 @@ func (w *Worker) HandleStep(msg *message.Message) error {
 	}
 	if w.budgetSpent(run.Attempts) {
 		slot.Release()
-		return w.giveUp(ctx, run, fmt.Sprintf("step %d was claimed %d times without finishing", run.Step, run.Attempts-1))
+		return w.claimedTooOften(ctx, run)
 	}
 	slot.Go(func() { w.runStep(run, msgs, log) })
 	return nil
+}
+
+// stepHere claims the step a fan-in has just moved the run to and runs it
+// in the fan-in's pool slot, as HandleStep would have on the pool: the step
+// needs no StepRequested, no outbox mark and no trip through Kafka. A claim
+// refused (the run moved on meanwhile: cancelled, say) leaves the run to
+// whoever moved it; a claim that fails otherwise requests the step as a
+// reconcile does. A worker that dies in between leaves a pending step with
+// no mark, which the sweeper requests.
+func (w *Worker) stepHere(ctx context.Context, run pipeline.Run) error {
+	now := w.now()
+	log := w.log.With("run_id", run.ID, "step", run.Step)
+	claimed, msgs, err := w.store.ClaimStepWithMessages(ctx, run.ID, run.Step, w.lease(w.claims.Next(), now), now)
+	switch {
+	case errors.Is(err, store.ErrStale), errors.Is(err, store.ErrLeaseHeld), errors.Is(err, store.ErrNotFound):
+		log.Debug("next step moved on before its claim", "reason", err)
+		return nil
+	case err != nil:
+		log.Warn("claim the next step; requesting it instead", "error", err)
+		if err := w.requestStep(run); err != nil {
+			return err
+		}
+		return w.store.MarkRequested(ctx, run.ID, run.Step, now)
+	case w.budgetSpent(claimed.Attempts):
+		return w.claimedTooOften(ctx, claimed)
+	}
+	w.runStep(claimed, msgs, log)
+	return nil
+}
+
+// claimedTooOften ends a run whose step was claimed more often than the
+// retry budget allows.
+func (w *Worker) claimedTooOften(ctx context.Context, run pipeline.Run) error {
+	return w.giveUp(ctx, run, fmt.Sprintf("step %d was claimed %d times without finishing", run.Step, run.Attempts-1))
 }
 
 // infer runs RunStart (first step), StepStart, BeforeInference — where

@@ -21,7 +21,8 @@ import (
 // duplicates and reordering change nothing), one at a time per run
 // (coalesce.go): it applies held decisions,
 // dispatches the next call in sequential mode, sets the run waiting, or
-// ends the step. If it fails, the sweeper's reconcile does the same.
+// ends the step and runs the next one in the same slot. If it fails, the
+// sweeper's reconcile does the same.
 func (w *Worker) HandleToolResult(msg *message.Message) error {
 	res, err := topics.Decode[topics.ToolCallFinished](msg.Payload)
 	if err != nil {
@@ -33,7 +34,7 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 	}
 	slot.Go(func() {
 		w.fanIn.do(res.RunID, func() {
-			if err := w.reconcile(w.ctx, res.RunID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err := w.reconcileHere(w.ctx, res.RunID); err != nil && !errors.Is(err, store.ErrNotFound) {
 				w.log.Error("fan in a tool result; the sweeper will retry", "run_id", res.RunID, "call_id", res.CallID, "error", err)
 			}
 		})
