@@ -146,14 +146,15 @@ func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*vie
 		}
 		return nil, nil
 	case pipeline.StepTools:
-		return w.reconcileTools(ctx, v.Snapshot, now)
+		return w.reconcileTools(ctx, v, now)
 	}
 	return nil, fmt.Errorf("run %s is in step state %q", run.ID, run.StepState)
 }
 
 // reconcileTools handles a committed step: decisions first, then expired
 // leases, then whatever derive_run_status says.
-func (w *Worker) reconcileTools(ctx context.Context, snap store.Snapshot, now time.Time) (*view, error) {
+func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*view, error) {
+	snap := v.Snapshot
 	run, calls := snap.Run, snap.Calls
 	decided, err := w.applyDue(ctx, snap, now)
 	if err != nil {
@@ -209,7 +210,7 @@ func (w *Worker) reconcileTools(ctx context.Context, snap store.Snapshot, now ti
 		_, err := w.store.RescheduleIf(ctx, run.ID, snap.Scheduled, nextLook(snap))
 		return nil, err
 	default:
-		return w.endStep(ctx, run, calls)
+		return w.endStep(ctx, run, calls, v.here)
 	}
 }
 

@@ -75,22 +75,27 @@ func (w *Worker) HandleStep(msg *message.Message) error {
 // no mark, which the sweeper requests.
 func (w *Worker) stepHere(ctx context.Context, run pipeline.Run) error {
 	now := w.now()
-	log := w.log.With("run_id", run.ID, "step", run.Step)
 	claimed, msgs, err := w.store.ClaimStepWithMessages(ctx, run.ID, run.Step, w.lease(w.claims.Next(), now), now)
 	switch {
 	case errors.Is(err, store.ErrStale), errors.Is(err, store.ErrLeaseHeld), errors.Is(err, store.ErrNotFound):
-		log.Debug("next step moved on before its claim", "reason", err)
+		w.log.Debug("next step moved on before its claim", "run_id", run.ID, "step", run.Step, "reason", err)
 		return nil
 	case err != nil:
-		log.Warn("claim the next step; requesting it instead", "error", err)
+		w.log.Warn("claim the next step; requesting it instead", "run_id", run.ID, "step", run.Step, "error", err)
 		if err := w.requestStep(run); err != nil {
 			return err
 		}
 		return w.store.MarkRequested(ctx, run.ID, run.Step, now)
-	case w.budgetSpent(claimed.Attempts):
-		return w.claimedTooOften(ctx, claimed)
 	}
-	w.runStep(claimed, msgs, log)
+	return w.runHere(ctx, claimed, msgs)
+}
+
+// runHere runs a step this worker claimed in the pool slot it holds.
+func (w *Worker) runHere(ctx context.Context, run pipeline.Run, msgs []pipeline.Message) error {
+	if w.budgetSpent(run.Attempts) {
+		return w.claimedTooOften(ctx, run)
+	}
+	w.runStep(run, msgs, w.log.With("run_id", run.ID, "step", run.Step))
 	return nil
 }
 

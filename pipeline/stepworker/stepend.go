@@ -48,8 +48,9 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 // It returns the run as it is then, for the reconcile to publish what that
 // asks for. A step another handler ended meanwhile is left to it: that
 // handler publishes what follows (or, if it died, the sweeper does), and
-// publishing it here too would only send duplicates.
-func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) (*view, error) {
+// publishing it here too would only send duplicates. A caller that holds a
+// pool slot (here) claims the next step in the same round trip and runs it.
+func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, here bool) (*view, error) {
 	state, err := w.stepEnd(ctx, run, calls)
 	if err != nil {
 		return w.giveUpFrom(ctx, run, err.Error())
@@ -62,12 +63,22 @@ func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline
 		}
 		end.Finish = stop
 	}
-	ended, held, err := w.store.EndStep(ctx, run.ID, run.Step, end, w.now())
+	var ended pipeline.Run
+	var held []store.HeldDecision
+	var claimed *store.Claimed
+	if now := w.now(); here && end.Finish == nil {
+		ended, claimed, err = w.store.EndStepAndClaim(ctx, run.ID, run.Step, end, w.lease(w.claims.Next(), now), now)
+	} else {
+		ended, held, err = w.store.EndStep(ctx, run.ID, run.Step, end, now)
+	}
 	if errors.Is(err, store.ErrStale) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("end step %d of run %s: %w", run.Step, run.ID, err)
+	}
+	if claimed != nil {
+		return nil, w.runHere(ctx, claimed.Run, claimed.Messages)
 	}
 	return &view{Snapshot: store.Snapshot{Run: ended, Held: held, HeldKnown: ended.Status.Final()}, written: true}, nil
 }

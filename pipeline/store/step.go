@@ -330,30 +330,60 @@ func checkNewCall(i int, call pipeline.ToolCall, seen map[string]bool) error {
 // is not terminal (the first such call is named). end.Finish must end the
 // run (a suspended reason is ErrInvalid).
 func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd, now time.Time) (pipeline.Run, []HeldDecision, error) {
+	run, held, _, err := s.endStep(ctx, runID, step, end, nil, now)
+	return run, held, err
+}
+
+// Claimed is a step claimed together with the end of the step before it:
+// the run as the claim left it and its conversation.
+type Claimed struct {
+	Run      pipeline.Run
+	Messages []pipeline.Message
+}
+
+// EndStepAndClaim is EndStep for a caller that runs the next step itself:
+// when the run goes on, step+1 is claimed for lease in the same round trip,
+// as ClaimStepWithMessages claims it. The claim is nil when the run ended
+// or the claim did not go through (a refusal, or an error of its own): the
+// caller then claims the usual way, if at all.
+func (s *Store) EndStepAndClaim(ctx context.Context, runID string, step int, end StepEnd, lease Lease, now time.Time) (pipeline.Run, *Claimed, error) {
+	run, _, claimed, err := s.endStep(ctx, runID, step, end, &lease, now)
+	return run, claimed, err
+}
+
+// endStep is EndStep, and the claim of step+1 for next when it is not nil.
+func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd, next *Lease, now time.Time) (pipeline.Run, []HeldDecision, *Claimed, error) {
 	finish, t := "0", pipeline.Termination{}
 	if end.Finish != nil {
 		if err := checkTermination(*end.Finish); err != nil {
-			return pipeline.Run{}, nil, err
+			return pipeline.Run{}, nil, nil, err
 		}
 		finish, t = "1", *end.Finish
 	}
 	evEnded, err := newEvent(runID, step, "", pipeline.EventStepEnded, now, nil)
 	if err != nil {
-		return pipeline.Run{}, nil, err
+		return pipeline.Run{}, nil, nil, err
 	}
 	evFinished, err := newEvent(runID, step, "", pipeline.EventRunFinished, now, t)
 	if err != nil {
-		return pipeline.Run{}, nil, err
+		return pipeline.Run{}, nil, nil, err
 	}
 	msgs := make([]any, 0, len(end.ToolMessages))
 	for i, m := range end.ToolMessages {
 		b, err := json.Marshal(m)
 		if err != nil {
-			return pipeline.Run{}, nil, fmt.Errorf("%w: tool message %d: %v", ErrInvalid, i, err)
+			return pipeline.Run{}, nil, nil, fmt.Errorf("%w: tool message %d: %v", ErrInvalid, i, err)
 		}
 		msgs = append(msgs, string(b))
 	}
 	what := fmt.Sprintf("end step %d of run %s", step, runID)
+	var claimKeys []string
+	var claimArgs []any
+	if next != nil && end.Finish == nil {
+		if claimKeys, claimArgs, err = s.claimStepArgs(runID, step+1, *next, now); err != nil {
+			return pipeline.Run{}, nil, nil, err
+		}
+	}
 	// The script checks every call of the step, so their keys must be
 	// declared: the step list as the caller read it (end.CallIDs), or as
 	// read here, and the script confirms it is unchanged. It is fixed once
@@ -364,7 +394,7 @@ func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd
 		if ids == nil {
 			var err error
 			if ids, err = s.rdb.LRange(ctx, s.stepKey(runID, step), 0, -1).Result(); err != nil {
-				return pipeline.Run{}, nil, fmt.Errorf("%s: %w", what, err)
+				return pipeline.Run{}, nil, nil, fmt.Errorf("%s: %w", what, err)
 			}
 		}
 		keys := []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step)}
@@ -376,19 +406,41 @@ func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd
 		}
 		args = append(args, msgs...)
 		keys, args = s.withState(runID, keys, args, end.State)
-		v, err := s.eval(ctx, s.scripts.endStep, what, keys, args...)
+		var claim *redis.Cmd
+		var list *redis.StringSliceCmd
+		v, err := s.evalAmong(ctx, s.scripts.endStep, keys, args, func(p redis.Pipeliner, eval func()) {
+			eval()
+			if claimKeys != nil { // refused unless the end moved the run to step+1
+				claim = s.scripts.claimStep.EvalSha(ctx, p, claimKeys, claimArgs...)
+				list = p.LRange(ctx, s.msgsKey(runID), 0, -1)
+			}
+		})
+		if err != nil {
+			err = scriptError(err, what)
+		}
 		if errors.Is(err, errRetry) {
 			ids = nil
 			continue
 		}
 		if err != nil {
 			run, err := s.currentRun(ctx, runID, err)
-			return run, nil, err
+			return run, nil, nil, err
 		}
-		return s.decodeEnded(runID, v)
+		run, held, err := s.decodeEnded(runID, v)
+		if err != nil || claim == nil || claim.Err() != nil || list.Err() != nil {
+			return run, held, nil, err
+		}
+		c := &Claimed{}
+		if c.Run, err = s.decodeRunReply(runID, claim.Val()); err != nil {
+			return run, held, nil, err
+		}
+		if c.Messages, err = decodeMessages(runID, list.Val()); err != nil {
+			return run, held, nil, err
+		}
+		return c.Run, held, c, nil
 	}
 	run, err := s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the step's call list kept changing", ErrStale, what))
-	return run, nil, err
+	return run, nil, nil, err
 }
 
 // decodeEnded decodes end_step's reply: the run, and its held decisions.

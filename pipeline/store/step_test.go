@@ -248,6 +248,41 @@ var stepCases = []contractCase{
 			wantErr(t, err, store.ErrStale)
 		})
 	}},
+	{"end_step_and_claim_claims_the_next_step_in_the_same_round_trip", func(t *testing.T, f *fixture) {
+		f.committed(t, "r1", "c1")
+		f.done(t, "r1", "c1")
+		tool := pipeline.Message{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: "c1"}
+		run, claimed, err := f.st.EndStepAndClaim(f.ctx, "r1", 0, store.StepEnd{ToolMessages: []pipeline.Message{tool}}, lease("w2", at(40)), at(5))
+		if err != nil || claimed == nil {
+			t.Fatalf("EndStepAndClaim = %+v, %v", claimed, err)
+		}
+		if run.Step != 1 || run.StepState != pipeline.StepInferring || run.Attempts != 1 || run.LeaseOwner != "w2" ||
+			!run.LeaseUntil.Equal(at(40)) || claimed.Run.LeaseOwner != "w2" {
+			t.Fatalf("run = %+v", run)
+		}
+		// The conversation is read after the end: the tool result is in it.
+		if len(claimed.Messages) != 3 || !sameMessage(claimed.Messages[2], tool) {
+			t.Fatalf("messages = %+v", claimed.Messages)
+		}
+		types := f.eventTypes(t, "r1")
+		wantTypes(t, types[len(types)-2:], pipeline.EventStepEnded, pipeline.EventStepStarted)
+
+		// An end that ends the run claims nothing.
+		f.commit(t, "r1", 1, "w2")
+		end := store.StepEnd{Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}}
+		run, claimed, err = f.st.EndStepAndClaim(f.ctx, "r1", 1, end, lease("w2", at(60)), at(6))
+		if err != nil || claimed != nil || run.Status != pipeline.RunDone {
+			t.Fatalf("EndStepAndClaim ending the run = %+v, %+v, %v", run, claimed, err)
+		}
+		// A refused end claims nothing either.
+		f.noEventsFrom(t, "r1", func() {
+			_, claimed, err = f.st.EndStepAndClaim(f.ctx, "r1", 1, store.StepEnd{}, lease("w2", at(60)), at(7))
+			wantErr(t, err, store.ErrStale)
+			if claimed != nil {
+				t.Fatalf("a refused end claimed %+v", claimed)
+			}
+		})
+	}},
 	{"end_step_moves_the_run_to_the_next_step", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1", "c1")
 		f.done(t, "r1", "c1")
