@@ -99,14 +99,16 @@ func (w *Worker) reconcileFrom(ctx context.Context, v *view) error {
 // reconcileCommitted reconciles a run whose step was just committed, from
 // what the commit returned: with no call parked, the commit's view is all a
 // round needs; a parked call needs the held decisions and the schedule, so
-// the run is read again.
-func (w *Worker) reconcileCommitted(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
+// the run is read again. A run the commit also ended (CommitAndEnd) comes
+// with the decisions held when it ended.
+func (w *Worker) reconcileCommitted(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, held []store.HeldDecision) error {
 	for _, c := range calls {
 		if c.Status == pipeline.CallSuspended {
 			return w.reconcile(ctx, run.ID)
 		}
 	}
-	return w.reconcileFrom(ctx, &view{Snapshot: store.Snapshot{Run: run, Calls: calls}, written: true})
+	snap := store.Snapshot{Run: run, Calls: calls, Held: held, HeldKnown: run.Status.Final()}
+	return w.reconcileFrom(ctx, &view{Snapshot: snap, written: true})
 }
 
 // reconcileOnce does the first thing v asks for. It returns the state to

@@ -222,8 +222,16 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	for _, c := range calls {
 		assistant.ToolCalls = append(assistant.ToolCalls, pipeline.ToolCallRequest{ID: c.ID, Name: c.Tool, Arguments: c.Arguments})
 	}
-	run, calls, err = w.store.CommitStep(ctx, run.ID, run.Step, owner,
-		store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates(), Sequential: agent.Sequential()}, w.now())
+	commit := store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates(), Sequential: agent.Sequential()}
+	var held []store.HeldDecision
+	if len(calls) == 0 && w.plugins[run.Agent].Empty() {
+		// No call to wait for and no StepEnd hook to run: the step ends as
+		// it commits (endStep would find just this).
+		end := store.StepEnd{Finish: finishOf(nil), CallIDs: []string{}}
+		run, held, err = w.store.CommitAndEnd(ctx, run.ID, run.Step, owner, commit, end, w.now())
+	} else {
+		run, calls, err = w.store.CommitStep(ctx, run.ID, run.Step, owner, commit, w.now())
+	}
 	if errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrLeaseLost) {
 		log.Info("step outcome dropped: the step moved on without this claim", "reason", err)
 		return
@@ -233,7 +241,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 		return
 	}
 	w.metrics.StepCommitted(run.Agent, time.Since(started))
-	w.logErr(log, "reconcile after commit", w.reconcileCommitted(ctx, run, calls))
+	w.logErr(log, "reconcile after commit", w.reconcileCommitted(ctx, run, calls, held))
 }
 
 // abandonStep releases the lease of a step whose inference the worker gave

@@ -159,16 +159,72 @@ func (s *Store) AppendDelta(ctx context.Context, runID string, step int, owner, 
 // when a call id already has a record in this run. A refusal writes nothing.
 // It returns the updated run and the calls as stored.
 func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner string, c StepCommit, now time.Time) (pipeline.Run, []pipeline.ToolCall, error) {
+	keys, args, err := s.commitStepArgs(runID, step, owner, c, now)
+	if err != nil {
+		return pipeline.Run{}, nil, err
+	}
+	what := fmt.Sprintf("commit step %d of run %s by %s", step, runID, owner)
+	v, err := s.eval(ctx, s.scripts.commitStep, what, keys, args...)
+	if err != nil {
+		return pipeline.Run{}, nil, err
+	}
+	return s.decodeCommit(ctx, runID, what, c, v)
+}
+
+// CommitAndEnd is CommitStep for a turn that proposes no tool calls, with
+// the step ended by end in the same round trip, right after the commit:
+// for a caller that needs nothing from the committed step to end it. It
+// returns the run as the end left it, and the decisions still held when
+// the end ended the run. When the end did not go through (an error of its
+// own, after the commit), it returns the run as the commit left it, and
+// the caller ends the step the usual way.
+func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner string, c StepCommit, end StepEnd, now time.Time) (pipeline.Run, []HeldDecision, error) {
+	if len(c.Calls) > 0 {
+		return pipeline.Run{}, nil, fmt.Errorf("%w: a commit with %d calls cannot end its step at once", ErrInvalid, len(c.Calls))
+	}
+	keys, args, err := s.commitStepArgs(runID, step, owner, c, now)
+	if err != nil {
+		return pipeline.Run{}, nil, err
+	}
+	build, err := s.endStepArgs(runID, step, end, now)
+	if err != nil {
+		return pipeline.Run{}, nil, err
+	}
+	endKeys, endArgs := build([]string{})
+	what := fmt.Sprintf("commit step %d of run %s by %s", step, runID, owner)
+	var ended *redis.Cmd
+	v, err := s.evalAmong(ctx, s.scripts.commitStep, keys, args, func(p redis.Pipeliner, eval func()) {
+		eval()
+		ended = s.scripts.endStep.EvalSha(ctx, p, endKeys, endArgs...) // refused unless the commit went through
+	})
+	if err != nil {
+		return pipeline.Run{}, nil, scriptError(err, what)
+	}
+	committed, _, err := s.decodeCommit(ctx, runID, what, c, v)
+	switch {
+	case err != nil:
+		return committed, nil, err
+	case redis.HasErrorPrefix(ended.Err(), "NOSCRIPT"): // the commit stands; end it on its own, loading the script
+		run, held, _, err := s.endStep(ctx, runID, step, end, nil, now)
+		return run, held, err
+	case ended.Err() != nil:
+		return committed, nil, nil
+	}
+	return s.decodeEnded(runID, ended.Val())
+}
+
+// commitStepArgs checks c and gives commit_step's keys and arguments.
+func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommit, now time.Time) ([]string, []any, error) {
 	if c.Assistant.Role != pipeline.RoleAssistant {
-		return pipeline.Run{}, nil, fmt.Errorf("%w: assistant message has role %q", ErrInvalid, c.Assistant.Role)
+		return nil, nil, fmt.Errorf("%w: assistant message has role %q", ErrInvalid, c.Assistant.Role)
 	}
 	msg, err := json.Marshal(c.Assistant)
 	if err != nil {
-		return pipeline.Run{}, nil, fmt.Errorf("%w: assistant message: %v", ErrInvalid, err)
+		return nil, nil, fmt.Errorf("%w: assistant message: %v", ErrInvalid, err)
 	}
 	evAssistant, err := newEvent(runID, step, "", pipeline.EventAssistantMessage, now, json.RawMessage(msg))
 	if err != nil {
-		return pipeline.Run{}, nil, err
+		return nil, nil, err
 	}
 	keys := []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step)}
 	inFlight := s.busyCalls
@@ -179,11 +235,11 @@ func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner st
 	seen := make(map[string]bool, len(c.Calls))
 	for i, call := range c.Calls {
 		if err := checkNewCall(i, call, seen); err != nil {
-			return pipeline.Run{}, nil, err
+			return nil, nil, err
 		}
 		rec, evs, err := newCallRecord(runID, step, call, now)
 		if err != nil {
-			return pipeline.Run{}, nil, err
+			return nil, nil, err
 		}
 		fields := callFields(rec)
 		keys = append(keys, s.callKey(runID, call.ID))
@@ -194,12 +250,12 @@ func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner st
 			args = append(args, ev)
 		}
 	}
-	what := fmt.Sprintf("commit step %d of run %s by %s", step, runID, owner)
 	keys, args = s.withState(runID, keys, args, c.State)
-	v, err := s.eval(ctx, s.scripts.commitStep, what, keys, args...)
-	if err != nil {
-		return pipeline.Run{}, nil, err
-	}
+	return keys, args, nil
+}
+
+// decodeCommit decodes commit_step's reply and indexes the calls it parked.
+func (s *Store) decodeCommit(ctx context.Context, runID, what string, c StepCommit, v any) (pipeline.Run, []pipeline.ToolCall, error) {
 	reply, err := replyList(v, 1+len(c.Calls))
 	if err != nil {
 		return pipeline.Run{}, nil, fmt.Errorf("%s: %w", what, err)
@@ -353,28 +409,9 @@ func (s *Store) EndStepAndClaim(ctx context.Context, runID string, step int, end
 
 // endStep is EndStep, and the claim of step+1 for next when it is not nil.
 func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd, next *Lease, now time.Time) (pipeline.Run, []HeldDecision, *Claimed, error) {
-	finish, t := "0", pipeline.Termination{}
-	if end.Finish != nil {
-		if err := checkTermination(*end.Finish); err != nil {
-			return pipeline.Run{}, nil, nil, err
-		}
-		finish, t = "1", *end.Finish
-	}
-	evEnded, err := newEvent(runID, step, "", pipeline.EventStepEnded, now, nil)
+	build, err := s.endStepArgs(runID, step, end, now)
 	if err != nil {
 		return pipeline.Run{}, nil, nil, err
-	}
-	evFinished, err := newEvent(runID, step, "", pipeline.EventRunFinished, now, t)
-	if err != nil {
-		return pipeline.Run{}, nil, nil, err
-	}
-	msgs := make([]any, 0, len(end.ToolMessages))
-	for i, m := range end.ToolMessages {
-		b, err := json.Marshal(m)
-		if err != nil {
-			return pipeline.Run{}, nil, nil, fmt.Errorf("%w: tool message %d: %v", ErrInvalid, i, err)
-		}
-		msgs = append(msgs, string(b))
 	}
 	what := fmt.Sprintf("end step %d of run %s", step, runID)
 	var claimKeys []string
@@ -397,15 +434,7 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 				return pipeline.Run{}, nil, nil, fmt.Errorf("%s: %w", what, err)
 			}
 		}
-		keys := []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step)}
-		args := []any{step, toMillis(now), s.terminalCalls, finish, string(t.Reason), t.Code, t.Detail,
-			evEnded, evFinished, len(ids)}
-		for _, id := range ids {
-			keys = append(keys, s.callKey(runID, id))
-			args = append(args, id)
-		}
-		args = append(args, msgs...)
-		keys, args = s.withState(runID, keys, args, end.State)
+		keys, args := build(ids)
 		var claim *redis.Cmd
 		var list *redis.StringSliceCmd
 		v, err := s.evalAmong(ctx, s.scripts.endStep, keys, args, func(p redis.Pipeliner, eval func()) {
@@ -441,6 +470,46 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 	}
 	run, err := s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the step's call list kept changing", ErrStale, what))
 	return run, nil, nil, err
+}
+
+// endStepArgs checks end and prepares end_step's events and messages; the
+// function it returns gives the script's keys and arguments for the step's
+// call ids.
+func (s *Store) endStepArgs(runID string, step int, end StepEnd, now time.Time) (func(ids []string) ([]string, []any), error) {
+	finish, t := "0", pipeline.Termination{}
+	if end.Finish != nil {
+		if err := checkTermination(*end.Finish); err != nil {
+			return nil, err
+		}
+		finish, t = "1", *end.Finish
+	}
+	evEnded, err := newEvent(runID, step, "", pipeline.EventStepEnded, now, nil)
+	if err != nil {
+		return nil, err
+	}
+	evFinished, err := newEvent(runID, step, "", pipeline.EventRunFinished, now, t)
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]any, 0, len(end.ToolMessages))
+	for i, m := range end.ToolMessages {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tool message %d: %v", ErrInvalid, i, err)
+		}
+		msgs = append(msgs, string(b))
+	}
+	return func(ids []string) ([]string, []any) {
+		keys := []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step)}
+		args := []any{step, toMillis(now), s.terminalCalls, finish, string(t.Reason), t.Code, t.Detail,
+			evEnded, evFinished, len(ids)}
+		for _, id := range ids {
+			keys = append(keys, s.callKey(runID, id))
+			args = append(args, id)
+		}
+		args = append(args, msgs...)
+		return s.withState(runID, keys, args, end.State)
+	}, nil
 }
 
 // decodeEnded decodes end_step's reply: the run, and its held decisions.

@@ -248,6 +248,33 @@ var stepCases = []contractCase{
 			wantErr(t, err, store.ErrStale)
 		})
 	}},
+	{"commit_and_end_ends_a_turn_without_calls_in_the_same_round_trip", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		end := store.StepEnd{Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}, CallIDs: []string{}}
+		_, _, err := f.st.CommitAndEnd(f.ctx, "r1", 0, "w1", commitOf("c1"), end, at(2))
+		wantErr(t, err, store.ErrInvalid)
+		f.noEventsFrom(t, "r1", func() {
+			_, _, err := f.st.CommitAndEnd(f.ctx, "r1", 0, "w9", commitOf(), end, at(2))
+			wantErr(t, err, store.ErrLeaseLost)
+		})
+		held := f.decide(t, "r1", resume("d1", "c9"), at(2)) // for a call the run never has
+		if held.Outcome != store.DecisionHeld {
+			t.Fatalf("decision = %+v", held)
+		}
+		run, got, err := f.st.CommitAndEnd(f.ctx, "r1", 0, "w1", commitOf(), end, at(3))
+		if err != nil || run.Status != pipeline.RunDone || run.Termination == nil ||
+			run.Termination.Reason != pipeline.ReasonNaturalEnd || run.Usage.InputTokens != 10 {
+			t.Fatalf("CommitAndEnd = %+v, %v", run, err)
+		}
+		if len(got) != 1 || got[0].ID != "d1" {
+			t.Fatalf("held = %+v, want d1", got)
+		}
+		types := f.eventTypes(t, "r1")
+		wantTypes(t, types[len(types)-3:], pipeline.EventAssistantMessage, pipeline.EventStepEnded, pipeline.EventRunFinished)
+		if msgs, _ := f.st.Messages(f.ctx, "r1"); len(msgs) != 2 || msgs[1].Content != "let me look" {
+			t.Fatalf("messages = %+v", msgs)
+		}
+	}},
 	{"end_step_and_claim_claims_the_next_step_in_the_same_round_trip", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1", "c1")
 		f.done(t, "r1", "c1")
