@@ -55,6 +55,7 @@ type ToolCall struct {
 	LeaseUntil   time.Time       `json:"-"`
 	UpdatedAt    time.Time       `json:"updated_at"`
 	DispatchedAt time.Time       `json:"-"` // when its request for its current state (new, resumed, this claim) was last published (zero: not yet)
+	DispatchedBy string          `json:"-"` // the worker that marked it sent before publishing it (its instance); "" when marked after the publish
 
 	// ToolGate's decision, and for a parked call what its decision needs.
 	Gate     GateAction      `json:"gate,omitempty"`

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,4 +55,26 @@ func TestOutbox_a_result_whose_publish_failed_goes_out_from_the_sweeper(t *testi
 		}
 		return got[ids[0]] && got[ids[1]]
 	}, func() string { return "not every result reached run-results" })
+}
+
+// A commit marks the calls it dispatches as being sent by its worker, and
+// other reconciles trust the mark while that worker lives. When the publish
+// after the commit fails, the worker takes the marks back, and the sweeper
+// publishes the calls at its next look: not after dispatch_timeout (five
+// minutes here, longer than the test waits).
+func TestOutbox_calls_whose_publish_failed_after_their_commit_go_out_from_the_sweeper(t *testing.T) {
+	cfg := parseConfig(t, strings.Replace(testConfig, "dispatch_timeout: 3s", "dispatch_timeout: 5m", 1))
+	stack := connect(t, newInfra(t), cfg)
+	failing := &failFirst{Publisher: stack.Publisher, topic: stack.Names.ToolCalls("default"), seen: map[string]bool{}}
+	stack.Publisher = failing
+	workers(t, stack)
+	base := serve(t, stack)
+
+	id := createRun(t, base, "r-outbox-calls", "assistant", threeSteps)
+	assertNaturalEnd(t, waitDone(t, base, id, 30*time.Second), 2)
+	failing.mu.Lock()
+	defer failing.mu.Unlock()
+	if !failing.seen[id] {
+		t.Fatal("no publish of the run's calls failed: the test tested nothing")
+	}
 }

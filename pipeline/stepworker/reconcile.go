@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
@@ -71,12 +72,15 @@ func (w *Worker) reconcileRead(ctx context.Context, runID string, here bool) err
 }
 
 // view is what a reconcile round looks at: a snapshot, whether this
-// worker wrote the state it shows, and whether the reconcile may run the
-// run's next step in the caller's pool slot.
+// worker wrote the state it shows, whether the reconcile may run the run's
+// next step in the caller's pool slot, and whether it publishes the calls
+// this worker's commit marked as being sent (mine: the commit's own
+// reconcile, the only one that knows they are not out yet).
 type view struct {
 	store.Snapshot
 	written bool
 	here    bool
+	mine    bool
 }
 
 // reconcileFrom is reconcile from a view the caller has (nil: nothing to
@@ -90,7 +94,7 @@ func (w *Worker) reconcileFrom(ctx context.Context, v *view) error {
 		if err != nil || next == nil {
 			return err
 		}
-		next.here = v.here
+		next.here, next.mine = v.here, v.mine
 		v = next
 	}
 	return fmt.Errorf("reconcile run %s: still changing after %d rounds; the sweeper will come back to it", v.Run.ID, reconcileRounds)
@@ -100,15 +104,29 @@ func (w *Worker) reconcileFrom(ctx context.Context, v *view) error {
 // what the commit returned: with no call parked, the commit's view is all a
 // round needs; a parked call needs the held decisions and the schedule, so
 // the run is read again. A run the commit also ended (CommitAndEnd) comes
-// with the decisions held when it ended.
+// with the decisions held when it ended. The calls the commit marked as
+// being sent by this worker are published here; if the reconcile fails,
+// their marks are taken back (unsent), so another reconcile publishes them.
 func (w *Worker) reconcileCommitted(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, held []store.HeldDecision) error {
+	v := &view{Snapshot: store.Snapshot{Run: run, Calls: calls, Held: held, HeldKnown: run.Status.Final()}, written: true, mine: true}
+	var err error
 	for _, c := range calls {
 		if c.Status == pipeline.CallSuspended {
-			return w.reconcile(ctx, run.ID)
+			var snap store.Snapshot
+			if snap, err = w.store.Snapshot(ctx, run.ID); err == nil {
+				v = &view{Snapshot: snap, mine: true}
+			}
+			break
 		}
 	}
-	snap := store.Snapshot{Run: run, Calls: calls, Held: held, HeldKnown: run.Status.Final()}
-	return w.reconcileFrom(ctx, &view{Snapshot: snap, written: true})
+	if err == nil {
+		err = w.reconcileFrom(ctx, v)
+	}
+	if err != nil {
+		w.unsent.add(run.ID, w.outgoing(calls))
+		w.unsent.clear(ctx, w.store, w.log)
+	}
+	return err
 }
 
 // reconcileOnce does the first thing v asks for. It returns the state to
@@ -190,12 +208,16 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 	agent, _ := w.cfg.Agent(run.Agent)
 	switch pipeline.DeriveRunStatus(pipeline.CallStatuses(ahead(agent, calls))) {
 	case pipeline.RunRunning:
+		var fresh []pipeline.ToolCall // marked by this worker's commit, not published yet
 		for _, c := range w.dispatchable(run, calls) {
-			if !sentWithin(c.DispatchedAt, now, w.settings.DispatchTimeout.Duration) {
+			switch {
+			case v.mine && c.DispatchedBy == w.instance:
+				fresh = append(fresh, c)
+			case !w.dispatched(c, now):
 				redrive = append(redrive, c)
 			}
 		}
-		if err := w.publishCalls(run.Trace, redrive); err != nil {
+		if err := w.publishCalls(run.Trace, append(slices.Clip(redrive), fresh...)); err != nil {
 			return nil, err
 		}
 		return nil, w.store.MarkDispatched(ctx, run.ID, redrive, now)

@@ -222,6 +222,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	for _, c := range calls {
 		assistant.ToolCalls = append(assistant.ToolCalls, pipeline.ToolCallRequest{ID: c.ID, Name: c.Tool, Arguments: c.Arguments})
 	}
+	w.markOutgoing(run, calls) // published by the commit's reconcile, marked by the commit (marks.go)
 	commit := store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates(), Sequential: agent.Sequential()}
 	var held []store.HeldDecision
 	if len(calls) == 0 && w.plugins[run.Agent].Empty() {

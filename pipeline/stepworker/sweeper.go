@@ -47,8 +47,12 @@ func (w *Worker) RunSweeper(ctx context.Context) {
 // next look one lease ahead), so thousands of active runs do not fall
 // behind. It returns how many runs it looked at. A run that is not waiting
 // is looked at at least once a lease period, so a dead worker's work is
-// re-driven within about two.
+// re-driven within about two. It first writes this worker's heartbeat and
+// learns which workers are alive (marks.go), and retries taking back the
+// marks of calls this worker could not publish.
 func (w *Worker) Sweep(ctx context.Context) (int, error) {
+	w.heartbeat(ctx, w.now())
+	w.unsent.clear(ctx, w.store, w.log)
 	swept := 0
 	for batch := 0; batch < SweepBatches && ctx.Err() == nil; batch++ {
 		now := w.now()

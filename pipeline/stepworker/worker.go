@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
@@ -46,6 +47,9 @@ type Worker struct {
 	fanIn      *coalescer
 	metrics    *metrics.Set
 	limits     *limits.Limiter
+	instance   string                          // this run of the process, for marks and heartbeats (marks.go)
+	live       atomic.Pointer[map[string]bool] // the instances alive at the last heartbeat
+	unsent     unsent                          // marks to take back
 }
 
 // New returns a worker whose background work (inference on the pool) lives
@@ -91,6 +95,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		metrics:    cfg.Metrics,
 		limits:     cfg.Limits,
 		fanIn:      newCoalescer(),
+		instance:   newInstance(),
 		pub:        cfg.Publisher,
 		names:      cfg.Names,
 		cfg:        cfg.Config,

@@ -99,6 +99,8 @@ var _ interface {
 	Snapshot(ctx context.Context, runID string) (Snapshot, error)
 	MarkRequested(ctx context.Context, runID string, step int, now time.Time) error
 	MarkDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall, now time.Time) error
+	ClearDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall) error
+	Heartbeat(ctx context.Context, worker string, now time.Time, ttl time.Duration) (map[string]bool, error)
 	ReleaseStepLease(ctx context.Context, runID string, step int, owner string) error
 	ReleaseCallLease(ctx context.Context, runID, callID, owner string) error
 	ScheduleSweep(ctx context.Context, runID string, at time.Time) error

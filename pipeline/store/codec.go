@@ -86,7 +86,8 @@ func decodeRun(runID string, h fields) (pipeline.Run, error) {
 
 // callFields is the complete hash of a call as CommitStep writes it, as HSET
 // arguments: the record, its gate, its parking (empty fields unless parked)
-// and empty decision fields. Lease and attempts start cleared.
+// and empty decision fields, and the mark of a call its committer marked
+// as being sent (DispatchedBy). Lease and attempts start cleared.
 func callFields(c pipeline.ToolCall) []any {
 	f := []any{
 		"id", c.ID,
@@ -110,6 +111,9 @@ func callFields(c pipeline.ToolCall) []any {
 		"dec_by", "",
 		"dec_reason", "",
 		"dec_timeout", "0",
+	}
+	if c.DispatchedBy != "" { // the committer publishes it right after the commit
+		f = append(f, "sent", beingSentMark(generation(c), c.DispatchedAt, c.DispatchedBy))
 	}
 	var p pipeline.Parking
 	if c.Parking != nil {
@@ -177,7 +181,7 @@ func decodeCall(runID, callID string, h fields) (pipeline.ToolCall, error) {
 			Timeout:   h.get("dec_timeout") == "1",
 		}
 	}
-	c.DispatchedAt = sentAt(h.get("sent"), generation(c))
+	c.DispatchedAt, c.DispatchedBy = readMark(h.get("sent"), generation(c))
 	if d.err != nil {
 		return pipeline.ToolCall{}, fmt.Errorf("decode call %s of run %s: %w", callID, runID, d.err)
 	}

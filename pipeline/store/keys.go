@@ -32,6 +32,8 @@ import (
 //	<p>:thread:{<thread>}      STRING the latest turn of a chat thread with a run, a
 //	                                  hint (thread.go)
 //	<p>:batch:{<batch>}        STRING the run ids of a batch, JSON (batch.go)
+//	<p>:alive                  ZSET   step worker instances scored by their last
+//	                                  heartbeat (unix ms; alive.go)
 
 func (s *Store) runKey(runID string) string    { return s.prefix + ":{" + runID + "}:run" }
 func (s *Store) msgsKey(runID string) string   { return s.prefix + ":{" + runID + "}:msgs" }
@@ -51,6 +53,7 @@ func (s *Store) heldKey(runID string) string      { return s.prefix + ":{" + run
 func (s *Store) runsKey() string    { return s.prefix + ":runs" }
 func (s *Store) activeKey() string  { return s.prefix + ":active" }
 func (s *Store) pendingKey() string { return s.prefix + ":pending" }
+func (s *Store) aliveKey() string   { return s.prefix + ":alive" }
 
 // pendingMember is a call's member of the pending index: "{<run>}<call>".
 // A run id holds no brace, so the first "}" ends it.

@@ -46,18 +46,53 @@ func sentMark(gen string, now time.Time) string {
 	return gen + "@" + strconv.FormatInt(toMillis(now), 10)
 }
 
+// beingSentMark is the mark a worker writes before it publishes the
+// message, in the same script as the state that asks for it (CommitStep,
+// for the calls it dispatches): "<generation>@<unix ms>@<worker>". The
+// worker is an instance id without "@"; whoever reads the mark trusts it
+// while that worker is alive (store.Heartbeat), since a live worker
+// publishes what it marked or clears the mark.
+func beingSentMark(gen string, at time.Time, worker string) string {
+	return sentMark(gen, at) + "@" + worker
+}
+
 // sentAt reads a mark: when gen was sent, or zero when the mark is of
 // another generation (or there is none).
 func sentAt(mark, gen string) time.Time {
-	g, ms, ok := strings.Cut(mark, "@")
-	if !ok || gen == "" || g != gen {
-		return time.Time{}
+	at, _ := readMark(mark, gen)
+	return at
+}
+
+// readMark reads a mark, sentMark's or beingSentMark's: when gen was sent
+// (zero when the mark is of another generation, or there is none) and, for
+// a mark written before the publish, by which worker. It reads from the
+// end, so a generation may hold "@" (a decision id may).
+func readMark(mark, gen string) (time.Time, string) {
+	rest, last, ok := cutLast(mark)
+	if !ok || gen == "" {
+		return time.Time{}, ""
 	}
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil {
-		return time.Time{}
+	by := ""
+	if _, err := strconv.ParseInt(last, 10, 64); err != nil {
+		by = last
+		if rest, last, ok = cutLast(rest); !ok {
+			return time.Time{}, ""
+		}
 	}
-	return fromMillis(n)
+	n, err := strconv.ParseInt(last, 10, 64)
+	if err != nil || rest != gen {
+		return time.Time{}, ""
+	}
+	return fromMillis(n), by
+}
+
+// cutLast cuts s around its last "@".
+func cutLast(s string) (before, after string, found bool) {
+	i := strings.LastIndexByte(s, '@')
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+1:], true
 }
 
 // MarkRequested records that StepRequested for step `step` of the run was
@@ -83,6 +118,23 @@ func (s *Store) MarkDispatched(ctx context.Context, runID string, calls []pipeli
 		args = append(args, "sent", sentMark(generation(c), now))
 	}
 	_, err := s.eval(ctx, s.scripts.markSent, fmt.Sprintf("mark %d calls of run %s dispatched", len(calls), runID), keys, args...)
+	return err
+}
+
+// ClearDispatched takes back the marks a worker wrote before publishing
+// calls it then failed to publish: the calls read as not sent, and the next
+// reconcile publishes them. Calls of one run only.
+func (s *Store) ClearDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	keys := make([]string, len(calls))
+	args := make([]any, 0, 2*len(calls))
+	for i, c := range calls {
+		keys[i] = s.callKey(runID, c.ID)
+		args = append(args, "sent", "")
+	}
+	_, err := s.eval(ctx, s.scripts.markSent, fmt.Sprintf("clear the marks of %d calls of run %s", len(calls), runID), keys, args...)
 	return err
 }
 

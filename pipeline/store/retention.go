@@ -40,14 +40,16 @@ func (s *Store) Retention() time.Duration { return s.retention }
 func (s *Store) retiredKey() string { return s.prefix + ":retired" }
 
 // retire moves a run whose result is published from the sweep schedule to
-// the retired index (with a retention): one round trip, two keys of other
-// slots, so a pipeline rather than a transaction. The sweeper finds a run
-// that a crash left on the schedule published, and retires it again.
-func (s *Store) retire(ctx context.Context, p redis.Pipeliner, runID string, now time.Time) {
+// the retired index (with a retention), in p: two keys of other slots, so
+// a pipeline rather than a transaction. The sweeper finds a run that a
+// crash left on the schedule published, and retires it again. It returns
+// the commands, for their errors.
+func (s *Store) retire(ctx context.Context, p redis.Pipeliner, runID string, now time.Time) []redis.Cmder {
+	var cmds []redis.Cmder
 	if s.retention > 0 {
-		p.ZAdd(ctx, s.retiredKey(), redis.Z{Score: float64(toMillis(now.Add(s.retention))), Member: runID})
+		cmds = append(cmds, p.ZAdd(ctx, s.retiredKey(), redis.Z{Score: float64(toMillis(now.Add(s.retention))), Member: runID}))
 	}
-	p.ZRem(ctx, s.activeKey(), runID)
+	return append(cmds, p.ZRem(ctx, s.activeKey(), runID))
 }
 
 // TrimRetired takes up to limit retired runs whose keys have expired at now

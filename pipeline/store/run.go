@@ -182,18 +182,27 @@ func (s *Store) FinishRun(ctx context.Context, runID string, t pipeline.Terminat
 // retired index (retention.go), at now. Until then the sweeper keeps the
 // run and publishes the result again if its publisher died (the result's
 // outbox); a run found published on the list is marked again, which
-// retires it. A run that is gone is not recreated.
+// retires it. A run that is gone is not recreated. The mark goes first: on
+// one Redis in the same pipeline as the retirement (Redis runs it in
+// order), on a cluster one round trip ahead of it.
 func (s *Store) MarkPublished(ctx context.Context, runID string, now time.Time) error {
-	if _, err := s.eval(ctx, s.scripts.markSent, "mark the result of run "+runID+" published",
-		[]string{s.runKey(runID)}, "published", "1"); err != nil {
-		return err
+	what := "mark the result of run " + runID + " published"
+	keys, args := []string{s.runKey(runID)}, []any{"published", "1"}
+	var retired []redis.Cmder
+	retire := func(p redis.Pipeliner) { retired = s.retire(ctx, p, runID, now) }
+	var err error
+	if s.cluster {
+		if _, err = s.eval(ctx, s.scripts.markSent, what, keys, args...); err != nil {
+			return err
+		}
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { retire(p); return nil })
+	} else if _, err = s.evalAmong(ctx, s.scripts.markSent, keys, args, func(p redis.Pipeliner, eval func()) { eval(); retire(p) }); err != nil {
+		return scriptError(err, what)
 	}
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		s.retire(ctx, p, runID, now)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("mark the result of run %s published: %w", runID, err)
+	for _, c := range retired {
+		if err := c.Err(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
 	}
 	return nil
 }

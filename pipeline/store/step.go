@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -150,6 +151,10 @@ func (s *Store) AppendDelta(ctx context.Context, runID string, step int, owner, 
 // (data {"status","result"?,"error"?}). Suspended calls enter the pending
 // index after the script; if that write fails the commit stands and the
 // error says so (ListPending with a run filter still finds them).
+//
+// A new call with DispatchedBy set (one its committer publishes right
+// after the commit) is marked as being sent by that worker at now: other
+// reconciles leave it to that worker while it is alive (Heartbeat).
 //
 // c.Calls[i].Index must be i and ids must be unique within the commit
 // (ErrInvalid otherwise). Refusals: ErrNotFound; ErrStale when the run is
@@ -295,6 +300,10 @@ func newCallRecord(runID string, step int, call pipeline.ToolCall, now time.Time
 	rec.RunID, rec.Step, rec.UpdatedAt = runID, step, now
 	rec.Attempts, rec.LeaseOwner, rec.LeaseUntil = 0, "", time.Time{}
 	rec.Decision, rec.OrigArgs = nil, nil
+	rec.DispatchedAt = time.Time{}
+	if rec.DispatchedBy != "" {
+		rec.DispatchedAt = now
+	}
 	if rec.Queue == "" {
 		rec.Queue = DefaultQueue
 	}
@@ -360,6 +369,9 @@ func checkNewCall(i int, call pipeline.ToolCall, seen map[string]bool) error {
 	case "", pipeline.GateAllow, pipeline.GateBlock, pipeline.GateSuspend, pipeline.GateSetResult:
 	default:
 		return fmt.Errorf("%w: call %s has gate action %q", ErrInvalid, call.ID, call.Gate)
+	}
+	if call.DispatchedBy != "" && (st != pipeline.CallNew || strings.Contains(call.DispatchedBy, "@")) {
+		return fmt.Errorf("%w: call %s is %s, marked as being sent by %q: only a new call is, by a worker id without @", ErrInvalid, call.ID, st, call.DispatchedBy)
 	}
 	if (st == pipeline.CallSuspended) != (call.Parking != nil) {
 		return fmt.Errorf("%w: call %s is %s with parking %v: parking goes with suspended, and only with it", ErrInvalid, call.ID, st, call.Parking != nil)
