@@ -10,14 +10,14 @@ import (
 
 // Park returns the parking of a call of this tool suspended at now: its
 // ticket, the reason, the tool's resume mode (a frontend tool's decision is
-// always its result), and the approval deadline when the tool sets one.
-// The store fills in the hash of the arguments.
+// always its result), when it parked (now) and the approval deadline when
+// the tool sets one. The store fills in the hash of the arguments.
 func (t Tool) Park(runID, callID, reason string, now time.Time) *pipeline.Parking {
 	mode := pipeline.ResumeMode(t.ResumeMode)
 	if t.Executor.Frontend != nil {
 		mode = pipeline.ResumeUseDecisionAsResult
 	}
-	p := &pipeline.Parking{Ticket: Ticket(runID, callID), Reason: reason, ResumeMode: mode, OnTimeout: t.OnTimeout}
+	p := &pipeline.Parking{Ticket: Ticket(runID, callID), Reason: reason, ResumeMode: mode, OnTimeout: t.OnTimeout, ParkedAt: now}
 	if t.ApprovalTimeout.Duration > 0 {
 		p.Deadline = now.Add(t.ApprovalTimeout.Duration)
 	}

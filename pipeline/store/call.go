@@ -88,7 +88,7 @@ func (s *Store) RenewCallLease(ctx context.Context, runID, callID string, lease 
 // {"status","result"?,"error"?}).
 //
 // A suspended outcome (the tool itself returned pending) needs o.Parking,
-// completed as CommitStep does (ParkedAt now, ArgsHash of the call's current
+// completed as CommitStep does (ParkedAt now when empty, ArgsHash of the call's current
 // arguments when empty, ResumeMode replay when empty): its fields are
 // written, tool_call.suspended (data = the parking) follows
 // tool_call.finished, and the call enters the pending index after the

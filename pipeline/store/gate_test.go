@@ -11,6 +11,24 @@ import (
 )
 
 var gateCases = []contractCase{
+	{"a_parking_keeps_the_time_its_call_was_decided_to_park", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		// ToolGate decided at 1.5s, with a deadline 10m from then; the
+		// commit comes at 2s. A parked-at after the commit becomes the commit.
+		c := suspendedCommit(pipeline.ResumeReplay, "c1", "c2")
+		c.Calls[0].Parking.ParkedAt, c.Calls[0].Parking.Deadline = at(1).Add(500*time.Millisecond), at(601).Add(500*time.Millisecond)
+		c.Calls[1].Parking.ParkedAt = at(3)
+		if _, _, err := f.st.CommitStep(f.ctx, "r1", 0, "w1", c, at(2)); err != nil {
+			t.Fatal(err)
+		}
+		calls := f.stepCalls(t, "r1", 0)
+		if p := calls[0].Parking; !p.ParkedAt.Equal(at(1).Add(500*time.Millisecond)) || p.Deadline.Sub(p.ParkedAt) != 10*time.Minute {
+			t.Fatalf("c1 parked at %v, deadline %v: want ToolGate's time, and the deadline 10m after it", p.ParkedAt, p.Deadline)
+		}
+		if p := calls[1].Parking; !p.ParkedAt.Equal(at(2)) {
+			t.Fatalf("c2 parked at %v, want the commit's time", p.ParkedAt)
+		}
+	}},
 	{"commit_records_the_state_toolgate_decided_per_call", func(t *testing.T, f *fixture) {
 		f.claimed(t, "r1")
 		c := commitOf("c1", "c2", "c3", "c4")

@@ -108,23 +108,21 @@ func (s *Store) MarkRequested(ctx context.Context, runID string, step int, now t
 // asks for was published at now (ToolCall.DispatchedAt reads it until the
 // call's state asks for another). Calls of one run only.
 func (s *Store) MarkDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall, now time.Time) error {
-	if len(calls) == 0 {
-		return nil
-	}
-	keys := make([]string, len(calls))
-	args := make([]any, 0, 2*len(calls))
-	for i, c := range calls {
-		keys[i] = s.callKey(runID, c.ID)
-		args = append(args, "sent", sentMark(generation(c), now))
-	}
-	_, err := s.eval(ctx, s.scripts.markSent, fmt.Sprintf("mark %d calls of run %s dispatched", len(calls), runID), keys, args...)
-	return err
+	return s.markCalls(ctx, runID, calls, "marked dispatched", func(c pipeline.ToolCall) string {
+		return sentMark(generation(c), now)
+	})
 }
 
 // ClearDispatched takes back the marks a worker wrote before publishing
 // calls it then failed to publish: the calls read as not sent, and the next
 // reconcile publishes them. Calls of one run only.
 func (s *Store) ClearDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall) error {
+	return s.markCalls(ctx, runID, calls, "unmarked", func(pipeline.ToolCall) string { return "" })
+}
+
+// markCalls sets the outbox mark of each of calls (of one run) to
+// mark(call), in one script.
+func (s *Store) markCalls(ctx context.Context, runID string, calls []pipeline.ToolCall, done string, mark func(pipeline.ToolCall) string) error {
 	if len(calls) == 0 {
 		return nil
 	}
@@ -132,9 +130,9 @@ func (s *Store) ClearDispatched(ctx context.Context, runID string, calls []pipel
 	args := make([]any, 0, 2*len(calls))
 	for i, c := range calls {
 		keys[i] = s.callKey(runID, c.ID)
-		args = append(args, "sent", "")
+		args = append(args, "sent", mark(c))
 	}
-	_, err := s.eval(ctx, s.scripts.markSent, fmt.Sprintf("clear the marks of %d calls of run %s", len(calls), runID), keys, args...)
+	_, err := s.eval(ctx, s.scripts.markSent, fmt.Sprintf("%d calls of run %s %s", len(calls), runID, done), keys, args...)
 	return err
 }
 

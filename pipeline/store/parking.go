@@ -18,8 +18,10 @@ const (
 )
 
 // parkAt checks the parking of a call that is being suspended and completes
-// it: ParkedAt is now, an empty ArgsHash becomes pipeline.ArgsHash(args), an
-// empty ResumeMode becomes replay. A nil parking, an empty ticket, an unknown
+// it: an empty ParkedAt (or one after now) becomes now (a ParkedAt given is
+// when the call was decided to park, from which its Deadline counts), an
+// empty ArgsHash becomes pipeline.ArgsHash(args), an empty ResumeMode
+// becomes replay. A nil parking, an empty ticket, an unknown
 // resume mode or on_timeout, or arguments that do not parse are ErrInvalid.
 func parkAt(callID string, p *pipeline.Parking, args json.RawMessage, now time.Time) (pipeline.Parking, error) {
 	if p == nil {
@@ -46,7 +48,9 @@ func parkAt(callID string, p *pipeline.Parking, args json.RawMessage, now time.T
 		}
 		out.ArgsHash = h
 	}
-	out.ParkedAt = now
+	if out.ParkedAt.IsZero() || out.ParkedAt.After(now) {
+		out.ParkedAt = now
+	}
 	return out, nil
 }
 

@@ -139,7 +139,7 @@ func (s *Store) AppendDelta(ctx context.Context, runID string, step int, owner, 
 // A call's Status is new ("" too), suspended, succeeded, failed or
 // cancelled; Gate is kept as given (allow, block, suspend, set_result or
 // ""). A suspended call needs Parking (and only a suspended call may have
-// one): the store sets ParkedAt to now, fills an empty ArgsHash with
+// one): the store sets an empty ParkedAt to now, fills an empty ArgsHash with
 // pipeline.ArgsHash of the arguments and an empty ResumeMode with replay.
 // Result and Error are kept for terminal calls (set_result, block) and
 // refused for new and suspended ones.
