@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
 const budgetConfig = `
@@ -172,4 +174,44 @@ func TestBudgets_a_batch_is_cancelled(t *testing.T) {
 		httpDo(t, http.MethodGet, base+"/v1/batches/"+batch.BatchID, nil, &v)
 		return v.Reasons["cancelled"] == 5
 	}, func() string { return fmt.Sprintf("batch %+v", v) })
+}
+
+// A step worker that dies while it infers leaves its reservation held. Once
+// its claim's lease runs out, the sweeper gives the hold back as it
+// re-drives the step, so the tenant's budget counts what the run used and
+// nothing more. (Before, every such death kept its reservation for good.)
+func TestBudgets_the_hold_of_a_worker_that_died_mid_inference_is_given_back(t *testing.T) {
+	cfg := parseConfig(t, strings.Replace(budgetConfig, "budgets:\n", "budgets:\n  tenants: {default: {tokens: 100000}}\n", 1))
+	stack := connect(t, newInfra(t), cfg)
+	ctx, st, now := context.Background(), stack.Store, time.Now()
+	tenant := store.BudgetKey{Kind: "tenant", Name: pipeline.DefaultTenant}
+	limit := &store.Amounts{Tokens: 100000}
+	spent := func() store.Amounts { // a reservation too big to pass reads what is spent
+		t.Helper()
+		_, s, err := st.Reserve(ctx, tenant, &store.Amounts{Tokens: 1}, store.Amounts{Tokens: 2}, "probe")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// What the dead worker had done: claimed step 0 and reserved for it.
+	run := pipeline.Run{ID: "r-died", Agent: "metered", RequestHash: "h"}
+	if _, _, err := st.StartRun(ctx, run, []pipeline.Message{{Role: pipeline.RoleUser, Content: "go"}}, now, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ClaimStep(ctx, run.ID, 0, store.Lease{Owner: "dead#1", Until: now.Add(300 * time.Millisecond)}, now); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := st.Reserve(ctx, tenant, limit, store.Amounts{Tokens: 120}, "dead#1"); !ok || err != nil {
+		t.Fatalf("reserve: %v, %v", ok, err)
+	}
+
+	workers(t, stack)
+	base := serve(t, stack)
+	v := waitDone(t, base, run.ID, 30*time.Second)
+	assertNaturalEnd(t, v, 3) // 3 steps with a call, then the answer
+	used := v.Usage.InputTokens + v.Usage.OutputTokens
+	if got := spent(); got.Tokens != used {
+		t.Fatalf("the tenant's budget counts %d tokens, the run used %d", got.Tokens, used)
+	}
 }

@@ -162,6 +162,7 @@ func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*vie
 	case pipeline.StepInferring:
 		if run.LeaseUntil.Before(now) {
 			w.metrics.Redriven("step", 1)
+			w.releaseHolds(ctx, run, run.LeaseOwner) // its worker died holding the step's budget
 			return nil, w.requestStep(run)
 		}
 		return nil, nil

@@ -171,7 +171,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	if !ok {
 		return // stopped: its budget is spent
 	}
-	var used store.Amounts // settled with the budget when the step is over
+	var used store.Amounts // settled once the inference is over; all of it comes back if it fails
 	defer func() { w.settle(budget, used, log) }()
 	stopRenewing := worker.KeepLease(ctx, w.settings.Lease.Duration,
 		func(ctx context.Context) error {
@@ -204,6 +204,11 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	}
 	resp.Usage = w.cost(run, resp.Usage)
 	used = store.Amounts{Tokens: resp.Usage.Total(), Cost: pipeline.MicroUSD(resp.Usage.CostUSD)}
+	// Settled before the commit: the tokens are spent whatever becomes of
+	// it, and a worker that dies after the commit keeps no hold (one that
+	// dies before has its hold given back when its lease runs out).
+	w.settle(budget, used, log)
+	budget = reservation{}
 	w.metrics.Tokens(w.models.keyOf(run), resp.Usage)
 	if slot.Holder != "" {
 		w.logErr(log, "count the tokens of the model's limits", w.limits.Used(ctx, slot.Name, resp.Usage.Total(), w.now()))

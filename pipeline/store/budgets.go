@@ -11,8 +11,10 @@ import (
 // spent, reserved before each inference and settled after it
 // (config.Budgets). Costs are in millionths of a USD.
 //
-//	<p>:budget:{batch:<id>}    HASH  limit, spent (tokens), limit_cost, spent_cost
-//	<p>:budget:{tenant:<t>}    HASH  spent, spent_cost (the limits are the configuration's)
+//	<p>:budget:{batch:<id>}    HASH  limit, spent (tokens), limit_cost, spent_cost,
+//	                                 hold:<claim> per reservation not yet settled
+//	<p>:budget:{tenant:<t>}    HASH  spent, spent_cost, hold:<claim> (the limits are the
+//	                                 configuration's)
 
 // BudgetKey names a budget: of a batch or of a tenant.
 type BudgetKey struct {
@@ -32,10 +34,13 @@ func (s *Store) budgetKey(k BudgetKey) string {
 }
 
 var reserveScript = redis.NewScript(`
--- Reserve: hold tokens and cost of a budget, unless that would pass one of
--- its limits (a limit of 0 is none).
+-- Reserve: hold tokens and cost of a budget for a holder, unless that would
+-- pass one of its limits (a limit of 0 is none). The hold is kept as
+-- field "hold:<holder>" = "<tokens> <cost>" until it is settled or
+-- released (settleScript).
 -- KEYS: 1 the budget hash. ARGV: 1 tokens, 2 cost, 3 token limit, 4 cost
--- limit, 5 "1" to read the limits from the hash instead (a batch's).
+-- limit, 5 "1" to read the limits from the hash instead (a batch's),
+-- 6 the holder.
 -- Returns {1, spent tokens, spent cost} when reserved, {0, ...} when not.
 local limit, limitCost = tonumber(ARGV[3]), tonumber(ARGV[4])
 if ARGV[5] == '1' then
@@ -54,7 +59,39 @@ spent = redis.call('HINCRBY', KEYS[1], 'spent', ARGV[1])
 if ARGV[2] ~= '0' then
   spentCost = redis.call('HINCRBY', KEYS[1], 'spent_cost', ARGV[2])
 end
+redis.call('HSET', KEYS[1], 'hold:' .. ARGV[6], ARGV[1] .. ' ' .. ARGV[2])
 return {1, spent, spentCost}
+`)
+
+var settleScript = redis.NewScript(`
+-- Settle: end a holder's hold of a budget with what it used: the budget
+-- counts the use instead of the hold. A hold already released (its holder
+-- was taken for dead) counts the use on top. Release is a settle that used
+-- nothing and only acts on a hold that is there.
+-- KEYS: 1 the budget hash. ARGV: 1 holder, 2 tokens used, 3 cost used,
+-- 4 "1" for a release.
+-- Returns 1 when a hold was there, 0 when not.
+local hold = redis.call('HGET', KEYS[1], 'hold:' .. ARGV[1])
+if not hold and ARGV[4] == '1' then
+  return 0
+end
+local tokens, cost = 0, 0
+if hold then
+  local sp = string.find(hold, ' ', 1, true)
+  tokens, cost = tonumber(string.sub(hold, 1, sp - 1)), tonumber(string.sub(hold, sp + 1))
+  redis.call('HDEL', KEYS[1], 'hold:' .. ARGV[1])
+end
+local dt, dc = tonumber(ARGV[2]) - tokens, tonumber(ARGV[3]) - cost
+if dt ~= 0 then
+  redis.call('HINCRBY', KEYS[1], 'spent', dt)
+end
+if dc ~= 0 then
+  redis.call('HINCRBY', KEYS[1], 'spent_cost', dc)
+end
+if hold then
+  return 1
+end
+return 0
 `)
 
 // SetBatchBudget gives batch its limits, once: a batch sent again keeps its
@@ -75,13 +112,13 @@ func (s *Store) SetBatchBudget(ctx context.Context, batch string, limit Amounts)
 	return nil
 }
 
-// Reserve holds amount of budget k, whose limits are limit (nil: the limits
-// stored with it, a batch's). It reports false, with what was spent, when
-// the budget cannot cover it.
-func (s *Store) Reserve(ctx context.Context, k BudgetKey, limit *Amounts, amount Amounts) (bool, Amounts, error) {
-	args := []any{amount.Tokens, amount.Cost, 0, 0, "1"}
+// Reserve holds amount of budget k for holder (a claim of a step), whose
+// limits are limit (nil: the limits stored with it, a batch's). It reports
+// false, with what was spent, when the budget cannot cover it.
+func (s *Store) Reserve(ctx context.Context, k BudgetKey, limit *Amounts, amount Amounts, holder string) (bool, Amounts, error) {
+	args := []any{amount.Tokens, amount.Cost, 0, 0, "1", holder}
 	if limit != nil {
-		args = []any{amount.Tokens, amount.Cost, limit.Tokens, limit.Cost, "0"}
+		args = []any{amount.Tokens, amount.Cost, limit.Tokens, limit.Cost, "0", holder}
 	}
 	v, err := reserveScript.Run(ctx, s.rdb, []string{s.budgetKey(k)}, args...).Int64Slice()
 	if err != nil {
@@ -90,21 +127,24 @@ func (s *Store) Reserve(ctx context.Context, k BudgetKey, limit *Amounts, amount
 	return v[0] == 1, Amounts{Tokens: v[1], Cost: v[2]}, nil
 }
 
-// Settle corrects a reservation of budget k by delta (what the inference
-// used less what was reserved; the whole reservation back when it failed).
-func (s *Store) Settle(ctx context.Context, k BudgetKey, delta Amounts) error {
-	if delta == (Amounts{}) {
-		return nil
-	}
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HIncrBy(ctx, s.budgetKey(k), "spent", delta.Tokens)
-		if delta.Cost != 0 {
-			p.HIncrBy(ctx, s.budgetKey(k), "spent_cost", delta.Cost)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("settle the %s budget of %s by %d tokens: %w", k.Kind, k.Name, delta.Tokens, err)
+// Settle ends holder's hold of budget k with what it used (zero: the
+// inference failed, the whole hold comes back). When the hold was released
+// meanwhile (Release: its holder was taken for dead), used is counted on
+// its own: the tokens were spent all the same.
+func (s *Store) Settle(ctx context.Context, k BudgetKey, holder string, used Amounts) error {
+	if err := settleScript.Run(ctx, s.rdb, []string{s.budgetKey(k)}, holder, used.Tokens, used.Cost, "0").Err(); err != nil {
+		return fmt.Errorf("settle the %s budget of %s for %s: %w", k.Kind, k.Name, holder, err)
 	}
 	return nil
+}
+
+// Release gives back holder's hold of budget k, if it still has one: the
+// hold of a claim whose worker died before settling it. It reports whether
+// there was a hold.
+func (s *Store) Release(ctx context.Context, k BudgetKey, holder string) (bool, error) {
+	n, err := settleScript.Run(ctx, s.rdb, []string{s.budgetKey(k)}, holder, 0, 0, "1").Int64()
+	if err != nil {
+		return false, fmt.Errorf("release the hold of %s on the %s budget of %s: %w", holder, k.Kind, k.Name, err)
+	}
+	return n == 1, nil
 }
