@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
@@ -108,21 +110,25 @@ func (s *Store) MarkRequested(ctx context.Context, runID string, step int, now t
 // asks for was published at now (ToolCall.DispatchedAt reads it until the
 // call's state asks for another). Calls of one run only.
 func (s *Store) MarkDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall, now time.Time) error {
-	return s.markCalls(ctx, runID, calls, "marked dispatched", func(c pipeline.ToolCall) string {
+	return s.markCalls(ctx, s.scripts.markSent, runID, calls, "marked dispatched", func(c pipeline.ToolCall) string {
 		return sentMark(generation(c), now)
 	})
 }
 
 // ClearDispatched takes back the marks a worker wrote before publishing
-// calls it then failed to publish: the calls read as not sent, and the next
-// reconcile publishes them. Calls of one run only.
+// calls (as given: DispatchedAt and DispatchedBy as the commit returned
+// them) that it then may not have published: those calls read as not
+// sent, and the next reconcile publishes them. A call marked again since,
+// or moved on, keeps its newer mark. Calls of one run only.
 func (s *Store) ClearDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall) error {
-	return s.markCalls(ctx, runID, calls, "unmarked", func(pipeline.ToolCall) string { return "" })
+	return s.markCalls(ctx, s.scripts.takeBackMarks, runID, calls, "unmarked", func(c pipeline.ToolCall) string {
+		return beingSentMark(generation(c), c.DispatchedAt, c.DispatchedBy)
+	})
 }
 
-// markCalls sets the outbox mark of each of calls (of one run) to
-// mark(call), in one script.
-func (s *Store) markCalls(ctx context.Context, runID string, calls []pipeline.ToolCall, done string, mark func(pipeline.ToolCall) string) error {
+// markCalls runs sc (mark_sent or take_back_marks) on the outbox mark
+// "sent" of each of calls (of one run) with value(call), in one script.
+func (s *Store) markCalls(ctx context.Context, sc *redis.Script, runID string, calls []pipeline.ToolCall, done string, value func(pipeline.ToolCall) string) error {
 	if len(calls) == 0 {
 		return nil
 	}
@@ -130,9 +136,9 @@ func (s *Store) markCalls(ctx context.Context, runID string, calls []pipeline.To
 	args := make([]any, 0, 2*len(calls))
 	for i, c := range calls {
 		keys[i] = s.callKey(runID, c.ID)
-		args = append(args, "sent", mark(c))
+		args = append(args, "sent", value(c))
 	}
-	_, err := s.eval(ctx, s.scripts.markSent, fmt.Sprintf("%d calls of run %s %s", len(calls), runID, done), keys, args...)
+	_, err := s.eval(ctx, sc, fmt.Sprintf("%d calls of run %s %s", len(calls), runID, done), keys, args...)
 	return err
 }
 

@@ -46,6 +46,8 @@ var (
 	dueRunsLua string
 	//go:embed scripts/mark_sent.lua
 	markSentLua string
+	//go:embed scripts/take_back_marks.lua
+	takeBackMarksLua string
 	//go:embed scripts/reschedule_if.lua
 	rescheduleIfLua string
 	//go:embed scripts/snapshot.lua
@@ -61,7 +63,7 @@ type scripts struct {
 	finishRun                                                                         *redis.Script
 	claimCall, renewCallLease, finishCall                                             *redis.Script
 	setWaiting, cancelRun, applyDecision, dropHeld                                    *redis.Script
-	listRuns, dueRuns, markSent, rescheduleIf, claimOutcomes, snapshot                *redis.Script
+	listRuns, dueRuns, markSent, takeBackMarks, rescheduleIf, claimOutcomes, snapshot *redis.Script
 }
 
 // loadScripts prepares the scripts; those that end a run, write to an
@@ -87,6 +89,7 @@ func loadScripts(lib string) scripts {
 		listRuns:       redis.NewScript(listRunsLua),
 		dueRuns:        redis.NewScript(dueRunsLua),
 		markSent:       redis.NewScript(markSentLua),
+		takeBackMarks:  redis.NewScript(takeBackMarksLua),
 		claimOutcomes:  redis.NewScript(claimOutcomesLua),
 		snapshot:       redis.NewScript(snapshotLua),
 		rescheduleIf:   redis.NewScript(rescheduleIfLua),

@@ -145,6 +145,9 @@ var statusWrites = map[string]scriptWrites{
 	"mark_sent.lua": {
 		sites: []string{"HSET key ARGV[2 * i - 1]"}, // the outbox marks step_sent and sent (outbox.go)
 	},
+	"take_back_marks.lua": {
+		sites: []string{"HSET key ARGV[2 * i - 1]"}, // the outbox mark sent, emptied (outbox.go)
+	},
 }
 
 func TestTransitions_every_status_write_of_every_script_is_declared(t *testing.T) {
