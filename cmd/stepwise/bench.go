@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/stepwise-run/stepwise/internal/bench"
@@ -20,8 +22,20 @@ func benchCmd(ctx context.Context, args []string) error {
 	plotDir := fs.String("plot", "", "write PNG charts (throughput against concurrency, latency CDF) into this `directory`")
 	kafka := fs.String("kafka", "", "Kafka `brokers` to use instead of an embedded broker")
 	redis := fs.String("redis", "", "Redis `URL` to use instead of an embedded Redis (miniredis, which reports no server-side counts)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole command to this `file` (go tool pprof reads it)")
+	allocProfile := fs.String("allocprofile", "", "write the allocations of the whole command to this `file` (go tool pprof -sample_index=alloc_space)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stop, err := profileCPU(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if *allocProfile != "" {
+		defer writeAllocs(*allocProfile)
 	}
 	rep, err := bench.Run(ctx, bench.Options{Scenarios: strings.Split(*scenarios, ","), Runs: *runs, Kafka: *kafka, Redis: *redis, Progress: os.Stderr, PlotDir: *plotDir})
 	if err != nil {
@@ -47,4 +61,31 @@ func names() string {
 		out = append(out, s.Name)
 	}
 	return strings.Join(out, ", ")
+}
+
+// profileCPU starts a CPU profile into path; the function it returns stops
+// it and closes the file.
+func profileCPU(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// writeAllocs writes the allocations made since the process started into
+// path; a failure is reported on stderr, the report stands without it.
+func writeAllocs(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		f.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stepwise bench: alloc profile:", err)
+	}
 }

@@ -112,21 +112,26 @@ type Machine struct {
 // latencies are this machine's. -1: not measured (the Redis does not say,
 // or the scenario does not park calls).
 type Result struct {
-	Scenario                string  `json:"scenario"`
-	Runs                    int     `json:"runs"`
-	Steps                   int     `json:"steps"`
-	Calls                   int     `json:"calls"`
-	Seconds                 float64 `json:"seconds"`
-	StepsPerS               float64 `json:"steps_per_s"`
-	CallsPerS               float64 `json:"calls_per_s"`
-	P50ms                   float64 `json:"p50_ms"` // of a step: a run's time from request to result over its steps (decisions: from the decision's publish to the result)
-	P99ms                   float64 `json:"p99_ms"`
-	RedisRoundTripsPerStep  float64 `json:"redis_round_trips_per_step"`
-	KafkaPublishesPerStep   float64 `json:"kafka_publishes_per_step"`
-	AllocBytesPerStep       float64 `json:"alloc_bytes_per_step"` // of this whole process: client, workers and broker
-	RedisCommandsPerStep    float64 `json:"redis_commands_per_step"`
-	RedisCPUmsPerStep       float64 `json:"redis_cpu_ms_per_step"`
-	RedisBytesPerParkedCall float64 `json:"redis_bytes_per_parked_call"` // Redis's used_memory grown per parked call (memory scenario)
+	Scenario               string  `json:"scenario"`
+	Runs                   int     `json:"runs"`
+	Steps                  int     `json:"steps"`
+	Calls                  int     `json:"calls"`
+	Seconds                float64 `json:"seconds"`
+	StepsPerS              float64 `json:"steps_per_s"`
+	CallsPerS              float64 `json:"calls_per_s"`
+	P50ms                  float64 `json:"p50_ms"` // of a step: a run's time from request to result over its steps (decisions: from the decision's publish to the result)
+	P99ms                  float64 `json:"p99_ms"`
+	RedisRoundTripsPerStep float64 `json:"redis_round_trips_per_step"`
+	KafkaPublishesPerStep  float64 `json:"kafka_publishes_per_step"`
+	AllocBytesPerStep      float64 `json:"alloc_bytes_per_step"` // of this whole process: client, workers and broker
+	RedisCommandsPerStep   float64 `json:"redis_commands_per_step"`
+	RedisCPUmsPerStep      float64 `json:"redis_cpu_ms_per_step"` // summed over a cluster's primaries
+	// RedisBusiestCPUmsPerStep is the CPU a step cost the primary that
+	// worked most: the one Redis core that bounds the throughput, so
+	// 1000 / it is the most steps a second the Redis can carry.
+	RedisBusiestCPUmsPerStep float64 `json:"redis_busiest_primary_cpu_ms_per_step"`
+	RedisPrimaries           int     `json:"redis_primaries"`             // 1 for one server, 0 when the Redis does not say
+	RedisBytesPerParkedCall  float64 `json:"redis_bytes_per_parked_call"` // Redis's used_memory grown per parked call (memory scenario)
 	// LittlesLawFraction is steps_per_s over the most a model latency
 	// allows: runs in flight / latency (llm-bound scenario; -1 otherwise).
 	LittlesLawFraction float64 `json:"littles_law_fraction"`
@@ -236,6 +241,11 @@ func (r Report) WriteText(w io.Writer) error {
 			s.Scenario, s.Runs, s.StepsPerS, s.CallsPerS, s.P50ms, s.P99ms, s.RedisRoundTripsPerStep, s.KafkaPublishesPerStep, s.RedisCommandsPerStep, s.AllocBytesPerStep)
 		if s.RedisBytesPerParkedCall >= 0 {
 			fmt.Fprintf(w, "  %6.0f B of Redis a parked call", s.RedisBytesPerParkedCall)
+		}
+		if s.RedisPrimaries > 1 {
+			fmt.Fprintf(w, "  Redis CPU %.3f ms a step, %.3f on the busiest of %d primaries", s.RedisCPUmsPerStep, s.RedisBusiestCPUmsPerStep, s.RedisPrimaries)
+		} else if s.RedisPrimaries == 1 {
+			fmt.Fprintf(w, "  Redis CPU %.3f ms a step", s.RedisCPUmsPerStep)
 		}
 		if s.LittlesLawFraction >= 0 {
 			fmt.Fprintf(w, "  %3.0f %% of the Little's-law bound", 100*s.LittlesLawFraction)

@@ -85,3 +85,31 @@ func TestBench_plots_throughput_and_the_latency_CDF(t *testing.T) {
 		}
 	}
 }
+
+// On a Redis Cluster the server-side counts are every primary's, summed,
+// with the busiest primary's CPU beside them: a step costs as many
+// commands on three primaries as on one server.
+func TestBench_counts_every_primary_of_a_cluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-primary Redis Cluster")
+	}
+	kafka := testinfra.Kafka(t)[0]
+	run := func(url string) bench.Result {
+		rep, err := bench.Run(context.Background(), bench.Options{Scenarios: []string{"latency"}, Runs: 3, Kafka: kafka, Redis: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Scenarios[0]
+	}
+	one := run(testinfra.RedisServer(t))
+	three := run(testinfra.RedisCluster(t, 3, 0).URL)
+	if one.RedisPrimaries != 1 || three.RedisPrimaries != 3 {
+		t.Fatalf("primaries: %d on one server, %d on the cluster", one.RedisPrimaries, three.RedisPrimaries)
+	}
+	if three.RedisCommandsPerStep < one.RedisCommandsPerStep-1 || three.RedisCommandsPerStep > one.RedisCommandsPerStep+1 {
+		t.Errorf("commands a step: %.1f on one server, %.1f on three primaries", one.RedisCommandsPerStep, three.RedisCommandsPerStep)
+	}
+	if three.RedisBusiestCPUmsPerStep <= 0 || three.RedisBusiestCPUmsPerStep >= three.RedisCPUmsPerStep {
+		t.Errorf("busiest primary %.3f ms of %.3f ms CPU a step", three.RedisBusiestCPUmsPerStep, three.RedisCPUmsPerStep)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -12,7 +13,7 @@ import (
 
 // RoundTrips is a go-redis hook that counts the client's round trips to
 // Redis: one per command sent alone (blocking XREADs excluded: they wait,
-// they are not work), one per pipeline.
+// they are not work; so are the bench's own INFO reads), one per pipeline.
 type RoundTrips struct{ n atomic.Int64 }
 
 // Count is the round trips so far.
@@ -25,7 +26,7 @@ func (c *RoundTrips) DialHook(next redis.DialHook) redis.DialHook { return next 
 
 func (c *RoundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() != "xread" {
+		if name := cmd.Name(); name != "xread" && name != "info" {
 			c.n.Add(1)
 		}
 		return next(ctx, cmd)
@@ -58,23 +59,54 @@ func (c *Publishes) Count() int64 { return c.n.Load() }
 // Reset sets the count to zero.
 func (c *Publishes) Reset() { c.n.Store(0) }
 
-// ServerStats are what redis-server says of its own work: commands
-// executed (scripts' included, from INFO commandstats), CPU seconds (INFO
-// cpu) and memory in use (INFO memory). OK is false when the server does
-// not say (miniredis).
+// ServerStats are what Redis says of its own work: commands executed
+// (scripts' included, from INFO commandstats), CPU seconds (INFO cpu) and
+// memory in use (INFO memory), summed over a cluster's primaries, with
+// each primary's CPU apart (the busiest one bounds the throughput). OK is
+// false when the server does not say (miniredis).
 type ServerStats struct {
 	Commands   int64
 	CPU        float64
-	UsedMemory int64 // bytes (INFO memory)
+	UsedMemory int64              // bytes (INFO memory)
+	NodeCPU    map[string]float64 // CPU seconds by primary's address
 	OK         bool
 }
 
-// ReadServerStats reads them.
+// ReadServerStats reads them from the one server, or from every primary of
+// a cluster.
 func ReadServerStats(ctx context.Context, rdb redis.UniversalClient) ServerStats {
+	st := ServerStats{NodeCPU: map[string]float64{}, OK: true}
+	var mu sync.Mutex
+	read := func(ctx context.Context, node *redis.Client) error {
+		n, ok := readNodeStats(ctx, node)
+		mu.Lock()
+		defer mu.Unlock()
+		st.OK = st.OK && ok
+		st.Commands += n.Commands
+		st.CPU += n.CPU
+		st.UsedMemory += n.UsedMemory
+		st.NodeCPU[node.Options().Addr] = n.CPU
+		return nil
+	}
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		if err := c.ForEachMaster(ctx, read); err != nil {
+			return ServerStats{}
+		}
+	case *redis.Client:
+		_ = read(ctx, c)
+	default:
+		return ServerStats{}
+	}
+	return st
+}
+
+// readNodeStats reads one server's INFO; false when it does not say.
+func readNodeStats(ctx context.Context, rdb *redis.Client) (ServerStats, bool) {
 	var st ServerStats
 	cmds, err := rdb.Info(ctx, "commandstats").Result()
 	if err != nil || !strings.Contains(cmds, "cmdstat_") {
-		return st
+		return st, false
 	}
 	for _, line := range strings.Split(cmds, "\r\n") {
 		if _, stats, ok := strings.Cut(line, ":"); ok && strings.HasPrefix(line, "cmdstat_") {
@@ -99,6 +131,5 @@ func ReadServerStats(ctx context.Context, rdb redis.UniversalClient) ServerStats
 			}
 		}
 	}
-	st.OK = true
-	return st
+	return st, true
 }

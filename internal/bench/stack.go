@@ -257,15 +257,19 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		P50ms: percentile(lat, 0.50), P99ms: percentile(lat, 0.99),
 		RedisRoundTripsPerStep: per(float64(s.trips.Count())), KafkaPublishesPerStep: per(float64(s.pubs.Count() - int64(n))),
 		AllocBytesPerStep:    per(float64(m1.TotalAlloc - m0.TotalAlloc)),
-		RedisCommandsPerStep: -1, RedisCPUmsPerStep: -1, RedisBytesPerParkedCall: -1, LittlesLawFraction: -1,
+		RedisCommandsPerStep: -1, RedisCPUmsPerStep: -1, RedisBusiestCPUmsPerStep: -1, RedisBytesPerParkedCall: -1, LittlesLawFraction: -1,
 		samples: lat,
 	}
 	if sc.latency > 0 {
 		res.LittlesLawFraction = res.StepsPerS / (float64(n) / sc.latency.Seconds())
 	}
 	if before.OK && after.OK {
-		res.RedisCommandsPerStep = per(float64(after.Commands - before.Commands - 2)) // less the two INFO reads
+		res.RedisCommandsPerStep = per(float64(after.Commands - before.Commands - 3*int64(len(after.NodeCPU)))) // less the first reading's three INFOs a node
 		res.RedisCPUmsPerStep = per((after.CPU - before.CPU) * 1000)
+		res.RedisPrimaries = len(after.NodeCPU)
+		for node, cpu := range after.NodeCPU {
+			res.RedisBusiestCPUmsPerStep = max(res.RedisBusiestCPUmsPerStep, per((cpu-before.NodeCPU[node])*1000))
+		}
 	}
 	if sc.parks && before.OK && after.OK {
 		res.RedisBytesPerParkedCall = float64(after.UsedMemory-before.UsedMemory) / float64(n*sc.calls)
