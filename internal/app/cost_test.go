@@ -13,7 +13,8 @@ import (
 // included): Redis round trips and commands (those inside scripts
 // included) and Kafka publishes. They are counts, not times, so they hold
 // on any machine. Measured when they were added: 18.0 round trips, 81.3
-// commands and 3.7 publishes a step; now 6.2, 67.9 and 1.7 (docs/
+// commands and 3.7 publishes a step; now 6.0 (the bench's own INFO reads
+// no longer counted), 68.0 and 1.7 (docs/
 // benchmarks.md#testcost has each change). The ceilings leave room for a
 // sweeper tick or a redelivery during the test; the work of "The hot path
 // at the floor" lowers them.
@@ -29,23 +30,31 @@ const (
 	// results bunch up; 27.1 with the calls marked in their commit.
 	fanoutCalls            = 20
 	maxCommandsPerWideCall = 30.0
+
+	// A step of a model that streams its answer (llm-bound: the synthetic
+	// model, 500 ms, then five words at once): 10.5 round trips and 77
+	// commands when every word was a delta of its own, 5.7 and 57 since
+	// the words that arrive within 50 ms of a delta's write go out as one
+	// (ADR 0020). The ceiling leaves room for one more delta a step.
+	maxRoundTripsPerStreamedStep = 7.0
 )
 
-// What a step costs, counted by package bench on two of its scenarios:
+// What a step costs, counted by package bench on three of its scenarios:
 // latency (ten runs of 3 steps, 2 tool calls in each of the first two, one
 // after the other, their creation and result included) against the
 // ceilings above, and fanout (runs of one 20-call step, all at once),
-// logged with a loose ceiling. The figures are counts, so they hold on any
-// machine.
+// logged with a loose ceiling, and llm-bound (runs of a model that takes
+// 500 ms, then streams its answer). The figures are counts, so they hold
+// on any machine.
 func TestCost_round_trips_commands_and_publishes_per_step(t *testing.T) {
 	rep, err := bench.Run(context.Background(), bench.Options{
-		Scenarios: []string{"latency", "fanout"}, Runs: 10,
+		Scenarios: []string{"latency", "fanout", "llm-bound"}, Runs: 10,
 		Kafka: testinfra.Kafka(t)[0], Redis: testinfra.RedisServer(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, wide := rep.Scenarios[0], rep.Scenarios[1]
+	c, wide, streamed := rep.Scenarios[0], rep.Scenarios[1], rep.Scenarios[2]
 	t.Logf("per agent step: %.1f Redis round trips, %.1f Redis commands (scripts' included), %.1f Kafka publishes",
 		c.RedisRoundTripsPerStep, c.RedisCommandsPerStep, c.KafkaPublishesPerStep)
 	for _, l := range []struct {
@@ -62,5 +71,9 @@ func TestCost_round_trips_commands_and_publishes_per_step(t *testing.T) {
 		fanoutCalls, perCall, wide.RedisRoundTripsPerStep*float64(wide.Steps)/float64(wide.Calls))
 	if perCall > maxCommandsPerWideCall {
 		t.Errorf("%.1f Redis commands per call of a %d-call step, above the ceiling of %.1f", perCall, fanoutCalls, maxCommandsPerWideCall)
+	}
+	t.Logf("per step of a streaming model: %.1f Redis round trips, %.1f Redis commands", streamed.RedisRoundTripsPerStep, streamed.RedisCommandsPerStep)
+	if streamed.RedisRoundTripsPerStep > maxRoundTripsPerStreamedStep {
+		t.Errorf("%.1f Redis round trips per step of a streaming model, above the ceiling of %.1f", streamed.RedisRoundTripsPerStep, maxRoundTripsPerStreamedStep)
 	}
 }

@@ -137,11 +137,16 @@ func TestRealModels_an_openai_agent_runs_through_the_pipeline_streaming_and_not(
 				t.Fatalf("create: %d", code)
 			}
 			if stream { // the text streams into the event log while the model is still answering
-				var deltas []pipeline.Event
+				var streamed string // the chunks that arrive together go out as one delta (ADR 0020)
 				eventually(t, 30*time.Second, func() bool {
-					deltas = eventsOf(runEvents(t, stack, id), pipeline.EventTextDelta)
-					return len(deltas) >= 2 && strings.Contains(string(deltas[0].Data), "Let me ")
-				}, func() string { return fmt.Sprintf("streamed text did not reach the event log: %v", deltas) })
+					streamed = ""
+					for _, d := range eventsOf(runEvents(t, stack, id), pipeline.EventTextDelta) {
+						var data struct{ Text string }
+						_ = json.Unmarshal(d.Data, &data)
+						streamed += data.Text
+					}
+					return streamed == "Let me check."
+				}, func() string { return fmt.Sprintf("streamed text did not reach the event log: %q", streamed) })
 				release()
 			}
 			v := waitDone(t, base, id, 30*time.Second)

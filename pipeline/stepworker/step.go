@@ -126,10 +126,12 @@ func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent 
 	if ph.pc.Skip != "" {
 		return nil, w.finish(ctx, run, pipeline.Termination{Reason: pipeline.ReasonBehaviorRequested, Detail: ph.pc.Skip})
 	}
+	deltas := w.streamText(ctx, run, log)
 	resp, err := w.inferSpan(ctx, run, mdl, model.Request{
 		RunID: run.ID, Step: run.Step, System: req.System, Messages: req.Messages, Tools: req.Tools,
-		Override: req.Override, OnText: w.streamText(ctx, run, log),
+		Override: req.Override, OnText: deltas.add,
 	})
+	deltas.close()
 	if err != nil {
 		return nil, fmt.Errorf("inference failed: %w", err)
 	}
@@ -308,20 +310,5 @@ func (w *Worker) nameCalls(run pipeline.Run, msgs []pipeline.Message, reqs []pip
 func (w *Worker) logErr(log *slog.Logger, what string, err error) {
 	if err != nil {
 		log.Error(what, "error", err)
-	}
-}
-
-// streamText returns the model's OnText: each delta of the answer goes to
-// the run's event log as it arrives, for SSE clients. A delta that cannot
-// be written is logged and dropped; the whole text is committed with the
-// turn all the same.
-func (w *Worker) streamText(ctx context.Context, run pipeline.Run, log *slog.Logger) func(string) {
-	return func(delta string) {
-		if delta == "" {
-			return
-		}
-		if err := w.store.AppendDelta(ctx, run.ID, run.Step, run.LeaseOwner, w.redact.String(delta), w.now()); err != nil {
-			log.Debug("text delta dropped", "error", err)
-		}
 	}
 }
