@@ -122,6 +122,25 @@ func callFields(c pipeline.ToolCall) []any {
 	return append(f, parkingFields(p)...)
 }
 
+// hashOf reads HSET arguments as the hash they write: what a read of a
+// hash written whole with them gives back.
+func hashOf(args []any) pairsFields {
+	h := make(pairsFields, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			h[i] = v
+		case int:
+			h[i] = strconv.Itoa(v)
+		case int64:
+			h[i] = strconv.FormatInt(v, 10)
+		default:
+			h[i] = fmt.Sprint(v)
+		}
+	}
+	return h
+}
+
 // parkingFields are the hash fields of a call's parking, as HSET arguments.
 // The zero Parking clears them (ticket "" reads back as no parking).
 func parkingFields(p pipeline.Parking) []any {

@@ -164,7 +164,7 @@ func (s *Store) AppendDelta(ctx context.Context, runID string, step int, owner, 
 // when a call id already has a record in this run. A refusal writes nothing.
 // It returns the updated run and the calls as stored.
 func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner string, c StepCommit, now time.Time) (pipeline.Run, []pipeline.ToolCall, error) {
-	keys, args, err := s.commitStepArgs(runID, step, owner, c, now)
+	keys, args, written, err := s.commitStepArgs(runID, step, owner, c, now)
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
@@ -173,7 +173,7 @@ func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner st
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
-	return s.decodeCommit(ctx, runID, what, c, v)
+	return s.decodeCommit(ctx, runID, what, written, v)
 }
 
 // CommitAndEnd is CommitStep for a turn that proposes no tool calls, with
@@ -187,7 +187,7 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 	if len(c.Calls) > 0 {
 		return pipeline.Run{}, nil, fmt.Errorf("%w: a commit with %d calls cannot end its step at once", ErrInvalid, len(c.Calls))
 	}
-	keys, args, err := s.commitStepArgs(runID, step, owner, c, now)
+	keys, args, _, err := s.commitStepArgs(runID, step, owner, c, now)
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
@@ -205,7 +205,7 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 	if err != nil {
 		return pipeline.Run{}, nil, scriptError(err, what)
 	}
-	committed, _, err := s.decodeCommit(ctx, runID, what, c, v)
+	committed, _, err := s.decodeCommit(ctx, runID, what, nil, v)
 	switch {
 	case err != nil:
 		return committed, nil, err
@@ -218,18 +218,19 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 	return s.decodeEnded(runID, ended.Val())
 }
 
-// commitStepArgs checks c and gives commit_step's keys and arguments.
-func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommit, now time.Time) ([]string, []any, error) {
+// commitStepArgs checks c and gives commit_step's keys and arguments, and
+// the hash it writes of each call (callFields).
+func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommit, now time.Time) ([]string, []any, [][]any, error) {
 	if c.Assistant.Role != pipeline.RoleAssistant {
-		return nil, nil, fmt.Errorf("%w: assistant message has role %q", ErrInvalid, c.Assistant.Role)
+		return nil, nil, nil, fmt.Errorf("%w: assistant message has role %q", ErrInvalid, c.Assistant.Role)
 	}
 	msg, err := json.Marshal(c.Assistant)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: assistant message: %v", ErrInvalid, err)
+		return nil, nil, nil, fmt.Errorf("%w: assistant message: %v", ErrInvalid, err)
 	}
 	evAssistant, err := newEvent(runID, step, "", pipeline.EventAssistantMessage, now, json.RawMessage(msg))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	keys := []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step)}
 	inFlight := s.busyCalls
@@ -238,15 +239,17 @@ func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommi
 	}
 	args := []any{step, owner, toMillis(now), runID, c.Usage.InputTokens, c.Usage.OutputTokens, string(msg), evAssistant, pipeline.MicroUSD(c.Usage.CostUSD), inFlight}
 	seen := make(map[string]bool, len(c.Calls))
+	written := make([][]any, 0, len(c.Calls))
 	for i, call := range c.Calls {
 		if err := checkNewCall(i, call, seen); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		rec, evs, err := newCallRecord(runID, step, call, now)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		fields := callFields(rec)
+		written = append(written, fields)
 		keys = append(keys, s.callKey(runID, call.ID))
 		args = append(args, call.ID, len(fields))
 		args = append(args, fields...)
@@ -256,12 +259,14 @@ func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommi
 		}
 	}
 	keys, args = s.withState(runID, keys, args, c.State)
-	return keys, args, nil
+	return keys, args, written, nil
 }
 
-// decodeCommit decodes commit_step's reply and indexes the calls it parked.
-func (s *Store) decodeCommit(ctx context.Context, runID, what string, c StepCommit, v any) (pipeline.Run, []pipeline.ToolCall, error) {
-	reply, err := replyList(v, 1+len(c.Calls))
+// decodeCommit decodes commit_step's reply, the run, and the calls from
+// the hashes the commit wrote whole (written: the script need not read
+// them back), and indexes the calls it parked.
+func (s *Store) decodeCommit(ctx context.Context, runID, what string, written [][]any, v any) (pipeline.Run, []pipeline.ToolCall, error) {
+	reply, err := replyList(v, 1)
 	if err != nil {
 		return pipeline.Run{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -269,9 +274,10 @@ func (s *Store) decodeCommit(ctx context.Context, runID, what string, c StepComm
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
-	calls := make([]pipeline.ToolCall, 0, len(c.Calls))
-	for i, call := range c.Calls {
-		stored, err := s.decodeCallReply(runID, call.ID, reply[1+i])
+	calls := make([]pipeline.ToolCall, 0, len(written))
+	for _, fields := range written {
+		h := hashOf(fields)
+		stored, err := decodeCall(runID, h.get("id"), h)
 		if err != nil {
 			return pipeline.Run{}, nil, err
 		}

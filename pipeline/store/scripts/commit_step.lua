@@ -12,7 +12,7 @@
 --       a time: then every finished call fans in), then per call, in index
 --       order: id, n, n HSET arguments (the whole call hash), m, m event
 --       JSON (tool_call.created and what follows it), then k state updates as key, value pairs ("" deletes) and last k
--- Returns {run hash, call hash, call hash, ...}.
+-- Returns {run hash}; the calls are as the caller wrote them.
 local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state', 'lease_owner')
 local status, step, state, owner = run[1], run[2], run[3], run[4]
 if not status then
@@ -94,6 +94,5 @@ for i, c in ipairs(calls) do
   for j = c.events, c.events + c.nevents - 1 do
     redis.call('XADD', KEYS[2], '*', 'e', ARGV[j])
   end
-  out[#out + 1] = redis.call('HGETALL', KEYS[4 + i])
 end
 return out
