@@ -184,7 +184,7 @@ func (h *Harness) drive(side Side, n int, order Order) (Outcome, bool) {
 				d.deliver(e, prefix)
 			}
 		}
-		snap, err := d.observer.Snapshot(d.ctx, RunID)
+		snap, err := d.observer.Snapshot(d.ctx, RunID, 0, time.Now())
 		if err != nil {
 			t.Fatalf("%s: snapshot: %v", d.sc.Name, err)
 		}

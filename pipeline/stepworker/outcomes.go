@@ -3,6 +3,7 @@ package stepworker
 import (
 	"context"
 
+	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -16,8 +17,17 @@ import (
 // redelivered decision's, or the sweeper's), which publishes them again.
 func (w *Worker) publishOutcomes(ctx context.Context, runID string) error {
 	pending, err := w.store.ClaimOutcomes(ctx, runID, w.settings.Lease.Duration, w.now())
-	if err != nil || len(pending) == 0 {
+	if err != nil {
 		return err
+	}
+	return w.publishClaimed(ctx, runID, pending)
+}
+
+// publishClaimed publishes outcomes claimed for this worker (by
+// ClaimOutcomes, or with a snapshot) and deletes them from the outbox.
+func (w *Worker) publishClaimed(ctx context.Context, runID string, pending []store.Outcome) error {
+	if len(pending) == 0 {
+		return nil
 	}
 	for _, o := range pending {
 		if err := w.publishOutcome(topics.DecisionOutcome{

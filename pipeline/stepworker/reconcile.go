@@ -64,7 +64,7 @@ func (w *Worker) reconcileHere(ctx context.Context, runID string) error {
 }
 
 func (w *Worker) reconcileRead(ctx context.Context, runID string, here bool) error {
-	snap, err := w.store.Snapshot(ctx, runID)
+	snap, err := w.snapshot(ctx, runID)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (w *Worker) reconcileCommitted(ctx context.Context, run pipeline.Run, calls
 	for _, c := range calls {
 		if c.Status == pipeline.CallSuspended {
 			var snap store.Snapshot
-			if snap, err = w.store.Snapshot(ctx, run.ID); err == nil {
+			if snap, err = w.snapshot(ctx, run.ID); err == nil {
 				v = &view{Snapshot: snap, mine: true}
 			}
 			break
@@ -133,10 +133,8 @@ func (w *Worker) reconcileCommitted(ctx context.Context, run pipeline.Run, calls
 // look at next, or nil when the run needs nothing more now.
 func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*view, error) {
 	run := v.Run
-	if len(v.Outcomes) > 0 {
-		if err := w.publishOutcomes(ctx, run.ID); err != nil {
-			return nil, err
-		}
+	if err := w.publishClaimed(ctx, run.ID, v.Outcomes); err != nil {
+		return nil, err
 	}
 	if run.Status.Final() {
 		switch {
@@ -319,11 +317,18 @@ func nextLook(snap store.Snapshot) time.Time {
 // reread is the next round's view after a write that changed more than
 // the caller knows.
 func (w *Worker) reread(ctx context.Context, run pipeline.Run) (*view, error) {
-	snap, err := w.store.Snapshot(ctx, run.ID)
+	snap, err := w.snapshot(ctx, run.ID)
 	if err != nil {
 		return nil, err
 	}
 	return &view{Snapshot: snap}, nil
+}
+
+// snapshot reads what a reconcile round looks at, the decision outcomes
+// waiting to be published claimed for this worker (reconcileOnce
+// publishes them first thing).
+func (w *Worker) snapshot(ctx context.Context, runID string) (store.Snapshot, error) {
+	return w.store.Snapshot(ctx, runID, w.settings.Lease.Duration, w.now())
 }
 
 // sentWithin reports whether a message marked sent at `at` (zero: not

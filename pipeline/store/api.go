@@ -96,7 +96,7 @@ var _ interface {
 	HeldDecisions(ctx context.Context, runID string) ([]HeldDecision, error)
 	DropHeld(ctx context.Context, runID, callID, decisionID, reason string, now time.Time) error
 	ListPending(ctx context.Context, f PendingFilter) ([]PendingCall, error)
-	Snapshot(ctx context.Context, runID string) (Snapshot, error)
+	Snapshot(ctx context.Context, runID string, claim time.Duration, now time.Time) (Snapshot, error)
 	MarkRequested(ctx context.Context, runID string, step int, now time.Time) error
 	MarkDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall, now time.Time) error
 	ClearDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall) error

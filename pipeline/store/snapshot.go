@@ -20,7 +20,9 @@ type Snapshot struct {
 	Held      []HeldDecision
 	HeldKnown bool // Held was read with Run (false: not read, Held is empty)
 	Scheduled time.Time
-	Outcomes  []Outcome // decision outcomes not yet published (outcomes.go)
+	// Outcomes are the decision outcomes not yet published (outcomes.go),
+	// claimed for the reader when it read with a claim.
+	Outcomes []Outcome
 }
 
 // Snapshot reads the run, the calls of its current step, its held
@@ -30,11 +32,19 @@ type Snapshot struct {
 // consistent with the others except the sweep time, which lives in the
 // global schedule; every write that acts on a snapshot is a script that
 // checks what it expects. An unknown run is ErrNotFound.
-func (s *Store) Snapshot(ctx context.Context, runID string) (Snapshot, error) {
+//
+// With claim > 0 the outcomes come claimed for claim, as ClaimOutcomes
+// takes them (none while another holds the claim): the caller publishes
+// them and calls OutcomesSent. With 0 they are read as they are.
+func (s *Store) Snapshot(ctx context.Context, runID string, claim time.Duration, now time.Time) (Snapshot, error) {
 	what := "snapshot of run " + runID
-	keys := []string{s.runKey(runID), s.heldKey(runID), s.outcomesKey(runID)}
+	keys := []string{s.runKey(runID), s.heldKey(runID), s.outcomesKey(runID), s.outcomesClaimKey(runID)}
+	claimMS := int64(0)
+	if claim > 0 {
+		claimMS = max(claim.Milliseconds(), 1)
+	}
 	var sched *redis.FloatCmd
-	v, err := s.evalAmong(ctx, s.scripts.snapshot, keys, []any{outcomesBatch}, func(p redis.Pipeliner, eval func()) {
+	v, err := s.evalAmong(ctx, s.scripts.snapshot, keys, []any{outcomesBatch, toMillis(now), claimMS}, func(p redis.Pipeliner, eval func()) {
 		eval()
 		sched = p.ZScore(ctx, s.activeKey(), runID)
 	})

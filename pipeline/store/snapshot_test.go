@@ -30,7 +30,7 @@ var reconcileCases = []contractCase{
 		if err := f.st.ScheduleSweep(f.ctx, "r1", at(40)); err != nil {
 			t.Fatal(err)
 		}
-		snap, err := f.st.Snapshot(f.ctx, "r1")
+		snap, err := f.st.Snapshot(f.ctx, "r1", 0, at(4))
 		if err != nil {
 			t.Fatalf("Snapshot: %v", err)
 		}
@@ -44,13 +44,37 @@ var reconcileCases = []contractCase{
 		if !snap.Scheduled.Equal(at(40)) {
 			t.Fatalf("scheduled %v, want %v", snap.Scheduled, at(40))
 		}
-		if _, err := f.st.Snapshot(f.ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := f.st.Snapshot(f.ctx, "nope", time.Minute, at(4)); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("Snapshot of an unknown run = %v, want ErrNotFound", err)
+		}
+	}},
+	{"a_snapshot_with_a_claim_takes_the_outcomes_for_its_reader_alone", func(t *testing.T, f *fixture) {
+		f.committed(t, "r1", "c1")
+		f.decide(t, "r1", store.Decision{ID: "d-early", CallID: "c1", Action: store.ActionResume}, at(3))
+		snap, err := f.st.Snapshot(f.ctx, "r1", time.Minute, at(4))
+		if err != nil || len(snap.Outcomes) != 1 || snap.Outcomes[0].DecisionID != "d-early" {
+			t.Fatalf("claiming snapshot: outcomes %+v, %v", snap.Outcomes, err)
+		}
+		again, err := f.st.Snapshot(f.ctx, "r1", time.Minute, at(5))
+		if err != nil || len(again.Outcomes) != 0 {
+			t.Fatalf("a second claiming snapshot got outcomes %+v (%v): claimed by the first", again.Outcomes, err)
+		}
+		if got, err := f.st.ClaimOutcomes(f.ctx, "r1", time.Minute, at(5)); err != nil || len(got) != 0 {
+			t.Fatalf("ClaimOutcomes got %+v (%v) under the snapshot's claim", got, err)
+		}
+		if plain, err := f.st.Snapshot(f.ctx, "r1", 0, at(5)); err != nil || len(plain.Outcomes) != 1 {
+			t.Fatalf("a snapshot without a claim reads outcomes %+v (%v), want the one waiting", plain.Outcomes, err)
+		}
+		if err := f.st.OutcomesSent(f.ctx, "r1", snap.Outcomes); err != nil {
+			t.Fatal(err)
+		}
+		if after, err := f.st.Snapshot(f.ctx, "r1", time.Minute, at(6)); err != nil || len(after.Outcomes) != 0 {
+			t.Fatalf("outcomes %+v (%v) after they were sent", after.Outcomes, err)
 		}
 	}},
 	{"an_unscheduled_run_reads_as_not_scheduled", func(t *testing.T, f *fixture) {
 		f.created(t, "r1")
-		snap, err := f.st.Snapshot(f.ctx, "r1")
+		snap, err := f.st.Snapshot(f.ctx, "r1", 0, at(1))
 		if err != nil || !snap.Scheduled.IsZero() || len(snap.Calls) != 0 {
 			t.Fatalf("Snapshot = %+v, %v", snap, err)
 		}

@@ -3,8 +3,12 @@
 -- list of its current step with every call's hash. The step list and the
 -- calls are derived from the run hash's name: they share its hash tag, so
 -- its cluster slot.
--- KEYS: 1 run hash, 2 held decisions hash, 3 outcomes stream
--- ARGV: 1 how many outcomes at most
+-- Outcomes read with a claim (ARGV 3 > 0) are claimed for the reader as
+-- claim_outcomes.lua does, so it publishes them without another round
+-- trip; none are returned while another reader holds the claim.
+-- KEYS: 1 run hash, 2 held decisions hash, 3 outcomes stream, 4 its claim
+-- ARGV: 1 how many outcomes at most, 2 now (ms), 3 claim (ms; 0: read
+--       the outcomes unclaimed)
 -- Returns {run hash, held hash, outcomes (as XRANGE), call ids, {call
 -- hash, ...}}; {{}} when there is no run.
 local run = redis.call('HGETALL', KEYS[1])
@@ -24,4 +28,12 @@ local calls = {}
 for i, id in ipairs(ids) do
   calls[i] = redis.call('HGETALL', base .. 'call:' .. id)
 end
-return {run, redis.call('HGETALL', KEYS[2]), redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', ARGV[1]), ids, calls}
+local outcomes = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', ARGV[1])
+if #outcomes > 0 and ARGV[3] ~= '0' then
+  if redis.call('EXISTS', KEYS[4]) == 1 then
+    outcomes = {}
+  else
+    redis.call('SET', KEYS[4], ARGV[2], 'PX', ARGV[3])
+  end
+end
+return {run, redis.call('HGETALL', KEYS[2]), outcomes, ids, calls}
