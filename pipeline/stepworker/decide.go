@@ -75,20 +75,19 @@ func (w *Worker) HandleDecision(msg *message.Message) error {
 // decide applies one decision, then reconciles the run.
 func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
 	now := w.now()
-	before, err := w.schedule(ctx, d.RunID, time.Time{})
-	if err != nil {
-		return err
-	}
+	before := w.sweepAt(time.Time{})
 	sd := store.Decision{
 		ID: d.DecisionID, CallID: d.CallID, Action: d.Action, Payload: d.Payload,
 		ArgsHash: d.ArgsHash, DecidedBy: d.DecidedBy, Reason: d.Reason,
 	}
-	if sd.Action == store.ActionResume {
-		run, call, err := w.store.ResumeTarget(ctx, d.RunID, d.CallID)
+	if sd.Action == store.ActionResume { // read what the resume is checked against, and schedule
+		run, call, err := w.store.ResumeTarget(ctx, d.RunID, d.CallID, before)
 		if err != nil {
 			return err
 		}
 		w.checkResume(ctx, run, call, &sd)
+	} else if err := w.store.ScheduleSweep(ctx, d.RunID, before); err != nil {
+		return err
 	}
 	res, err := w.store.ApplyDecision(ctx, d.RunID, sd, now.Add(w.settings.DecisionHold.Duration), now)
 	if err != nil {
@@ -135,14 +134,20 @@ func (w *Worker) cancelRun(ctx context.Context, d topics.Decision) error {
 // after it leaves a run the sweeper will look at) and again after it (a
 // reconcile that read the run waiting and takes it off the schedule only
 // if its sweep time is unchanged then finds it changed), then reconciled.
-// schedule sets the sweep one lease from now, and always later than after,
-// so the second schedule differs from the first even within a millisecond.
+// schedule sets the sweep at sweepAt(after).
 func (w *Worker) schedule(ctx context.Context, runID string, after time.Time) (time.Time, error) {
+	at := w.sweepAt(after)
+	return at, w.store.ScheduleSweep(ctx, runID, at)
+}
+
+// sweepAt is one lease from now, and always later than after, so the
+// second schedule differs from the first even within a millisecond.
+func (w *Worker) sweepAt(after time.Time) time.Time {
 	at := w.now().Add(w.settings.Lease.Duration)
 	if !at.After(after) {
 		at = after.Add(time.Millisecond)
 	}
-	return at, w.store.ScheduleSweep(ctx, runID, at)
+	return at
 }
 
 func (w *Worker) rescheduleAndReconcile(ctx context.Context, runID string, before time.Time) error {

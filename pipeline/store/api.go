@@ -85,7 +85,7 @@ var _ interface {
 	SetWaiting(ctx context.Context, runID string, step int, sequential bool, now time.Time) (pipeline.Run, error)
 	CancelRun(ctx context.Context, runID, decisionID, by, reason string, now time.Time) (pipeline.Run, error)
 	RunOwner(ctx context.Context, runID string) (tenant, trace string, err error)
-	ResumeTarget(ctx context.Context, runID, callID string) (pipeline.Run, pipeline.ToolCall, error)
+	ResumeTarget(ctx context.Context, runID, callID string, sweepAt time.Time) (pipeline.Run, pipeline.ToolCall, error)
 	Outcomes(ctx context.Context, runID string) ([]Outcome, error)
 	ClaimOutcomes(ctx context.Context, runID string, hold time.Duration, now time.Time) ([]Outcome, error)
 	OutcomesSent(ctx context.Context, runID string, sent []Outcome) error

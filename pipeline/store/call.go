@@ -225,18 +225,22 @@ func (s *Store) decodeCallReply(runID, callID string, v any) (pipeline.ToolCall,
 	return decodeCall(runID, callID, h)
 }
 
-// ResumeTarget reads a run and one of its calls in one round trip: what the
-// step worker checks a resume decision against. An unknown run is
-// ErrNotFound; an unknown call is the zero ToolCall.
-func (s *Store) ResumeTarget(ctx context.Context, runID, callID string) (pipeline.Run, pipeline.ToolCall, error) {
+// ResumeTarget reads a run and one of its calls, what the step worker
+// checks a resume decision against, and schedules the run's sweep at
+// sweepAt (as ScheduleSweep), in one round trip: a decision schedules its
+// run before it writes, so that a worker that dies after the write leaves
+// a run the sweeper looks at. An unknown run is ErrNotFound; an unknown
+// call is the zero ToolCall.
+func (s *Store) ResumeTarget(ctx context.Context, runID, callID string, sweepAt time.Time) (pipeline.Run, pipeline.ToolCall, error) {
 	var run, call *redis.MapStringStringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(sweepAt)), Member: runID})
 		run = p.HGetAll(ctx, s.runKey(runID))
 		call = p.HGetAll(ctx, s.callKey(runID, callID))
 		return nil
 	})
 	if err != nil {
-		return pipeline.Run{}, pipeline.ToolCall{}, fmt.Errorf("read run %s and call %s: %w", runID, callID, err)
+		return pipeline.Run{}, pipeline.ToolCall{}, fmt.Errorf("schedule run %s, read it and call %s: %w", runID, callID, err)
 	}
 	r, err := decodeRun(runID, mapFields(run.Val()))
 	if err != nil {

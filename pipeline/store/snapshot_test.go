@@ -48,6 +48,19 @@ var reconcileCases = []contractCase{
 			t.Fatalf("Snapshot of an unknown run = %v, want ErrNotFound", err)
 		}
 	}},
+	{"the_target_of_a_resume_is_read_with_the_run_scheduled", func(t *testing.T, f *fixture) {
+		f.committed(t, "r1", "c1")
+		run, call, err := f.st.ResumeTarget(f.ctx, "r1", "c1", at(30))
+		if err != nil || run.ID != "r1" || call.ID != "c1" {
+			t.Fatalf("ResumeTarget = %+v, %+v, %v", run, call, err)
+		}
+		if _, none, err := f.st.ResumeTarget(f.ctx, "r1", "c9", at(31)); err != nil || none.ID != "" {
+			t.Fatalf("ResumeTarget of an unknown call = %+v, %v; want the zero call", none, err)
+		}
+		if snap, err := f.st.Snapshot(f.ctx, "r1", 0, at(1)); err != nil || !snap.Scheduled.Equal(at(31)) {
+			t.Fatalf("scheduled %v (%v), want %v", snap.Scheduled, err, at(31))
+		}
+	}},
 	{"a_snapshot_with_a_claim_takes_the_outcomes_for_its_reader_alone", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1", "c1")
 		f.decide(t, "r1", store.Decision{ID: "d-early", CallID: "c1", Action: store.ActionResume}, at(3))
