@@ -89,7 +89,7 @@ func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
 	} else if err := w.store.ScheduleSweep(ctx, d.RunID, before); err != nil {
 		return err
 	}
-	res, err := w.store.ApplyDecision(ctx, d.RunID, sd, now.Add(w.settings.DecisionHold.Duration), now)
+	res, err := w.store.ApplyDecisionAndSchedule(ctx, d.RunID, sd, now.Add(w.settings.DecisionHold.Duration), now, w.sweepAt(before))
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
 		w.log.Info("decision not applied", "run_id", d.RunID, "call_id", d.CallID, "decision_id", d.DecisionID,
 			"outcome", res.Outcome, "reason", res.Reason)
 	}
-	return w.rescheduleAndReconcile(ctx, d.RunID, before)
+	return w.reconcile(ctx, d.RunID)
 }
 
 // cancelRun ends a run cancelled, from whatever status it is in; its

@@ -140,6 +140,14 @@ type (
 // A decision without id, call id or a known action, or with a payload that
 // is not JSON, is ErrInvalid; a JSON null payload counts as none.
 func (s *Store) ApplyDecision(ctx context.Context, runID string, d Decision, holdUntil, now time.Time) (DecisionResult, error) {
+	return s.ApplyDecisionAndSchedule(ctx, runID, d, holdUntil, now, time.Time{})
+}
+
+// ApplyDecisionAndSchedule is ApplyDecision, then the run's sweep
+// scheduled at sweepAt (as ScheduleSweep; zero: not) in the round trip
+// that takes an applied decision's call out of the pending index: the
+// schedule a decision writes after its write (decide.go says why).
+func (s *Store) ApplyDecisionAndSchedule(ctx context.Context, runID string, d Decision, holdUntil, now, sweepAt time.Time) (DecisionResult, error) {
 	d, err := checkDecision(runID, d)
 	if err != nil {
 		return DecisionResult{}, err
@@ -167,8 +175,22 @@ func (s *Store) ApplyDecision(ctx context.Context, runID string, d Decision, hol
 	if err != nil {
 		return DecisionResult{}, fmt.Errorf("%s: %w", what, err)
 	}
+	var unindex []string
 	if res.Outcome == DecisionApplied {
-		return res, s.unindexPending(ctx, runID, d.CallID)
+		unindex = []string{d.CallID}
+	}
+	if sweepAt.IsZero() {
+		return res, s.unindexPending(ctx, runID, unindex...)
+	}
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if len(unindex) > 0 {
+			p.ZRem(ctx, s.pendingKey(), pendingMember(runID, d.CallID))
+		}
+		p.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(sweepAt)), Member: runID})
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("after %s: unindex the call, schedule the run: %w", what, err)
 	}
 	return res, nil
 }
