@@ -11,6 +11,42 @@ import (
 )
 
 var gateCases = []contractCase{
+	{"a_waiting_run_keeps_its_event_stream_exactly_sized_and_whole", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		if _, _, err := f.st.CommitStep(f.ctx, "r1", 0, "w1", suspendedCommit(pipeline.ResumeReplay, "c1"), at(2)); err != nil {
+			t.Fatal(err)
+		}
+		stream := f.prefix + ":{r1}:events"
+		before, err := f.st.Events(f.ctx, "r1", "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.SetWaiting(f.ctx, "r1", 0, false, at(3)); err != nil {
+			t.Fatal(err)
+		}
+		after, err := f.st.Events(f.ctx, "r1", "", 100)
+		if err != nil || len(after) != len(before)+1 || after[len(before)].Type != pipeline.EventRunFinished {
+			t.Fatalf("events after parking: %d (%v), want the %d before and run.finished", len(after), err, len(before))
+		}
+		for i, e := range before {
+			if after[i].ID != e.ID || after[i].Type != e.Type {
+				t.Fatalf("event %d is %s %s after parking, was %s %s", i, after[i].ID, after[i].Type, e.ID, e.Type)
+			}
+		}
+		// A stream node is given 4 KB at once (stream-node-max-bytes); the
+		// parked run's stream holds about 1.5 KB of events. miniredis
+		// knows no MEMORY USAGE.
+		if used, err := f.rdb.MemoryUsage(f.ctx, stream, 0).Result(); err == nil && used >= 3000 {
+			t.Errorf("the waiting run's event stream takes %d bytes, want it compacted below 3000", used)
+		}
+		if _, err := f.st.ApplyDecision(f.ctx, "r1", resume("d1", "c1"), at(60), at(4)); err != nil {
+			t.Fatal(err)
+		}
+		resumed, err := f.st.Events(f.ctx, "r1", after[len(after)-1].ID, 100)
+		if err != nil || len(resumed) == 0 {
+			t.Fatalf("no event after the last one once decided (%v): the stream's last id was lost", err)
+		}
+	}},
 	{"a_parking_keeps_the_time_its_call_was_decided_to_park", func(t *testing.T, f *fixture) {
 		f.claimed(t, "r1")
 		// ToolGate decided at 1.5s, with a deadline 10m from then; the

@@ -67,8 +67,8 @@ type scripts struct {
 }
 
 // loadScripts prepares the scripts; those that end a run, write to an
-// ended one, trim deltas or check a step's lease start with lib
-// (retention.go).
+// ended one, trim deltas, compact a stream or check a step's lease start
+// with lib (retention.go).
 func loadScripts(lib string) scripts {
 	return scripts{
 		createRun:      redis.NewScript(createRunLua),
@@ -82,7 +82,7 @@ func loadScripts(lib string) scripts {
 		claimCall:      redis.NewScript(claimCallLua),
 		renewCallLease: redis.NewScript(renewCallLeaseLua),
 		finishCall:     redis.NewScript(finishCallLua),
-		setWaiting:     redis.NewScript(setWaitingLua),
+		setWaiting:     redis.NewScript(lib + setWaitingLua),
 		cancelRun:      redis.NewScript(lib + cancelRunLua),
 		applyDecision:  redis.NewScript(lib + applyDecisionLua),
 		dropHeld:       redis.NewScript(lib + dropHeldLua),

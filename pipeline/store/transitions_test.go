@@ -136,10 +136,11 @@ var statusWrites = map[string]scriptWrites{
 	},
 	"lib.lua": {
 		// retire and inherit: an ended run's records expire whole after the
-		// retention; they move no status.
+		// retention; compact: a waiting run's event stream is rebuilt as it
+		// is. They move no status.
 		sites: []string{
 			"PEXPIRE base .. k retention_ms", "PEXPIRE list retention_ms", "PEXPIRE base .. 'call:' .. id retention_ms",
-			"PEXPIRE key ttl",
+			"PEXPIRE key ttl", "RESTORE stream ttl dump 'REPLACE'",
 		},
 	},
 	"mark_sent.lua": {

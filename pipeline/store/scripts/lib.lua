@@ -60,6 +60,26 @@ local function outcome(run, decision_id, call_id, what, reason)
   inherit(run, key)
 end
 
+-- compact rebuilds the stream `stream` at its exact size, for a stream that
+-- will not grow for a while (its run waits for a decision). Redis 7 gives a
+-- new stream node room for stream-node-max-bytes (4 KB by default) at once:
+-- most of a small stream's memory, kept for as long as the stream lives.
+-- DUMP and RESTORE rebuild it from its serialized form, exactly sized, with
+-- its entries, last id and time to live; a reader blocked on it stays
+-- blocked until a new entry. A Redis that cannot (miniredis) leaves it as
+-- it is.
+local function compact(stream)
+  local dump = redis.pcall('DUMP', stream)
+  if type(dump) ~= 'string' then
+    return
+  end
+  local ttl = redis.call('PTTL', stream)
+  if ttl < 0 then
+    ttl = 0
+  end
+  redis.pcall('RESTORE', stream, ttl, dump, 'REPLACE')
+end
+
 -- trim_deltas deletes the message.delta events of the run's current step
 -- from its event stream, once the step's turn is committed (its message
 -- then holds the whole text): from the first delta's id, which append_delta

@@ -1,5 +1,6 @@
 -- SetWaiting: the step's calls are all parked or terminal and at least one
--- is parked, so the run waits for decisions.
+-- is parked, so the run waits for decisions. Its event stream, which gets
+-- nothing more until a decision, is compacted (lib.lua).
 -- KEYS: 1 run hash, 2 events stream, 3 step list,
 --       4.. the call hashes of the step list as the caller read it
 -- ARGV: 1 step, 2 now (ms), 3 call statuses that keep a run running
@@ -52,4 +53,5 @@ end
 redis.call('HSET', KEYS[1], 'status', 'waiting', 'term_reason', 'suspended', 'term_code', '', 'term_detail', '',
   'updated_at', ARGV[2])
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[4])
+compact(KEYS[2])
 return redis.call('HGETALL', KEYS[1])
