@@ -4,16 +4,38 @@
 --   retention_ms   how long an ended run's keys live (0: for good)
 --   delta_prefix   how every message.delta event's JSON begins
 
--- retire gives every key of the run whose hash is run ("<p>:{<id>}:run")
--- retention_ms to live: the record, messages, event stream, plugin state,
+-- compact rebuilds the stream `stream` at its exact size, for a stream that
+-- will not grow for a while (its run waits for a decision, or has ended and
+-- is kept for the retention). Redis 7 gives a
+-- new stream node room for stream-node-max-bytes (4 KB by default) at once:
+-- most of a small stream's memory, kept for as long as the stream lives.
+-- DUMP and RESTORE rebuild it from its serialized form, exactly sized, with
+-- its entries, last id and time to live; a reader blocked on it stays
+-- blocked until a new entry. A Redis that cannot (miniredis) leaves it as
+-- it is.
+local function compact(stream)
+  local dump = redis.pcall('DUMP', stream)
+  if type(dump) ~= 'string' then
+    return
+  end
+  local ttl = redis.call('PTTL', stream)
+  if ttl < 0 then
+    ttl = 0
+  end
+  redis.pcall('RESTORE', stream, ttl, dump, 'REPLACE')
+end
+
+-- retire compacts the event stream of the run whose hash is run
+-- ("<p>:{<id>}:run") and gives every key of the run retention_ms to live: the record, messages, event stream, plugin state,
 -- decision ids, held decisions, and every step list with the calls it names.
 -- The keys are derived from run's name: they share its hash tag, so they are
 -- in its cluster slot.
 local function retire(run)
+  local base = string.sub(run, 1, -4)
+  compact(base .. 'events')
   if retention_ms <= 0 then
     return
   end
-  local base = string.sub(run, 1, -4)
   for _, k in ipairs({'run', 'msgs', 'events', 'state', 'decisions', 'held', 'outcomes'}) do
     redis.call('PEXPIRE', base .. k, retention_ms)
   end
@@ -58,26 +80,6 @@ local function outcome(run, decision_id, call_id, what, reason)
   local key = string.sub(run, 1, -4) .. 'outcomes'
   redis.call('XADD', key, '*', 'd', decision_id, 'c', call_id, 'o', what, 'r', reason)
   inherit(run, key)
-end
-
--- compact rebuilds the stream `stream` at its exact size, for a stream that
--- will not grow for a while (its run waits for a decision). Redis 7 gives a
--- new stream node room for stream-node-max-bytes (4 KB by default) at once:
--- most of a small stream's memory, kept for as long as the stream lives.
--- DUMP and RESTORE rebuild it from its serialized form, exactly sized, with
--- its entries, last id and time to live; a reader blocked on it stays
--- blocked until a new entry. A Redis that cannot (miniredis) leaves it as
--- it is.
-local function compact(stream)
-  local dump = redis.pcall('DUMP', stream)
-  if type(dump) ~= 'string' then
-    return
-  end
-  local ttl = redis.call('PTTL', stream)
-  if ttl < 0 then
-    ttl = 0
-  end
-  redis.pcall('RESTORE', stream, ttl, dump, 'REPLACE')
 end
 
 -- trim_deltas deletes the message.delta events of the run's current step
