@@ -14,7 +14,7 @@ import (
 // included) and Kafka publishes. They are counts, not times, so they hold
 // on any machine. Measured when they were added: 18.0 round trips, 81.3
 // commands and 3.7 publishes a step; now 6.0 (the bench's own INFO reads
-// no longer counted), 68.0 and 1.7 (docs/
+// no longer counted), 67.7 and 1.7 (docs/
 // benchmarks.md#testcost has each change). The ceilings leave room for a
 // sweeper tick or a redelivery during the test; the work of "The hot path
 // at the floor" lowers them.
