@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tracing"
 	"github.com/stepwise-run/stepwise/topics"
@@ -86,6 +87,9 @@ func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
 			return err
 		}
 		w.checkResume(ctx, run, call, &sd)
+		if agent, _ := w.cfg.Agent(run.Agent); !agent.Sequential() {
+			sd.Dispatcher = w.instance // a resumed call of a parallel step is published at once
+		}
 	} else if err := w.store.ScheduleSweep(ctx, d.RunID, before); err != nil {
 		return err
 	}
@@ -97,7 +101,21 @@ func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
 		w.log.Info("decision not applied", "run_id", d.RunID, "call_id", d.CallID, "decision_id", d.DecisionID,
 			"outcome", res.Outcome, "reason", res.Reason)
 	}
-	return w.reconcile(ctx, d.RunID)
+	if res.Call.DispatchedBy != w.instance {
+		return w.reconcile(ctx, d.RunID)
+	}
+	// The call is marked as being sent by this worker (this decision, or
+	// the same one before, whose reconcile failed): this reconcile
+	// publishes it, or takes the mark back so that another one does.
+	snap, err := w.snapshot(ctx, d.RunID)
+	if err == nil {
+		err = w.reconcileFrom(ctx, &view{Snapshot: snap, mine: true})
+	}
+	if err != nil {
+		w.unsent.add(d.RunID, []pipeline.ToolCall{res.Call})
+		w.unsent.clear(ctx, w.store, w.log)
+	}
+	return err
 }
 
 // cancelRun ends a run cancelled, from whatever status it is in; its

@@ -31,6 +31,13 @@ type Decision struct {
 	// checks are made again when it is applied.
 	Refuse string `json:"-"` // reject the decision with this reason: its payload does not fit the tool
 	Block  string `json:"-"` // apply it, but fail the call with this reason: ToolGate blocks the tool now
+
+	// Dispatcher, when set, is the step worker instance that publishes the
+	// call right after the decision: a call the decision leaves resuming is
+	// marked as being sent by it (ADR 0019), so it needs no mark after its
+	// publish. Only for a call that may be published at once (a step that
+	// runs its calls in parallel); never kept with a held decision.
+	Dispatcher string `json:"-"`
 }
 
 // DecisionOutcome is what ApplyDecision did with a decision.
@@ -165,7 +172,7 @@ func (s *Store) ApplyDecisionAndSchedule(ctx context.Context, runID string, d De
 	for _, ev := range evs {
 		args = append(args, ev.args()...)
 	}
-	args = append(args, decidableCalls(), plainReason(d.Refuse), d.Block)
+	args = append(args, decidableCalls(), plainReason(d.Refuse), d.Block, d.Dispatcher)
 	what := fmt.Sprintf("apply decision %s to call %s of run %s", d.ID, d.CallID, runID)
 	v, err := s.eval(ctx, s.scripts.applyDecision, what, s.decisionKeys(runID, d.CallID), args...)
 	if err != nil {

@@ -213,6 +213,28 @@ var decisionCases = []contractCase{
 			t.Fatalf("with the right hash: %+v", res)
 		}
 	}},
+	{"a_resume_with_a_dispatcher_marks_the_call_as_being_sent_by_it", func(t *testing.T, f *fixture) {
+		f.parked(t, "r1", pipeline.ResumeReplay, at(2), "c1", "c2")
+		d := resume("d1", "c1")
+		d.Dispatcher = "w-x"
+		res := f.decide(t, "r1", d, at(3))
+		if res.Outcome != store.DecisionApplied || res.Call.Status != pipeline.CallResuming ||
+			res.Call.DispatchedBy != "w-x" || !res.Call.DispatchedAt.Equal(at(3)) {
+			t.Fatalf("result = %+v; want the call resuming, marked as being sent by w-x at 3s", res)
+		}
+		// Without a dispatcher the call is left unmarked: its reconcile
+		// publishes it, then marks it.
+		if res = f.decide(t, "r1", resume("d2", "c2"), at(4)); res.Call.DispatchedBy != "" || !res.Call.DispatchedAt.IsZero() {
+			t.Fatalf("result = %+v; want the call unmarked", res)
+		}
+		// The worker takes the mark back when it could not publish.
+		if err := f.st.ClearDispatched(f.ctx, "r1", []pipeline.ToolCall{f.call(t, "r1", "c1")}); err != nil {
+			t.Fatal(err)
+		}
+		if c := f.call(t, "r1", "c1"); c.DispatchedBy != "" || !c.DispatchedAt.IsZero() {
+			t.Fatalf("call after the take-back = %+v", c)
+		}
+	}},
 	{"an_early_decision_is_held_and_applied_once_the_call_parks", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1", "c1")
 		res, err := f.st.ApplyDecision(f.ctx, "r1", resume("d1", "c1"), at(60), at(3))

@@ -13,7 +13,9 @@
 --       25 statuses a decision applies to (",suspended,"), derived from
 --       the transition table, 26 why to reject a resume ("" none: its
 --       payload fits the tool), 27 why ToolGate blocks a resumed call (""
---       none): the decision applies, the call fails with it
+--       none): the decision applies, the call fails with it, 28 the
+--       worker that publishes a call left resuming right after ("" none):
+--       the call is marked as being sent by it (outbox.go, beingSentMark)
 -- A resume goes suspended -> resuming, as the table says; in
 -- use_decision_as_result mode the call then completes at once, resuming ->
 -- succeeded: decision.applied reports resuming, tool_call.finished
@@ -125,6 +127,10 @@ else
     -- a new execution, not a retry of the one that parked
     fields[#fields + 1] = 'attempts'
     fields[#fields + 1] = '0'
+    if ARGV[28] ~= '' then
+      fields[#fields + 1] = 'sent'
+      fields[#fields + 1] = 'd:' .. ARGV[1] .. '@' .. ARGV[9] .. '@' .. ARGV[28]
+    end
   end
 end
 fields[#fields + 1] = 'status'
