@@ -93,25 +93,20 @@ func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
 	} else if err := w.store.ScheduleSweep(ctx, d.RunID, before); err != nil {
 		return err
 	}
-	res, err := w.store.ApplyDecisionAndSchedule(ctx, d.RunID, sd, now.Add(w.settings.DecisionHold.Duration), now, w.sweepAt(before))
-	if err != nil {
-		return err
-	}
-	if res.Outcome != store.DecisionApplied {
-		w.log.Info("decision not applied", "run_id", d.RunID, "call_id", d.CallID, "decision_id", d.DecisionID,
-			"outcome", res.Outcome, "reason", res.Reason)
-	}
-	if res.Call.DispatchedBy != w.instance {
-		return w.reconcile(ctx, d.RunID)
-	}
-	// The call is marked as being sent by this worker (this decision, or
-	// the same one before, whose reconcile failed): this reconcile
-	// publishes it, or takes the mark back so that another one does.
-	snap, err := w.snapshot(ctx, d.RunID)
+	res, snap, err := w.store.ApplyDecisionAndRead(ctx, d.RunID, sd, now.Add(w.settings.DecisionHold.Duration), now,
+		w.sweepAt(before), w.settings.Lease.Duration)
+	// A call marked as being sent by this worker (by this decision, or by
+	// the same one before, whose reconcile failed) is published by this
+	// reconcile, or its mark is taken back so that another one publishes it.
+	mine := res.Call.DispatchedBy == w.instance
 	if err == nil {
-		err = w.reconcileFrom(ctx, &view{Snapshot: snap, mine: true})
+		if res.Outcome != store.DecisionApplied {
+			w.log.Info("decision not applied", "run_id", d.RunID, "call_id", d.CallID, "decision_id", d.DecisionID,
+				"outcome", res.Outcome, "reason", res.Reason)
+		}
+		err = w.reconcileFrom(ctx, &view{Snapshot: snap, mine: mine})
 	}
-	if err != nil {
+	if err != nil && mine {
 		w.unsent.add(d.RunID, []pipeline.ToolCall{res.Call})
 		w.unsent.clear(ctx, w.store, w.log)
 	}

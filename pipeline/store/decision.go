@@ -147,14 +147,37 @@ type (
 // A decision without id, call id or a known action, or with a payload that
 // is not JSON, is ErrInvalid; a JSON null payload counts as none.
 func (s *Store) ApplyDecision(ctx context.Context, runID string, d Decision, holdUntil, now time.Time) (DecisionResult, error) {
-	return s.ApplyDecisionAndSchedule(ctx, runID, d, holdUntil, now, time.Time{})
+	res, err := s.applyDecision(ctx, runID, d, holdUntil, now)
+	if err != nil || res.Outcome != DecisionApplied {
+		return res, err
+	}
+	return res, s.unindexPending(ctx, runID, d.CallID)
 }
 
-// ApplyDecisionAndSchedule is ApplyDecision, then the run's sweep
-// scheduled at sweepAt (as ScheduleSweep; zero: not) in the round trip
-// that takes an applied decision's call out of the pending index: the
-// schedule a decision writes after its write (decide.go says why).
-func (s *Store) ApplyDecisionAndSchedule(ctx context.Context, runID string, d Decision, holdUntil, now, sweepAt time.Time) (DecisionResult, error) {
+// ApplyDecisionAndRead is ApplyDecision for the handler of a decision,
+// which reconciles the run right after: in one round trip after the
+// script, an applied decision's call leaves the pending index, the run's
+// sweep is scheduled at sweepAt (after the write: decide.go says why) and
+// the run's snapshot is read, its outcomes claimed for claim (Snapshot).
+// When the snapshot fails after the decision was applied, the result is
+// returned with the error.
+func (s *Store) ApplyDecisionAndRead(ctx context.Context, runID string, d Decision, holdUntil, now, sweepAt time.Time, claim time.Duration) (DecisionResult, Snapshot, error) {
+	res, err := s.applyDecision(ctx, runID, d, holdUntil, now)
+	if err != nil {
+		return res, Snapshot{}, err
+	}
+	snap, err := s.snapshot(ctx, runID, claim, now, func(p redis.Pipeliner) []redis.Cmder {
+		var cmds []redis.Cmder
+		if res.Outcome == DecisionApplied {
+			cmds = append(cmds, p.ZRem(ctx, s.pendingKey(), pendingMember(runID, d.CallID)))
+		}
+		return append(cmds, p.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(sweepAt)), Member: runID}))
+	})
+	return res, snap, err
+}
+
+// applyDecision runs apply_decision.
+func (s *Store) applyDecision(ctx context.Context, runID string, d Decision, holdUntil, now time.Time) (DecisionResult, error) {
 	d, err := checkDecision(runID, d)
 	if err != nil {
 		return DecisionResult{}, err
@@ -181,23 +204,6 @@ func (s *Store) ApplyDecisionAndSchedule(ctx context.Context, runID string, d De
 	res, err := s.decodeDecisionReply(runID, d.CallID, v)
 	if err != nil {
 		return DecisionResult{}, fmt.Errorf("%s: %w", what, err)
-	}
-	var unindex []string
-	if res.Outcome == DecisionApplied {
-		unindex = []string{d.CallID}
-	}
-	if sweepAt.IsZero() {
-		return res, s.unindexPending(ctx, runID, unindex...)
-	}
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if len(unindex) > 0 {
-			p.ZRem(ctx, s.pendingKey(), pendingMember(runID, d.CallID))
-		}
-		p.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(sweepAt)), Member: runID})
-		return nil
-	})
-	if err != nil {
-		return res, fmt.Errorf("after %s: unindex the call, schedule the run: %w", what, err)
 	}
 	return res, nil
 }

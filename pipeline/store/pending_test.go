@@ -65,19 +65,22 @@ var pendingCases = []contractCase{
 			t.Fatalf("pending index = %v, %v; want the stale entries gone", members, err)
 		}
 	}},
-	{"a_decision_applied_with_a_schedule_leaves_the_index_and_schedules_its_run", func(t *testing.T, f *fixture) {
+	{"a_decision_applied_and_read_leaves_the_index_and_schedules_its_run", func(t *testing.T, f *fixture) {
 		f.parkedAs(t, "r1", "alpha", "echo", at(2), "c1", "c2")
-		res, err := f.st.ApplyDecisionAndSchedule(f.ctx, "r1", resume("d1", "c1"), at(60), at(6), at(40))
+		res, snap, err := f.st.ApplyDecisionAndRead(f.ctx, "r1", resume("d1", "c1"), at(60), at(6), at(40), time.Minute)
 		if err != nil || res.Outcome != store.DecisionApplied {
 			t.Fatalf("apply = %+v, %v", res, err)
 		}
 		wantPending(t, f, store.PendingFilter{}, "r1/c2")
-		if snap, err := f.st.Snapshot(f.ctx, "r1", 0, at(6)); err != nil || !snap.Scheduled.Equal(at(40)) {
-			t.Fatalf("scheduled %v (%v), want %v", snap.Scheduled, err, at(40))
+		// The snapshot read with it sees the decision, its schedule and its
+		// outcome (claimed).
+		if !snap.Scheduled.Equal(at(40)) || snap.Run.Status != pipeline.RunRunning || len(snap.Calls) != 2 ||
+			snap.Calls[0].Status != pipeline.CallResuming || len(snap.Outcomes) != 1 || snap.Outcomes[0].DecisionID != "d1" {
+			t.Fatalf("snapshot %+v", snap)
 		}
 		// Not applied (the same decision again): the call stays indexed,
 		// the run is scheduled all the same.
-		res, err = f.st.ApplyDecisionAndSchedule(f.ctx, "r1", resume("d1", "c2"), at(60), at(7), at(41))
+		res, _, err = f.st.ApplyDecisionAndRead(f.ctx, "r1", resume("d1", "c2"), at(60), at(7), at(41), time.Minute)
 		if err != nil || res.Outcome == store.DecisionApplied {
 			t.Fatalf("a decision id seen before = %+v, %v; want it not applied", res, err)
 		}

@@ -37,6 +37,13 @@ type Snapshot struct {
 // takes them (none while another holds the claim): the caller publishes
 // them and calls OutcomesSent. With 0 they are read as they are.
 func (s *Store) Snapshot(ctx context.Context, runID string, claim time.Duration, now time.Time) (Snapshot, error) {
+	return s.snapshot(ctx, runID, claim, now, nil)
+}
+
+// snapshot is Snapshot with the commands before adds (nil: none) sent
+// ahead of the read, in its round trip; an error of theirs is the
+// snapshot's.
+func (s *Store) snapshot(ctx context.Context, runID string, claim time.Duration, now time.Time, before func(p redis.Pipeliner) []redis.Cmder) (Snapshot, error) {
 	what := "snapshot of run " + runID
 	keys := []string{s.runKey(runID), s.heldKey(runID), s.outcomesKey(runID), s.outcomesClaimKey(runID)}
 	claimMS := int64(0)
@@ -44,10 +51,19 @@ func (s *Store) Snapshot(ctx context.Context, runID string, claim time.Duration,
 		claimMS = max(claim.Milliseconds(), 1)
 	}
 	var sched *redis.FloatCmd
+	var ahead []redis.Cmder
 	v, err := s.evalAmong(ctx, s.scripts.snapshot, keys, []any{outcomesBatch, toMillis(now), claimMS}, func(p redis.Pipeliner, eval func()) {
+		if before != nil {
+			ahead = before(p)
+		}
 		eval()
 		sched = p.ZScore(ctx, s.activeKey(), runID)
 	})
+	for _, c := range ahead {
+		if err == nil && c.Err() != nil {
+			err = c.Err()
+		}
+	}
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("%s: %w", what, err)
 	}
