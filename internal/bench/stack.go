@@ -87,8 +87,6 @@ func (s *stack) await(id string) chan ended {
 	return ch
 }
 
-// batch runs n runs of sc (all at once, or one at a time) and returns the
-// per-step latency of each run and the steps they took.
 // inFlight is a run requested, and where its result's steps arrive.
 type inFlight struct {
 	r    run
@@ -162,6 +160,10 @@ func (s *stack) decide(ctx context.Context, sc Scenario, parked []inFlight, prog
 	return lat, len(parked), nil
 }
 
+// batch runs n runs of sc (all at once, or one at a time) and returns the
+// per-step latency of each run and the steps they took. "All at once" is
+// one requester after the other, about a millisecond a run: 1,000 runs
+// start over about a second.
 func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Writer) ([]time.Duration, int, error) {
 	var lat []time.Duration
 	steps := 0
