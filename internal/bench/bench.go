@@ -132,6 +132,13 @@ type Result struct {
 	RedisBusiestCPUmsPerStep float64 `json:"redis_busiest_primary_cpu_ms_per_step"`
 	RedisPrimaries           int     `json:"redis_primaries"`             // 1 for one server, 0 when the Redis does not say
 	RedisBytesPerParkedCall  float64 `json:"redis_bytes_per_parked_call"` // Redis's used_memory grown per parked call (memory scenario)
+	// ResumedP50ms, ResumedP99ms and AllResumedMs are, for the decisions
+	// scenario, the time from a decision's publish to its run running
+	// again (its run.resumed event), and until the last run was (-1 for
+	// the others).
+	ResumedP50ms float64 `json:"resumed_p50_ms"`
+	ResumedP99ms float64 `json:"resumed_p99_ms"`
+	AllResumedMs float64 `json:"all_resumed_ms"`
 	// LittlesLawFraction is steps_per_s over the most a model latency
 	// allows: runs in flight / latency (llm-bound scenario; -1 otherwise).
 	LittlesLawFraction float64 `json:"littles_law_fraction"`
@@ -246,6 +253,9 @@ func (r Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "  Redis CPU %.3f ms a step, %.3f on the busiest of %d primaries", s.RedisCPUmsPerStep, s.RedisBusiestCPUmsPerStep, s.RedisPrimaries)
 		} else if s.RedisPrimaries == 1 {
 			fmt.Fprintf(w, "  Redis CPU %.3f ms a step", s.RedisCPUmsPerStep)
+		}
+		if s.AllResumedMs >= 0 {
+			fmt.Fprintf(w, "  resumed p50 %.1f ms p99 %.1f ms, all in %.0f ms", s.ResumedP50ms, s.ResumedP99ms, s.AllResumedMs)
 		}
 		if s.LittlesLawFraction >= 0 {
 			fmt.Fprintf(w, "  %3.0f %% of the Little's-law bound", 100*s.LittlesLawFraction)

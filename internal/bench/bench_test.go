@@ -33,8 +33,12 @@ func TestBench_reports_every_field_of_each_scenario(t *testing.T) {
 	if mem := rep.Scenarios[2]; mem.RedisBytesPerParkedCall == -1 || mem.Steps != 3 {
 		t.Errorf("memory: %+v", mem)
 	}
-	if dec := rep.Scenarios[3]; dec.Steps != 3 || dec.P50ms <= 0 || dec.RedisRoundTripsPerStep <= 0 {
+	if dec := rep.Scenarios[3]; dec.Steps != 3 || dec.P50ms <= 0 || dec.RedisRoundTripsPerStep <= 0 ||
+		dec.ResumedP50ms <= 0 || dec.ResumedP99ms < dec.ResumedP50ms || dec.AllResumedMs < dec.ResumedP99ms || dec.ResumedP99ms > dec.P99ms {
 		t.Errorf("decisions: %+v", dec)
+	}
+	if lat := rep.Scenarios[0]; lat.ResumedP50ms != -1 || lat.AllResumedMs != -1 {
+		t.Errorf("latency reports resume times: %+v", lat)
 	}
 	if llm := rep.Scenarios[4]; llm.Steps != 9 || llm.LittlesLawFraction <= 0 || llm.LittlesLawFraction > 1 {
 		t.Errorf("llm-bound: %+v", llm)

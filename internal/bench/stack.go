@@ -103,7 +103,7 @@ func (s *stack) run(ctx context.Context, sc Scenario, n int, progress io.Writer)
 	if err != nil {
 		return nil, 0, err
 	}
-	return s.decide(ctx, sc, parked, progress)
+	return s.decide(ctx, sc, parked, make([]time.Time, len(parked)), progress)
 }
 
 // park requests n runs of sc and waits until each waits for its decision.
@@ -130,8 +130,7 @@ func (s *stack) park(ctx context.Context, sc Scenario, n int) ([]inFlight, error
 // outside system would, and waits for their results; each latency is from
 // its decision's publish to its run's result, and each run counts the one
 // step the decision let it take.
-func (s *stack) decide(ctx context.Context, sc Scenario, parked []inFlight, progress io.Writer) ([]time.Duration, int, error) {
-	sent := make([]time.Time, len(parked))
+func (s *stack) decide(ctx context.Context, sc Scenario, parked []inFlight, sent []time.Time, progress io.Writer) ([]time.Duration, int, error) {
 	for i, f := range parked {
 		sent[i] = time.Now()
 		if err := topics.Publish(s.stack.Publisher, s.stack.Names.Decisions(), topics.Decision{
@@ -240,8 +239,9 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	var lat []time.Duration
 	var steps int
 	var err error
+	sent := make([]time.Time, len(parked)) // when each parked run's decision was published
 	if sc.decides {
-		lat, steps, err = s.decide(ctx, sc, parked, progress)
+		lat, steps, err = s.decide(ctx, sc, parked, sent, progress)
 	} else {
 		lat, steps, err = s.batch(ctx, sc, n, progress)
 	}
@@ -260,6 +260,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		RedisRoundTripsPerStep: per(float64(s.trips.Count())), KafkaPublishesPerStep: per(float64(s.pubs.Count() - int64(n))),
 		AllocBytesPerStep:    per(float64(m1.TotalAlloc - m0.TotalAlloc)),
 		RedisCommandsPerStep: -1, RedisCPUmsPerStep: -1, RedisBusiestCPUmsPerStep: -1, RedisBytesPerParkedCall: -1, LittlesLawFraction: -1,
+		ResumedP50ms: -1, ResumedP99ms: -1, AllResumedMs: -1,
 		samples: lat,
 	}
 	if sc.latency > 0 {
@@ -273,10 +274,37 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 			res.RedisBusiestCPUmsPerStep = max(res.RedisBusiestCPUmsPerStep, per((cpu-before.NodeCPU[node])*1000))
 		}
 	}
+	if sc.decides { // after the counts: the event reads are the bench's, not the pipeline's
+		resumed, err := s.resumed(ctx, parked, sent)
+		if err != nil {
+			return Result{}, err
+		}
+		res.ResumedP50ms, res.ResumedP99ms = percentile(resumed, 0.50), percentile(resumed, 0.99)
+		res.AllResumedMs = float64(slices.Max(resumed).Microseconds()) / 1000
+	}
 	if sc.parks && before.OK && after.OK {
 		res.RedisBytesPerParkedCall = float64(after.UsedMemory-before.UsedMemory) / float64(n*sc.calls)
 	}
 	return res, nil
+}
+
+// resumed reads, from each decided run's event log, how long after its
+// decision was published (sent) the run was running again: its
+// run.resumed event.
+func (s *stack) resumed(ctx context.Context, parked []inFlight, sent []time.Time) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, len(parked))
+	for i, f := range parked {
+		evs, err := s.stack.Store.Events(ctx, f.r.id, "", 1000)
+		if err != nil {
+			return nil, err
+		}
+		at := slices.IndexFunc(evs, func(e pipeline.Event) bool { return e.Type == pipeline.EventRunResumed })
+		if at < 0 {
+			return nil, fmt.Errorf("run %s has no run.resumed event after its decision", f.r.id)
+		}
+		out = append(out, evs[at].At.Sub(sent[i]))
+	}
+	return out, nil
 }
 
 // awaitWaiting polls the run until it waits for a decision, and reports
