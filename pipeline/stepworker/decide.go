@@ -28,8 +28,11 @@ import (
 // whole run. A decision for an unknown run goes to the dead-letter topic.
 //
 // Whatever the outcome, a duplicate included, the run is rescheduled and
-// reconciled: a decision redelivered after its first handler died between
-// applying it and publishing the resumed call publishes it now.
+// reconciled, on the pool once the decision is applied, so the partition's
+// next decision does not wait for it: a decision redelivered after its
+// first handler died between applying it and publishing the resumed call
+// publishes it now; a handler that dies after the decision was
+// acknowledged leaves the run scheduled for the sweeper, a lease later.
 //
 // With decisions.require_signature, a decision whose signature does not
 // verify is refused first (outcome rejected, reason "signature"), before
@@ -93,24 +96,49 @@ func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
 	} else if err := w.store.ScheduleSweep(ctx, d.RunID, before); err != nil {
 		return err
 	}
-	res, snap, err := w.store.ApplyDecisionAndRead(ctx, d.RunID, sd, now.Add(w.settings.DecisionHold.Duration), now,
-		w.sweepAt(before), w.settings.Lease.Duration)
-	// A call marked as being sent by this worker (by this decision, or by
-	// the same one before, whose reconcile failed) is published by this
-	// reconcile, or its mark is taken back so that another one publishes it.
-	mine := res.Call.DispatchedBy == w.instance
-	if err == nil {
-		if res.Outcome != store.DecisionApplied {
-			w.log.Info("decision not applied", "run_id", d.RunID, "call_id", d.CallID, "decision_id", d.DecisionID,
-				"outcome", res.Outcome, "reason", res.Reason)
-		}
-		err = w.reconcileFrom(ctx, &view{Snapshot: snap, mine: mine})
+	slot, err := w.pool.Take(ctx) // before the write: a full pool holds the partition back
+	if err != nil {
+		return err // stopping: the message comes back to whoever owns the partition next
 	}
-	if err != nil && mine {
+	res, err := w.store.ApplyDecisionFirst(ctx, d.RunID, sd, now.Add(w.settings.DecisionHold.Duration), now)
+	if err != nil {
+		slot.Release()
+		return err
+	}
+	if res.Outcome != store.DecisionApplied {
+		w.log.Info("decision not applied", "run_id", d.RunID, "call_id", d.CallID, "decision_id", d.DecisionID,
+			"outcome", res.Outcome, "reason", res.Reason)
+	}
+	after := w.sweepAt(before)
+	slot.Go(func() { w.afterDecision(d, res, after) })
+	return nil
+}
+
+// afterDecision reconciles the run of an applied (or refused, or held)
+// decision, on the pool, so that the decision's partition goes on to its
+// next message: the decision's writes to the global indexes and the
+// reconcile's read share a round trip (ReadAfterDecision). It publishes the
+// calls this worker marked as being sent (mine: the decision's resumed
+// call among them); when it fails, it takes the decision's mark back, so
+// another reconcile publishes the call, and leaves the run to the sweeper,
+// which finds it at its first schedule.
+func (w *Worker) afterDecision(d topics.Decision, res store.DecisionResult, sweepAt time.Time) {
+	ctx := w.ctx
+	snap, err := w.store.ReadAfterDecision(ctx, d.RunID, d.CallID, res.Outcome == store.DecisionApplied, sweepAt,
+		w.settings.Lease.Duration, w.now())
+	if err == nil {
+		err = w.reconcileFrom(ctx, &view{Snapshot: snap, mine: true})
+	}
+	if err == nil {
+		return
+	}
+	if res.Call.DispatchedBy == w.instance {
 		w.unsent.add(d.RunID, []pipeline.ToolCall{res.Call})
 		w.unsent.clear(ctx, w.store, w.log)
 	}
-	return err
+	if !errors.Is(err, store.ErrNotFound) {
+		w.log.Error("reconcile after a decision; the sweeper will", "run_id", d.RunID, "decision_id", d.DecisionID, "error", err)
+	}
 }
 
 // cancelRun ends a run cancelled, from whatever status it is in; its

@@ -93,7 +93,8 @@ var _ interface {
 	RenewCallLease(ctx context.Context, runID, callID string, lease Lease) error
 	FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (pipeline.ToolCall, bool, error)
 	ApplyDecision(ctx context.Context, runID string, d Decision, holdUntil, now time.Time) (DecisionResult, error)
-	ApplyDecisionAndRead(ctx context.Context, runID string, d Decision, holdUntil, now, sweepAt time.Time, claim time.Duration) (DecisionResult, Snapshot, error)
+	ApplyDecisionFirst(ctx context.Context, runID string, d Decision, holdUntil, now time.Time) (DecisionResult, error)
+	ReadAfterDecision(ctx context.Context, runID, callID string, applied bool, sweepAt time.Time, claim time.Duration, now time.Time) (Snapshot, error)
 	HeldDecisions(ctx context.Context, runID string) ([]HeldDecision, error)
 	DropHeld(ctx context.Context, runID, callID, decisionID, reason string, now time.Time) error
 	ListPending(ctx context.Context, f PendingFilter) ([]PendingCall, error)

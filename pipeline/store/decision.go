@@ -154,26 +154,27 @@ func (s *Store) ApplyDecision(ctx context.Context, runID string, d Decision, hol
 	return res, s.unindexPending(ctx, runID, d.CallID)
 }
 
-// ApplyDecisionAndRead is ApplyDecision for the handler of a decision,
-// which reconciles the run right after: in one round trip after the
-// script, an applied decision's call leaves the pending index, the run's
-// sweep is scheduled at sweepAt (after the write: decide.go says why) and
-// the run's snapshot is read, its outcomes claimed for claim (Snapshot).
-// When the snapshot fails after the decision was applied, the result is
-// returned with the error.
-func (s *Store) ApplyDecisionAndRead(ctx context.Context, runID string, d Decision, holdUntil, now, sweepAt time.Time, claim time.Duration) (DecisionResult, Snapshot, error) {
-	res, err := s.applyDecision(ctx, runID, d, holdUntil, now)
-	if err != nil {
-		return res, Snapshot{}, err
-	}
-	snap, err := s.snapshot(ctx, runID, claim, now, func(p redis.Pipeliner) []redis.Cmder {
+// ApplyDecisionFirst is ApplyDecision without the write to the pending
+// index that follows its script: for the handler of a decision, which makes
+// it with ReadAfterDecision, in the round trip of its reconcile's read.
+func (s *Store) ApplyDecisionFirst(ctx context.Context, runID string, d Decision, holdUntil, now time.Time) (DecisionResult, error) {
+	return s.applyDecision(ctx, runID, d, holdUntil, now)
+}
+
+// ReadAfterDecision reads the run as Snapshot does, its outcomes claimed
+// for claim, after a decision applied with ApplyDecisionFirst, with the
+// decision's writes to the global indexes ahead of the read in its round
+// trip: an applied decision's call (callID) leaves the pending index, and
+// the run's sweep is scheduled at sweepAt (after the decision's write:
+// stepworker/decide.go says why).
+func (s *Store) ReadAfterDecision(ctx context.Context, runID, callID string, applied bool, sweepAt time.Time, claim time.Duration, now time.Time) (Snapshot, error) {
+	return s.snapshot(ctx, runID, claim, now, func(p redis.Pipeliner) []redis.Cmder {
 		var cmds []redis.Cmder
-		if res.Outcome == DecisionApplied {
-			cmds = append(cmds, p.ZRem(ctx, s.pendingKey(), pendingMember(runID, d.CallID)))
+		if applied {
+			cmds = append(cmds, p.ZRem(ctx, s.pendingKey(), pendingMember(runID, callID)))
 		}
 		return append(cmds, p.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(sweepAt)), Member: runID}))
 	})
-	return res, snap, err
 }
 
 // applyDecision runs apply_decision.

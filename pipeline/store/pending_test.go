@@ -67,11 +67,21 @@ var pendingCases = []contractCase{
 	}},
 	{"a_decision_applied_and_read_leaves_the_index_and_schedules_its_run", func(t *testing.T, f *fixture) {
 		f.parkedAs(t, "r1", "alpha", "echo", at(2), "c1", "c2")
-		res, snap, err := f.st.ApplyDecisionAndRead(f.ctx, "r1", resume("d1", "c1"), at(60), at(6), at(40), time.Minute)
+		res, err := f.st.ApplyDecisionFirst(f.ctx, "r1", resume("d1", "c1"), at(60), at(6))
 		if err != nil || res.Outcome != store.DecisionApplied {
 			t.Fatalf("apply = %+v, %v", res, err)
 		}
-		wantPending(t, f, store.PendingFilter{}, "r1/c2")
+		pending := f.prefix + ":pending"
+		if members, err := f.rdb.ZRange(f.ctx, pending, 0, -1).Result(); err != nil || len(members) != 2 {
+			t.Fatalf("pending index = %v, %v; want both calls until the read after the decision", members, err)
+		}
+		snap, err := f.st.ReadAfterDecision(f.ctx, "r1", "c1", true, at(40), time.Minute, at(6))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if members, err := f.rdb.ZRange(f.ctx, pending, 0, -1).Result(); err != nil || len(members) != 1 || members[0] != "{r1}c2" {
+			t.Fatalf("pending index = %v, %v; want the decided call gone", members, err)
+		}
 		// The snapshot read with it sees the decision, its schedule and its
 		// outcome (claimed).
 		if !snap.Scheduled.Equal(at(40)) || snap.Run.Status != pipeline.RunRunning || len(snap.Calls) != 2 ||
@@ -80,9 +90,12 @@ var pendingCases = []contractCase{
 		}
 		// Not applied (the same decision again): the call stays indexed,
 		// the run is scheduled all the same.
-		res, _, err = f.st.ApplyDecisionAndRead(f.ctx, "r1", resume("d1", "c2"), at(60), at(7), at(41), time.Minute)
+		res, err = f.st.ApplyDecisionFirst(f.ctx, "r1", resume("d1", "c2"), at(60), at(7))
 		if err != nil || res.Outcome == store.DecisionApplied {
 			t.Fatalf("a decision id seen before = %+v, %v; want it not applied", res, err)
+		}
+		if _, err := f.st.ReadAfterDecision(f.ctx, "r1", "c2", false, at(41), time.Minute, at(7)); err != nil {
+			t.Fatal(err)
 		}
 		wantPending(t, f, store.PendingFilter{}, "r1/c2")
 		if snap, err := f.st.Snapshot(f.ctx, "r1", 0, at(7)); err != nil || !snap.Scheduled.Equal(at(41)) {
