@@ -96,7 +96,7 @@ func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
 	} else if err := w.store.ScheduleSweep(ctx, d.RunID, before); err != nil {
 		return err
 	}
-	slot, err := w.pool.Take(ctx) // before the write: a full pool holds the partition back
+	slot, err := w.decided.Take(ctx) // before the write: a full pool holds the partition back
 	if err != nil {
 		return err // stopping: the message comes back to whoever owns the partition next
 	}
@@ -115,8 +115,9 @@ func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
 }
 
 // afterDecision reconciles the run of an applied (or refused, or held)
-// decision, on the pool, so that the decision's partition goes on to its
-// next message: the decision's writes to the global indexes and the
+// decision, on the decisions' pool (not the inference pool: it runs no
+// inference, and must not wait behind slow models), so that the decision's
+// partition goes on to its next message: the decision's writes to the global indexes and the
 // reconcile's read share a round trip (ReadAfterDecision). It publishes the
 // calls this worker marked as being sent (mine: the decision's resumed
 // call among them); when it fails, it takes the decision's mark back, so

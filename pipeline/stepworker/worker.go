@@ -35,6 +35,7 @@ type Worker struct {
 	now        func() time.Time
 	log        *slog.Logger
 	pool       *worker.Pool
+	decided    *worker.Pool // the reconciles after decisions (decide.go): no inference, so no inference slot
 	claims     *worker.Claims
 	models     *models
 	conditions conditions
@@ -104,6 +105,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		now:        cfg.Now,
 		log:        cfg.Logger.With("worker_id", cfg.WorkerID),
 		pool:       pool,
+		decided:    worker.NewPool(s.Concurrency),
 		claims:     worker.NewClaims(cfg.WorkerID),
 		models:     models,
 		conditions: conds,
@@ -113,8 +115,11 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	}, nil
 }
 
-// Wait blocks until the work handed to the pool so far has returned.
-func (w *Worker) Wait() { w.pool.Wait() }
+// Wait blocks until the work handed to the pools so far has returned.
+func (w *Worker) Wait() {
+	w.pool.Wait()
+	w.decided.Wait()
+}
 
 // Drain is the end of a graceful shutdown, called once the handlers get no
 // more messages: it waits up to grace for the inference in flight to commit,
@@ -122,6 +127,7 @@ func (w *Worker) Wait() { w.pool.Wait() }
 // another worker takes it over at once) and returns when nothing runs.
 func (w *Worker) Drain(grace time.Duration) {
 	worker.Drain(w.pool, grace, w.cancel)
+	w.decided.Wait() // a few round trips each; abandoned too once the inference was
 }
 
 func (w *Worker) lease(owner string, now time.Time) store.Lease {
