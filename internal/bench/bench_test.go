@@ -110,7 +110,10 @@ func TestBench_counts_every_primary_of_a_cluster(t *testing.T) {
 	if one.RedisPrimaries != 1 || three.RedisPrimaries != 3 {
 		t.Fatalf("primaries: %d on one server, %d on the cluster", one.RedisPrimaries, three.RedisPrimaries)
 	}
-	if three.RedisCommandsPerStep < one.RedisCommandsPerStep-1 || three.RedisCommandsPerStep > one.RedisCommandsPerStep+1 {
+	// Nine steps each: a sweeper tick more on one side moves the count a
+	// step by one or two; reading one primary of three would cut it to a
+	// third.
+	if ratio := three.RedisCommandsPerStep / one.RedisCommandsPerStep; ratio < 0.8 || ratio > 1.25 {
 		t.Errorf("commands a step: %.1f on one server, %.1f on three primaries", one.RedisCommandsPerStep, three.RedisCommandsPerStep)
 	}
 	if three.RedisBusiestCPUmsPerStep <= 0 || three.RedisBusiestCPUmsPerStep >= three.RedisCPUmsPerStep {
