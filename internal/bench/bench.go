@@ -41,9 +41,8 @@ var Scenarios = []Scenario{
 		model: threeQuickSteps, steps: 3, calls: 4, sequential: true, defaultRuns: 50},
 	{Name: "fanout", What: "runs of one step of 20 no-op calls all at once: calls per second",
 		model: wideStep(20), steps: 2, calls: 20, defaultRuns: 50},
-	{Name: "memory", What: "runs that park a call for approval, all at once: the Redis memory a parked call holds",
-		model: `{"provider":"script","turns":[{"text":"needs approval","tool_calls":[{"name":"approve","arguments":{"amount":120}}]},{"text":"done"}]}`,
-		steps: 1, calls: 1, parks: true, defaultRuns: 200},
+	{Name: "memory", What: "runs of an agent that park a call for approval, all at once: the Redis memory a parked call holds",
+		agent: "approver", steps: 1, calls: 1, parks: true, defaultRuns: 200},
 	{Name: "llm-bound", What: "runs on a model that takes 500 ms a step, all at once: the share of the Little's-law bound reached",
 		agent: "llm", latency: 500 * time.Millisecond, steps: 3, calls: 2, defaultRuns: 1000},
 	{Name: "decisions", What: "runs parked on a call, then all decided at once: from a decision's publish to its run's result",
@@ -81,6 +80,9 @@ agents:
   llm:
     model: {provider: synthetic, latency_ms: 500, tool_calls_per_step: 1, tool: echo, steps: 2}
     tools: [echo]
+  approver:
+    model: {provider: script, turns: [{text: needs approval, tool_calls: [{name: approve, arguments: {amount: 120}}]}, {text: done}]}
+    tools: [approve]
 tools:
   approve: {executor: {builtin: echo}, permission: ask}
 `
