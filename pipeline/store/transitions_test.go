@@ -80,15 +80,13 @@ var statusWrites = map[string]scriptWrites{
 	},
 	"commit_step.lua": {
 		sites: []string{
-			"HDEL KEYS[#KEYS] ARGV[i]", "HSET KEYS[#KEYS] ARGV[i]", // the plugin state hash
 			"HSET KEYS[4 + i] unpack(ARGV, c.fields, c.fields + c.nfields - 1)", // a new call hash (callFields), in ToolGate's status
-			"HSET KEYS[1] unpack(tokens)", // the run's token and cost totals and its open count
+			"HSET KEYS[1] unpack(set)", // the run: its step's state and lease, its totals, its open count
 		},
 		call: []string{"→new", "→suspended", "→succeeded", "→failed", "→cancelled"},
 	},
 	"end_step.lua": {
 		sites: []string{
-			"HDEL KEYS[#KEYS] ARGV[i]", "HSET KEYS[#KEYS] ARGV[i]", // the plugin state hash
 			"HSET KEYS[1] status='done'",
 		},
 		run: []string{"running→done"},
@@ -117,7 +115,7 @@ var statusWrites = map[string]scriptWrites{
 	"finish_call.lua": {
 		sites: []string{
 			"HSET KEYS[1] status=ARGV[3]", // the outcome, checked in Go (checkOutcome)
-			"HSET KEYS[1] unpack(ARGV, 10)", // the parking fields (parkingFields)
+			"HSET KEYS[1] unpack(fields)", // the parking fields (parkingFields)
 		},
 		call: []string{"running→succeeded", "running→failed", "running→suspended"},
 	},
@@ -142,9 +140,7 @@ var statusWrites = map[string]scriptWrites{
 		sites: []string{
 			"PEXPIRE base .. k retention_ms", "PEXPIRE list retention_ms", "PEXPIRE base .. 'call:' .. id retention_ms",
 			"PEXPIRE key ttl", "RESTORE stream ttl dump 'REPLACE'",
-			// hset writes what its callers give it; the scanner reads
-			// each call of it as the HSET it makes.
-			"HSET key ...",
+			"HDEL state ARGV[i]", "HSET state ARGV[i]", // set_state: the plugin state hash
 		},
 	},
 	"mark_sent.lua": {
@@ -209,9 +205,6 @@ redis.call('HSET', KEYS[4], ARGV[1], 'done')
 redis.call('RENAME', KEYS[1], KEYS[5])
 redis.call(ARGV[2], KEYS[1], 'x')
 redis.call('XADD', KEYS[6], '*', 'e', 'redis.call(\'HSET\', KEYS[1], \'status\', 1)')
-local function hset(key, h, ...) end
-hset(KEYS[7], run, 'step', '1', 'status', 'done')
-hset(KEYS[7], run, 'step', '2')
 `
 	got, err := scanStatusWrites(src)
 	if err != nil {
@@ -219,12 +212,12 @@ hset(KEYS[7], run, 'step', '2')
 	}
 	want := []string{
 		`HSET KEYS[1] status=x`, `HSET KEYS[2] unpack(fields)`, `HDEL KEYS[3] status`,
-		`HSET KEYS[4] ARGV[1]`, `RENAME KEYS[1] KEYS[5]`, `CALL ARGV[2]`, `HSET KEYS[7] status='done'`,
+		`HSET KEYS[4] ARGV[1]`, `RENAME KEYS[1] KEYS[5]`, `CALL ARGV[2]`,
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("sites = %q, want %q", got, want)
 	}
-	for _, bad := range []string{"local c = redis.call\nc('HSET', KEYS[1], 'status', 'x')", "local s = [[x]]", "local w = hset\nw(KEYS[1], h, 'status', 'x')"} {
+	for _, bad := range []string{"local c = redis.call\nc('HSET', KEYS[1], 'status', 'x')", "local s = [[x]]"} {
 		if _, err := scanStatusWrites(bad); err == nil {
 			t.Errorf("scanStatusWrites(%q) passed; it cannot see the writes there", bad)
 		}
@@ -269,16 +262,10 @@ var (
 		"HPEXPIREAT": true, "FLUSHDB": true, "FLUSHALL": true, "SWAPDB": true,
 	}
 	redisCall = regexp.MustCompile(`redis\s*\.\s*p?call\b`)
-	// libHset is lib.lua's hset(key, h, field, value...): an HSET of its
-	// fields (h is the script's table of the hash).
-	libHset = regexp.MustCompile(`\bhset\b`)
-	// libHsetDefinition is where lib.lua defines hset: not a call.
-	libHsetDefinition = regexp.MustCompile(`function\s+$`)
 )
 
 // scanStatusWrites names, in order, each redis.call or redis.pcall of a Lua
-// script, and each call of lib.lua's hset (read as the HSET it makes), that
-// may write a status field:
+// script that may write a status field:
 //
 //	HSET KEYS[1] status='done'    the field 'status' with its value as written
 //	HSET KEYS[2] unpack(fields)   fields the script cannot name (the first one)
@@ -294,36 +281,14 @@ func scanStatusWrites(src string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	type call struct {
-		at, args int  // where the call's name starts, and its arguments
-		hset     bool // lib.lua's hset
-	}
-	var calls []call
-	for _, loc := range redisCall.FindAllStringIndex(code, -1) {
-		calls = append(calls, call{at: loc[0], args: loc[1]})
-	}
-	for _, loc := range libHset.FindAllStringIndex(code, -1) {
-		before := strings.TrimRight(code[:loc[0]], " \t\r\n")
-		if libHsetDefinition.MatchString(code[:loc[0]]) || strings.HasSuffix(before, ".") || strings.HasSuffix(before, ":") {
-			continue
-		}
-		calls = append(calls, call{at: loc[0], args: loc[1], hset: true})
-	}
-	sort.Slice(calls, func(i, j int) bool { return calls[i].at < calls[j].at })
 	var sites []string
-	for _, c := range calls {
-		if inString[c.at] {
+	for _, loc := range redisCall.FindAllStringIndex(code, -1) {
+		if inString[loc[0]] {
 			continue
 		}
-		args, err := callArgs(code, inString, c.args)
+		args, err := callArgs(code, inString, loc[1])
 		if err != nil {
-			return nil, fmt.Errorf("at byte %d: %w", c.at, err)
-		}
-		if c.hset {
-			if len(args) < 2 {
-				return nil, fmt.Errorf("at byte %d: hset needs a key and a table", c.at)
-			}
-			args = append([]string{"'HSET'", args[0]}, args[2:]...)
+			return nil, fmt.Errorf("at byte %d: %w", loc[0], err)
 		}
 		if site := statusSite(args); site != "" {
 			sites = append(sites, site)

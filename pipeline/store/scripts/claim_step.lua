@@ -4,11 +4,11 @@
 --       JSON, 6..9 step.started and step.retried JSON around the attempt
 --       number (before, after, before, after)
 -- Returns the run hash.
-local run = read_hash(KEYS[1])
-if not run then
+local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state', 'lease_owner', 'lease_until', 'attempts')
+local status, step, state = run[1], run[2], run[3]
+if not status then
   return redis.error_reply('NOT_FOUND run')
 end
-local status, step, state = run.status, run.step, run.step_state
 if status == 'done' or status == 'waiting' then
   return redis.error_reply('STALE run is ' .. status)
 end
@@ -18,15 +18,15 @@ end
 if state == 'tools' then
   return redis.error_reply('STALE step ' .. step .. ' is already committed')
 end
-if state == 'inferring' and (tonumber(run.lease_until) or 0) > tonumber(ARGV[4]) then
-  return redis.error_reply('LEASE_HELD step ' .. step .. ' is held by ' .. (run.lease_owner or '') .. ' until ' .. run.lease_until)
+if state == 'inferring' and (tonumber(run[5]) or 0) > tonumber(ARGV[4]) then
+  return redis.error_reply('LEASE_HELD step ' .. step .. ' is held by ' .. (run[4] or '') .. ' until ' .. run[5])
 end
 if status == 'created' then
-  hset(KEYS[1], run, 'status', 'running')
+  redis.call('HSET', KEYS[1], 'status', 'running')
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[5])
 end
-local n = (tonumber(run.attempts) or 0) + 1
-hset(KEYS[1], run, 'attempts', tostring(n), 'step_state', 'inferring', 'lease_owner', ARGV[2],
+local n = (tonumber(run[6]) or 0) + 1
+redis.call('HSET', KEYS[1], 'attempts', n, 'step_state', 'inferring', 'lease_owner', ARGV[2],
   'lease_until', ARGV[3], 'updated_at', ARGV[4])
 local ev
 if n > 1 then
@@ -35,4 +35,4 @@ else
   ev = ARGV[6] .. n .. ARGV[7]
 end
 redis.call('XADD', KEYS[2], '*', 'e', ev)
-return flat(run)
+return redis.call('HGETALL', KEYS[1])

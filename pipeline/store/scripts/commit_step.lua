@@ -13,11 +13,12 @@
 --       order: id, n, n HSET arguments (the whole call hash), m, m event
 --       JSON (tool_call.created and what follows it), then k state updates as key, value pairs ("" deletes) and last k
 -- Returns {run hash}; the calls are as the caller wrote them.
-local run = read_hash(KEYS[1])
-if not run then
+local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state', 'lease_owner', 'in_tok', 'out_tok', 'cost',
+  'delta_from')
+local status, step, state, owner = run[1], run[2], run[3], run[4]
+if not status then
   return redis.error_reply('NOT_FOUND run')
 end
-local status, step, state, owner = run.status, run.step, run.step_state, run.lease_owner
 if tonumber(step) ~= tonumber(ARGV[1]) then
   return redis.error_reply('STALE run is at step ' .. step)
 end
@@ -52,26 +53,20 @@ for i, c in ipairs(calls) do
   end
 end
 redis.call('RPUSH', KEYS[3], ARGV[7])
-redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
-trim_deltas(KEYS[1], run, KEYS[2])
-for i = argEnd + 1, #ARGV - 1, 2 do
-  if ARGV[i + 1] == '' then
-    redis.call('HDEL', KEYS[#KEYS], ARGV[i])
-  else
-    redis.call('HSET', KEYS[#KEYS], ARGV[i], ARGV[i + 1])
-  end
+-- The run's fields the commit writes, its totals and open count included,
+-- in one HSET.
+local set = {'step_state', 'tools', 'lease_owner', '', 'lease_until', '0', 'updated_at', ARGV[3],
+  'in_tok', (tonumber(run[5]) or 0) + tonumber(ARGV[5]), 'out_tok', (tonumber(run[6]) or 0) + tonumber(ARGV[6])}
+if ARGV[9] ~= '0' then
+  set[#set + 1], set[#set + 2] = 'cost', (tonumber(run[7]) or 0) + tonumber(ARGV[9])
 end
 -- open: how many calls of a step that runs them in parallel are in flight
 -- (finish_call counts down, a resume counts up); the call that brings it
 -- to 0 fans in, and the others need not.
-local open = ''
 if ARGV[10] == '' then
-  if run.open then
-    redis.call('HDEL', KEYS[1], 'open')
-    run.open = nil
-  end
+  redis.call('HDEL', KEYS[1], 'open')
 else
-  open = 0
+  local open = 0
   for _, c in ipairs(calls) do
     for j = c.fields, c.fields + c.nfields - 1, 2 do
       if ARGV[j] == 'status' and string.find(ARGV[10], ',' .. ARGV[j + 1] .. ',', 1, true) then
@@ -79,18 +74,13 @@ else
       end
     end
   end
-  open = tostring(open)
+  set[#set + 1], set[#set + 2] = 'open', open
 end
-local tokens = {'in_tok', tostring((tonumber(run.in_tok) or 0) + tonumber(ARGV[5])),
-  'out_tok', tostring((tonumber(run.out_tok) or 0) + tonumber(ARGV[6]))}
-if ARGV[9] ~= '0' then
-  tokens[5], tokens[6] = 'cost', tostring((tonumber(run.cost) or 0) + tonumber(ARGV[9]))
-end
-if open ~= '' then
-  tokens[#tokens + 1], tokens[#tokens + 2] = 'open', open
-end
-hset(KEYS[1], run, 'step_state', 'tools', 'lease_owner', '', 'lease_until', '0', 'updated_at', ARGV[3],
-  unpack(tokens))
+redis.call('HSET', KEYS[1], unpack(set))
+redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
+trim_deltas(KEYS[1], KEYS[2], run[8])
+set_state(KEYS[#KEYS], argEnd + 1, #ARGV - 1)
+local out = {redis.call('HGETALL', KEYS[1])}
 local ids = {}
 for i, c in ipairs(calls) do
   redis.call('HSET', KEYS[4 + i], unpack(ARGV, c.fields, c.fields + c.nfields - 1))
@@ -100,4 +90,4 @@ for i, c in ipairs(calls) do
   end
 end
 rpush(KEYS[4], ids, 1, #ids)
-return {flat(run)}
+return out

@@ -13,11 +13,11 @@
 -- Returns {run hash, held decisions hash}: the decisions still held when
 -- the run ended ({} when it goes on). "RETRY" when the step list is not
 -- what the caller read (it read before the step was committed).
-local run = read_hash(KEYS[1])
-if not run then
+local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state')
+local status, step, state = run[1], run[2], run[3]
+if not status then
   return redis.error_reply('NOT_FOUND run')
 end
-local status, step, state = run.status, run.step, run.step_state
 if status ~= 'running' then
   return redis.error_reply('STALE run is ' .. status)
 end
@@ -45,23 +45,18 @@ for i = 1, n do
     return redis.error_reply('STALE call ' .. ids[i] .. ' is ' .. cs .. ', not terminal')
   end
 end
-for i = argEnd + 1, #ARGV - 1, 2 do
-  if ARGV[i + 1] == '' then
-    redis.call('HDEL', KEYS[#KEYS], ARGV[i])
-  else
-    redis.call('HSET', KEYS[#KEYS], ARGV[i], ARGV[i + 1])
-  end
-end
+set_state(KEYS[#KEYS], argEnd + 1, #ARGV - 1)
 rpush(KEYS[3], ARGV, 11 + n, argEnd)
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
 if ARGV[4] == '1' then
-  hset(KEYS[1], run, 'status', 'done', 'term_reason', ARGV[5], 'term_code', ARGV[6],
+  redis.call('HSET', KEYS[1], 'status', 'done', 'term_reason', ARGV[5], 'term_code', ARGV[6],
     'term_detail', ARGV[7], 'updated_at', ARGV[2])
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[9])
   retire(KEYS[1])
   -- The run's held decisions share its hash tag, so its slot.
-  return {flat(run), redis.call('HGETALL', string.sub(KEYS[1], 1, -4) .. 'held')}
+  return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', string.sub(KEYS[1], 1, -4) .. 'held')}
+else
+  redis.call('HSET', KEYS[1], 'step', tonumber(step) + 1, 'step_state', 'pending', 'attempts', '0',
+    'lease_owner', '', 'lease_until', '0', 'updated_at', ARGV[2])
 end
-hset(KEYS[1], run, 'step', tostring(tonumber(step) + 1), 'step_state', 'pending', 'attempts', '0',
-  'lease_owner', '', 'lease_until', '0', 'updated_at', ARGV[2])
-return {flat(run), {}}
+return {redis.call('HGETALL', KEYS[1]), {}}

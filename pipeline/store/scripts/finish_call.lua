@@ -11,34 +11,38 @@
 -- commit_step.lua): the last of them to finish fans in. A parked call
 -- always fans in (a held decision may wait for it). "RETRY" when the
 -- arguments changed since the caller read them.
-local call = read_hash(KEYS[1])
-if not call then
+local call = redis.call('HMGET', KEYS[1], 'status', 'lease_owner', 'args', 'step')
+if not call[1] then
   return redis.error_reply('NOT_FOUND call')
 end
-if call.status ~= 'running' then
-  return redis.error_reply('STALE call is ' .. call.status)
+if call[1] ~= 'running' then
+  return redis.error_reply('STALE call is ' .. call[1])
 end
-if call.lease_owner ~= ARGV[1] then
-  return redis.error_reply('LEASE_LOST call is held by ' .. (call.lease_owner or ''))
+if call[2] ~= ARGV[1] then
+  return redis.error_reply('LEASE_LOST call is held by ' .. (call[2] or ''))
 end
-if ARGV[8] ~= '' and (call.args or '') ~= ARGV[9] then
+if ARGV[8] ~= '' and (call[3] or '') ~= ARGV[9] then
   return redis.error_reply('RETRY call arguments changed')
 end
-hset(KEYS[1], call, 'status', ARGV[3], 'result', ARGV[4], 'error', ARGV[5], 'lease_owner', '',
+redis.call('HSET', KEYS[1], 'status', ARGV[3], 'result', ARGV[4], 'error', ARGV[5], 'lease_owner', '',
   'lease_until', '0', 'updated_at', ARGV[2])
 if #ARGV > 9 then
-  hset(KEYS[1], call, unpack(ARGV, 10))
+  local fields = {}
+  for i = 10, #ARGV do
+    fields[#fields + 1] = ARGV[i]
+  end
+  redis.call('HSET', KEYS[1], unpack(fields))
 end
-redis.call('XADD', KEYS[2], '*', 'e', ARGV[6] .. call.step .. ARGV[7])
+redis.call('XADD', KEYS[2], '*', 'e', ARGV[6] .. call[4] .. ARGV[7])
 if ARGV[8] ~= '' then
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
 end
 local fanin = 1
 local run = redis.call('HMGET', KEYS[3], 'step', 'open')
-if run[2] and tonumber(run[1]) == tonumber(call.step) then
+if run[2] and tonumber(run[1]) == tonumber(call[4]) then
   local open = redis.call('HINCRBY', KEYS[3], 'open', -1)
   if open > 0 and ARGV[3] ~= 'suspended' then
     fanin = 0
   end
 end
-return {flat(call), fanin}
+return {redis.call('HGETALL', KEYS[1]), fanin}

@@ -84,11 +84,10 @@ end
 
 -- trim_deltas deletes the message.delta events of the run's current step
 -- from its event stream, once the step's turn is committed (its message
--- then holds the whole text): from the first delta's id, which append_delta
--- keeps in the run's delta_from field (h, the run's table, holds it), to
--- the end.
-local function trim_deltas(run, h, events)
-  local from = h.delta_from
+-- then holds the whole text): from the first delta's id, from (which
+-- append_delta keeps in the run's delta_from field; nil or false when the
+-- step streamed nothing), to the end.
+local function trim_deltas(run, events, from)
   if not from then
     return
   end
@@ -107,47 +106,6 @@ local function trim_deltas(run, h, events)
     redis.call('XDEL', events, unpack(ids))
   end
   redis.call('HDEL', run, 'delta_from')
-  h.delta_from = nil
-end
-
--- A script that reads a record, changes some of its fields and replies
--- with it reads it once and writes it once: read_hash makes a table of the
--- hash, hset writes to both, and flat gives the table back as HGETALL
--- would (in another order; the store reads fields by name).
-
--- read_hash returns the hash at key as a table of field → value, nil when
--- there is no such key.
-local function read_hash(key)
-  local all = redis.call('HGETALL', key)
-  if #all == 0 then
-    return nil
-  end
-  local h = {}
-  for i = 1, #all, 2 do
-    h[all[i]] = all[i + 1]
-  end
-  return h
-end
-
--- hset writes field, value pairs (strings) to the hash at key and to h, its
--- table from read_hash. The transition tests read a call of hset as an HSET
--- of its fields (transitions_test.go).
-local function hset(key, h, ...)
-  redis.call('HSET', key, ...)
-  local kv = {...}
-  for i = 1, #kv, 2 do
-    h[kv[i]] = kv[i + 1]
-  end
-end
-
--- flat is the table h as HGETALL replies: field, value, field, value...
-local function flat(h)
-  local all = {}
-  for k, v in pairs(h) do
-    all[#all + 1] = k
-    all[#all + 1] = v
-  end
-  return all
 end
 
 -- rpush appends values[from..to] (a table: ARGV or one of the script's) to
@@ -155,5 +113,17 @@ end
 local function rpush(key, values, from, to)
   for i = from, to, 1000 do
     redis.call('RPUSH', key, unpack(values, i, math.min(i + 999, to)))
+  end
+end
+
+-- set_state applies the plugin state updates in ARGV[from..to], key, value
+-- pairs ("" deletes the key), to the run's plugin state hash, state.
+local function set_state(state, from, to)
+  for i = from, to, 2 do
+    if ARGV[i + 1] == '' then
+      redis.call('HDEL', state, ARGV[i])
+    else
+      redis.call('HSET', state, ARGV[i], ARGV[i + 1])
+    end
   end
 end
