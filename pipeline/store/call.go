@@ -58,7 +58,7 @@ func (s *Store) ClaimCall(ctx context.Context, runID, callID string, lease Lease
 	if err := checkLease(lease, now); err != nil {
 		return pipeline.ToolCall{}, err
 	}
-	attempt, err := newCallAttemptEvents(runID, callID, now)
+	attempt, err := newCallAttemptEvents(callID, now)
 	if err != nil {
 		return pipeline.ToolCall{}, err
 	}
@@ -110,7 +110,7 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 	// script; the script confirms they are unchanged (a decision may have
 	// replaced them since the read), else the read is repeated. Other
 	// outcomes read nothing first.
-	finished, err := newHoledEvent(runID, callID, pipeline.EventToolCallFinished, now, finishedData{
+	finished, err := newHoledEvent(callID, pipeline.EventToolCallFinished, now, finishedData{
 		Status: o.Status, Result: o.Result, Error: o.Error,
 	}, "")
 	if err != nil {
@@ -127,7 +127,7 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 			if err != nil {
 				return pipeline.ToolCall{}, false, err
 			}
-			parked, err := newEvent(runID, step, callID, pipeline.EventToolCallParked, now, p)
+			parked, err := newEvent(step, callID, pipeline.EventToolCallParked, now, p)
 			if err != nil {
 				return pipeline.ToolCall{}, false, err
 			}

@@ -55,7 +55,7 @@ func (s *Store) CancelRun(ctx context.Context, runID, decisionID, by, reason str
 		if err != nil {
 			return pipeline.Run{}, err
 		}
-		finished, err := newEvent(runID, step, "", pipeline.EventRunFinished, now,
+		finished, err := newEvent(step, "", pipeline.EventRunFinished, now,
 			pipeline.Termination{Reason: pipeline.ReasonCancelled, Detail: detail})
 		if err != nil {
 			return pipeline.Run{}, err
@@ -63,7 +63,7 @@ func (s *Store) CancelRun(ctx context.Context, runID, decisionID, by, reason str
 		keys := []string{s.runKey(runID), s.eventsKey(runID), s.stepKey(runID, step), s.decisionsKey(runID), s.heldKey(runID)}
 		args := []any{step, toMillis(now), s.terminalCalls, detail, callErr, finished, len(ids)}
 		for _, id := range ids {
-			ev, err := newEvent(runID, step, id, pipeline.EventToolCallFinished, now, finishedData{
+			ev, err := newEvent(step, id, pipeline.EventToolCallFinished, now, finishedData{
 				Status: pipeline.CallCancelled, Error: callErr,
 			})
 			if err != nil {
@@ -78,7 +78,7 @@ func (s *Store) CancelRun(ctx context.Context, runID, decisionID, by, reason str
 			if err != nil {
 				return pipeline.Run{}, err
 			}
-			ev, err := newEvent(runID, step, callID, pipeline.EventDecisionRejected, now,
+			ev, err := newEvent(step, callID, pipeline.EventDecisionRejected, now,
 				rejectedData{DecisionID: d[0].ID, Reason: "run is done"})
 			if err != nil {
 				return pipeline.Run{}, err

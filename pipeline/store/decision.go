@@ -262,7 +262,7 @@ func decisionEvents(runID string, d Decision, holdUntil, now time.Time) ([]holed
 	}
 	out := make([]holedEvent, 0, len(specs))
 	for _, sp := range specs {
-		ev, err := newHoledEvent(runID, d.CallID, sp.typ, now, sp.data, sp.key)
+		ev, err := newHoledEvent(d.CallID, sp.typ, now, sp.data, sp.key)
 		if err != nil {
 			return nil, err
 		}
@@ -404,7 +404,7 @@ func (s *Store) DropHeld(ctx context.Context, runID, callID, decisionID, reason 
 	if decisionID == "" {
 		return fmt.Errorf("%w: decision without an id", ErrInvalid)
 	}
-	ev, err := newHoledEvent(runID, callID, pipeline.EventDecisionRejected, now,
+	ev, err := newHoledEvent(callID, pipeline.EventDecisionRejected, now,
 		rejectedData{DecisionID: decisionID, Reason: reason}, "")
 	if err != nil {
 		return err

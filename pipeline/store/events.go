@@ -17,10 +17,23 @@ import (
 // without ID (the entry id is the ID).
 const eventField = "e"
 
-// newEvent returns the JSON of one event, as a script appends it. data is
-// marshalled unless nil; a json.RawMessage is taken as it is.
-func newEvent(runID string, step int, callID string, typ pipeline.EventType, now time.Time, data any) (string, error) {
-	ev := pipeline.Event{Type: typ, RunID: runID, Step: step, CallID: callID, At: now.UTC()}
+// storedEvent is an event as its run's stream holds it: without its id
+// (the entry's id is) and without its run id (the stream is the run's;
+// decodeEvents puts both back), so that a run's events do not repeat its id
+// (about 50 bytes an event). Its JSON begins with the type (deltaPrefix).
+type storedEvent struct {
+	Type   pipeline.EventType `json:"type"`
+	Step   int                `json:"step"`
+	CallID string             `json:"call_id,omitempty"`
+	At     time.Time          `json:"at"`
+	Data   json.RawMessage    `json:"data,omitempty"`
+}
+
+// newEvent returns the JSON of one event, as a script appends it to its
+// run's stream (storedEvent). data is marshalled unless nil; a
+// json.RawMessage is taken as it is.
+func newEvent(step int, callID string, typ pipeline.EventType, now time.Time, data any) (string, error) {
+	ev := storedEvent{Type: typ, Step: step, CallID: callID, At: now.UTC()}
 	if data != nil {
 		raw, err := json.Marshal(data)
 		if err != nil {
@@ -59,10 +72,10 @@ type attemptEvents struct {
 
 const attemptHole = `{"attempt":0}`
 
-func newAttemptEvents(runID string, step int, callID string, first, retried pipeline.EventType, now time.Time) (attemptEvents, error) {
+func newAttemptEvents(step int, callID string, first, retried pipeline.EventType, now time.Time) (attemptEvents, error) {
 	var out attemptEvents
 	for i, typ := range []pipeline.EventType{first, retried} {
-		ev, err := newEvent(runID, step, callID, typ, now, json.RawMessage(attemptHole))
+		ev, err := newEvent(step, callID, typ, now, json.RawMessage(attemptHole))
 		if err != nil {
 			return out, err
 		}
@@ -89,10 +102,10 @@ type callAttemptEvents struct {
 	first, retried [3]string // before the step, between step and attempt, after the attempt
 }
 
-func newCallAttemptEvents(runID, callID string, now time.Time) (callAttemptEvents, error) {
+func newCallAttemptEvents(callID string, now time.Time) (callAttemptEvents, error) {
 	var out callAttemptEvents
 	for i, typ := range []pipeline.EventType{pipeline.EventToolCallStarted, pipeline.EventToolCallRetried} {
-		ev, err := newEvent(runID, -1, callID, typ, now, json.RawMessage(attemptHole))
+		ev, err := newEvent(-1, callID, typ, now, json.RawMessage(attemptHole))
 		if err != nil {
 			return out, err
 		}
@@ -120,8 +133,8 @@ func (a callAttemptEvents) args() []any {
 
 // newStepEvent is an event whose step the script fills in from the run
 // record (for operations that do not expect a particular step).
-func newStepEvent(runID string, typ pipeline.EventType, now time.Time, data any) (template, error) {
-	ev, err := newEvent(runID, -1, "", typ, now, data)
+func newStepEvent(typ pipeline.EventType, now time.Time, data any) (template, error) {
+	ev, err := newEvent(-1, "", typ, now, data)
 	if err != nil {
 		return template{}, err
 	}
@@ -140,8 +153,8 @@ type holedEvent []string
 // a hole at the data's string field key, which data must marshal as ""
 // (`"key":""` cannot occur inside a JSON string, its quotes would be
 // escaped there, and the step comes before the data in an event).
-func newHoledEvent(runID, callID string, typ pipeline.EventType, now time.Time, data any, key string) (holedEvent, error) {
-	ev, err := newEvent(runID, -1, callID, typ, now, data)
+func newHoledEvent(callID string, typ pipeline.EventType, now time.Time, data any, key string) (holedEvent, error) {
+	ev, err := newEvent(-1, callID, typ, now, data)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +260,7 @@ func decodeEvents(runID string, msgs []redis.XMessage) ([]pipeline.Event, error)
 		if err := json.Unmarshal([]byte(raw), &ev); err != nil {
 			return nil, fmt.Errorf("decode event %s of run %s: %w", m.ID, runID, err)
 		}
-		ev.ID = m.ID
+		ev.ID, ev.RunID = m.ID, runID
 		out = append(out, ev)
 	}
 	return out, nil

@@ -129,7 +129,7 @@ func lib(retention time.Duration) string {
 // cannot hold it unescaped, so no other event's data can fake it at the
 // start.
 var deltaPrefix = func() string {
-	b, err := json.Marshal(pipeline.Event{Type: pipeline.EventTextDelta})
+	b, err := json.Marshal(storedEvent{Type: pipeline.EventTextDelta})
 	if err != nil {
 		panic(err)
 	}

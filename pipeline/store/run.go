@@ -55,7 +55,7 @@ func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.M
 		ID: run.ID, Agent: run.Agent, Tenant: run.Tenant, Model: run.Model, Metadata: run.Metadata, RequestHash: run.RequestHash, Trace: run.Trace, Batch: run.Batch, BatchBudget: run.BatchBudget,
 		Status: pipeline.RunCreated, StepState: pipeline.StepPending, CreatedAt: now, UpdatedAt: now,
 	}
-	ev, err := newEvent(run.ID, 0, "", pipeline.EventRunCreated, now, map[string]string{"agent": run.Agent})
+	ev, err := newEvent(0, "", pipeline.EventRunCreated, now, map[string]string{"agent": run.Agent})
 	if err != nil {
 		return pipeline.Run{}, false, err
 	}
@@ -164,7 +164,7 @@ func (s *Store) FinishRun(ctx context.Context, runID string, t pipeline.Terminat
 	if err := checkTermination(t); err != nil {
 		return pipeline.Run{}, err
 	}
-	ev, err := newStepEvent(runID, pipeline.EventRunFinished, now, t)
+	ev, err := newStepEvent(pipeline.EventRunFinished, now, t)
 	if err != nil {
 		return pipeline.Run{}, err
 	}

@@ -72,11 +72,11 @@ func (s *Store) claimStepArgs(runID string, step int, lease Lease, now time.Time
 	if err := checkLease(lease, now); err != nil {
 		return nil, nil, err
 	}
-	started, err := newEvent(runID, step, "", pipeline.EventRunStarted, now, nil)
+	started, err := newEvent(step, "", pipeline.EventRunStarted, now, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	attempt, err := newAttemptEvents(runID, step, "", pipeline.EventStepStarted, pipeline.EventStepRetried, now)
+	attempt, err := newAttemptEvents(step, "", pipeline.EventStepStarted, pipeline.EventStepRetried, now)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -102,7 +102,7 @@ func (s *Store) RenewStepLease(ctx context.Context, runID string, step int, leas
 // schedules for until, requests it then. Event step.deferred with data
 // {"until", "reason"}. ErrLeaseLost when owner no longer holds the step.
 func (s *Store) DeferStep(ctx context.Context, runID string, step int, owner string, until time.Time, reason string, now time.Time) error {
-	ev, err := newEvent(runID, step, "", pipeline.EventStepDeferred, now, struct {
+	ev, err := newEvent(step, "", pipeline.EventStepDeferred, now, struct {
 		Until  time.Time `json:"until"`
 		Reason string    `json:"reason"`
 	}{until.UTC(), reason})
@@ -119,7 +119,7 @@ func (s *Store) DeferStep(ctx context.Context, runID string, step int, owner str
 // log while owner is inferring step: the model's text as it streams in.
 // ErrLeaseLost when the step is no longer owner's to write to.
 func (s *Store) AppendDelta(ctx context.Context, runID string, step int, owner, text string, now time.Time) error {
-	ev, err := newEvent(runID, step, "", pipeline.EventTextDelta, now, struct {
+	ev, err := newEvent(step, "", pipeline.EventTextDelta, now, struct {
 		Text string `json:"text"`
 	}{text})
 	if err != nil {
@@ -228,7 +228,7 @@ func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommi
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: assistant message: %v", ErrInvalid, err)
 	}
-	evAssistant, err := newEvent(runID, step, "", pipeline.EventAssistantMessage, now, json.RawMessage(msg))
+	evAssistant, err := newEvent(step, "", pipeline.EventAssistantMessage, now, json.RawMessage(msg))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -323,7 +323,7 @@ func newCallRecord(runID string, step int, call pipeline.ToolCall, now time.Time
 		}
 		rec.Parking = &p
 	}
-	created, err := newEvent(runID, step, call.ID, pipeline.EventToolCallCreated, now, createdData{
+	created, err := newEvent(step, call.ID, pipeline.EventToolCallCreated, now, createdData{
 		Tool: rec.Tool, Queue: rec.Queue, Index: rec.Index, Arguments: rec.Arguments, Status: rec.Status, Gate: rec.Gate,
 	})
 	if err != nil {
@@ -333,9 +333,9 @@ func newCallRecord(runID string, step int, call pipeline.ToolCall, now time.Time
 	var next string
 	switch {
 	case rec.Status == pipeline.CallSuspended:
-		next, err = newEvent(runID, step, call.ID, pipeline.EventToolCallParked, now, rec.Parking)
+		next, err = newEvent(step, call.ID, pipeline.EventToolCallParked, now, rec.Parking)
 	case rec.Status.Terminal():
-		next, err = newEvent(runID, step, call.ID, pipeline.EventToolCallFinished, now, finishedData{
+		next, err = newEvent(step, call.ID, pipeline.EventToolCallFinished, now, finishedData{
 			Status: rec.Status, Result: rec.Result, Error: rec.Error,
 		})
 	}
@@ -501,11 +501,11 @@ func (s *Store) endStepArgs(runID string, step int, end StepEnd, now time.Time) 
 		}
 		finish, t = "1", *end.Finish
 	}
-	evEnded, err := newEvent(runID, step, "", pipeline.EventStepEnded, now, nil)
+	evEnded, err := newEvent(step, "", pipeline.EventStepEnded, now, nil)
 	if err != nil {
 		return nil, err
 	}
-	evFinished, err := newEvent(runID, step, "", pipeline.EventRunFinished, now, t)
+	evFinished, err := newEvent(step, "", pipeline.EventRunFinished, now, t)
 	if err != nil {
 		return nil, err
 	}
@@ -561,7 +561,7 @@ func (s *Store) decodeEnded(runID string, v any) (pipeline.Run, []HeldDecision, 
 // not terminal count: the ones after it wait for it, so a suspended call
 // there makes the run wait.
 func (s *Store) SetWaiting(ctx context.Context, runID string, step int, sequential bool, now time.Time) (pipeline.Run, error) {
-	ev, err := newEvent(runID, step, "", pipeline.EventRunFinished, now,
+	ev, err := newEvent(step, "", pipeline.EventRunFinished, now,
 		pipeline.Termination{Reason: pipeline.ReasonSuspended})
 	if err != nil {
 		return pipeline.Run{}, err
