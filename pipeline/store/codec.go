@@ -84,10 +84,13 @@ func decodeRun(runID string, h fields) (pipeline.Run, error) {
 	return r, nil
 }
 
-// callFields is the complete hash of a call as CommitStep writes it, as HSET
-// arguments: the record, its gate, its parking (empty fields unless parked)
-// and empty decision fields, and the mark of a call its committer marked
-// as being sent (DispatchedBy). Lease and attempts start cleared.
+// callFields is the hash of a call as CommitStep writes it, as HSET
+// arguments: the record, its gate, its parking when parked, and the mark of
+// a call its committer marked as being sent (DispatchedBy). Lease and
+// attempts start cleared. A field whose value is the empty string is left
+// out (a call has no result, lease owner or decision yet): a missing field
+// reads as "" in Go and as false in Lua, where the scripts take it for ""
+// (about 150 bytes a call).
 func callFields(c pipeline.ToolCall) []any {
 	f := []any{
 		"id", c.ID,
@@ -119,7 +122,14 @@ func callFields(c pipeline.ToolCall) []any {
 	if c.Parking != nil {
 		p = *c.Parking
 	}
-	return append(f, parkingFields(p)...)
+	f = append(f, parkingFields(p)...)
+	set := f[:0]
+	for i := 0; i < len(f); i += 2 {
+		if v, ok := f[i+1].(string); !ok || v != "" {
+			set = append(set, f[i], f[i+1])
+		}
+	}
+	return set
 }
 
 // hashOf reads HSET arguments as the hash they write: what a read of a
