@@ -12,11 +12,13 @@ import (
 
 // Hash codecs. Numbers are decimal strings, times unix milliseconds ("0" for
 // none), raw JSON is stored as given ("" for none), a cleared lease is
-// lease_owner "" and lease_until "0".
+// lease_owner "" and lease_until "0"; a field missing from a hash reads as
+// "" (a new record is written without its empty fields: withoutEmpty).
 
-// runFields is the complete run hash of a new run, as HSET arguments.
+// runFields is the run hash of a new run, as HSET arguments, its empty
+// fields left out.
 func runFields(r pipeline.Run) []any {
-	return []any{
+	return withoutEmpty([]any{
 		"id", r.ID,
 		"agent", r.Agent,
 		"tenant", r.Tenant,
@@ -39,7 +41,7 @@ func runFields(r pipeline.Run) []any {
 		"lease_until", toMillis(r.LeaseUntil),
 		"created_at", toMillis(r.CreatedAt),
 		"updated_at", toMillis(r.UpdatedAt),
-	}
+	})
 }
 
 // decodeRun reads a run hash. An empty hash is ErrNotFound.
@@ -87,10 +89,8 @@ func decodeRun(runID string, h fields) (pipeline.Run, error) {
 // callFields is the hash of a call as CommitStep writes it, as HSET
 // arguments: the record, its gate, its parking when parked, and the mark of
 // a call its committer marked as being sent (DispatchedBy). Lease and
-// attempts start cleared. A field whose value is the empty string is left
-// out (a call has no result, lease owner or decision yet): a missing field
-// reads as "" in Go and as false in Lua, where the scripts take it for ""
-// (about 150 bytes a call).
+// attempts start cleared. Its empty fields are left out (withoutEmpty: a
+// new call has no result, lease owner or decision yet).
 func callFields(c pipeline.ToolCall) []any {
 	f := []any{
 		"id", c.ID,
@@ -122,7 +122,14 @@ func callFields(c pipeline.ToolCall) []any {
 	if c.Parking != nil {
 		p = *c.Parking
 	}
-	f = append(f, parkingFields(p)...)
+	return withoutEmpty(append(f, parkingFields(p)...))
+}
+
+// withoutEmpty drops from HSET arguments of a new record the fields whose
+// value is the empty string: a missing field reads as "" in Go (fields,
+// and the `, _ :=` of an HMGET's nil) and as false in Lua, where the
+// scripts take it for "". About ten bytes a field.
+func withoutEmpty(f []any) []any {
 	set := f[:0]
 	for i := 0; i < len(f); i += 2 {
 		if v, ok := f[i+1].(string); !ok || v != "" {
