@@ -96,10 +96,13 @@ func (s *Store) RenewCallLease(ctx context.Context, runID, callID string, lease 
 //
 // Refusals: ErrNotFound; ErrStale when the call is not running; ErrLeaseLost
 // when another owner holds it (an expired lease nobody took over still
-// counts as the caller's). It returns the call as stored, and whether its
-// step's fan-in is due: false while other calls of a step that runs them in
-// parallel are in flight (the last of them to finish says true); always
-// true for a parked call and in a sequential step.
+// counts as the caller's). It returns the call as the outcome left it, and
+// whether its step's fan-in is due: false while other calls of a step that
+// runs them in parallel are in flight (the last of them to finish says
+// true); always true for a parked call and in a sequential step. A parked
+// call is read back whole; any other is not (a result can be big): its
+// ids, step, status, result, error and update time are set, its lease is
+// cleared, and the rest (tool, arguments, attempts) is GetCall's to read.
 func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (pipeline.ToolCall, bool, error) {
 	if err := checkOutcome(o); err != nil {
 		return pipeline.ToolCall{}, false, err
@@ -143,15 +146,24 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 		if err != nil {
 			return pipeline.ToolCall{}, false, err
 		}
-		reply, err := replyList(v, 2)
+		reply, err := replyList(v, 3)
 		if err != nil {
 			return pipeline.ToolCall{}, false, fmt.Errorf("%s: %w", what, err)
+		}
+		fanIn := reply[1] != int64(0)
+		if o.Status != pipeline.CallSuspended {
+			step, err := strconv.Atoi(fmt.Sprint(reply[2]))
+			if err != nil {
+				return pipeline.ToolCall{}, false, fmt.Errorf("%s: the call's step %v: %w", what, reply[2], err)
+			}
+			return pipeline.ToolCall{ID: callID, RunID: runID, Step: step, Status: o.Status, Result: o.Result,
+				Error: o.Error, UpdatedAt: fromMillis(toMillis(now))}, fanIn, nil
 		}
 		call, err := s.decodeCallReply(runID, callID, reply[0])
 		if err != nil {
 			return pipeline.ToolCall{}, false, err
 		}
-		return call, reply[1] != int64(0), s.indexPending(ctx, runID, call)
+		return call, fanIn, s.indexPending(ctx, runID, call)
 	}
 	return pipeline.ToolCall{}, false, fmt.Errorf("%w: %s: the call's arguments kept changing", ErrStale, what)
 }

@@ -6,11 +6,13 @@
 --       8 tool_call.suspended event JSON ("" unless suspended), 9 the
 --       arguments the parking's args_hash was computed from (checked when
 --       suspended), 10.. parking HSET arguments
--- Returns {call hash, fan in}: fan in is 0 when other calls of the step,
--- which runs them in parallel, are still in flight (the run's `open` count,
--- commit_step.lua): the last of them to finish fans in. A parked call
--- always fans in (a held decision may wait for it). "RETRY" when the
--- arguments changed since the caller read them.
+-- Returns {call hash, fan in, step}: the call hash only for a parked call
+-- ({} otherwise: the caller knows what it wrote, and a result can be big);
+-- fan in is 0 when other calls of the step, which runs them in parallel,
+-- are still in flight (the run's `open` count, commit_step.lua): the last
+-- of them to finish fans in. A parked call always fans in (a held decision
+-- may wait for it). "RETRY" when the arguments changed since the caller
+-- read them.
 local call = redis.call('HMGET', KEYS[1], 'status', 'lease_owner', 'args', 'step')
 if not call[1] then
   return redis.error_reply('NOT_FOUND call')
@@ -45,4 +47,7 @@ if run[2] and tonumber(run[1]) == tonumber(call[4]) then
     fanin = 0
   end
 end
-return {redis.call('HGETALL', KEYS[1]), fanin}
+if ARGV[3] == 'suspended' then
+  return {redis.call('HGETALL', KEYS[1]), fanin, call[4]}
+end
+return {{}, fanin, call[4]}
