@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,21 +32,63 @@ type storedEvent struct {
 
 // newEvent returns the JSON of one event, as a script appends it to its
 // run's stream (storedEvent). data is marshalled unless nil; a
-// json.RawMessage is taken as it is.
+// json.RawMessage is taken as it is, once checked. It writes what
+// json.Marshal of the storedEvent writes, without its reflection when the
+// type and call id need no escaping (they are ours, and a model's call ids
+// in practice): a step writes a dozen events and templates.
 func newEvent(step int, callID string, typ pipeline.EventType, now time.Time, data any) (string, error) {
-	ev := storedEvent{Type: typ, Step: step, CallID: callID, At: now.UTC()}
-	if data != nil {
-		raw, err := json.Marshal(data)
-		if err != nil {
+	var raw []byte
+	switch d := data.(type) {
+	case nil:
+	case json.RawMessage:
+		if !json.Valid(d) {
+			return "", fmt.Errorf("event %s data: not JSON: %.40q", typ, d)
+		}
+		raw = d
+	default:
+		var err error
+		if raw, err = json.Marshal(d); err != nil {
 			return "", fmt.Errorf("event %s data: %w", typ, err)
 		}
-		ev.Data = raw
 	}
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return "", fmt.Errorf("event %s: %w", typ, err)
+	at := now.UTC()
+	if !plainJSON(string(typ)) || !plainJSON(callID) || at.Year() > 9999 {
+		b, err := json.Marshal(storedEvent{Type: typ, Step: step, CallID: callID, At: at, Data: raw})
+		if err != nil {
+			return "", fmt.Errorf("event %s: %w", typ, err)
+		}
+		return string(b), nil
 	}
-	return string(b), nil
+	b := make([]byte, 0, 80+len(typ)+len(callID)+len(raw))
+	b = append(b, `{"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","step":`...)
+	b = strconv.AppendInt(b, int64(step), 10)
+	if callID != "" {
+		b = append(b, `,"call_id":"`...)
+		b = append(b, callID...)
+		b = append(b, '"')
+	}
+	b = append(b, `,"at":"`...)
+	b = at.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if len(raw) > 0 {
+		b = append(b, `,"data":`...)
+		b = append(b, raw...)
+	}
+	return string(append(b, '}')), nil
+}
+
+// plainJSON reports whether s is written in JSON as it is, between quotes:
+// letters, digits and . _ : - only.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // template is an event JSON with one number left out, which only the script
