@@ -35,18 +35,23 @@ func Encode[M Message](m M) ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("encode %T: %w", m, err)
 	}
+	// Every kind embeds Header, so "v" is present; it is this build's.
+	h, ok := any(&m).(versioned)
+	if !ok {
+		return nil, fmt.Errorf("encode %T: it does not embed Header", m)
+	}
+	h.setVersion()
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode %T: %w", m, err)
 	}
-	// Every kind embeds Header, so "v" is present; set it to this build's.
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(b, &obj); err != nil {
-		return nil, fmt.Errorf("encode %T: %w", m, err)
-	}
-	obj["v"] = json.RawMessage(fmt.Sprint(SchemaVersion))
-	return json.Marshal(obj)
+	return b, nil
 }
+
+// versioned is a message whose Header's version Encode sets.
+type versioned interface{ setVersion() }
+
+func (h *Header) setVersion() { h.V = SchemaVersion }
 
 // Decode parses and validates a payload. Every failure wraps ErrMalformed and
 // says what is wrong. A missing "v" reads as version 1.
