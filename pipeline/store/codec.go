@@ -89,12 +89,11 @@ func decodeRun(runID string, h fields) (pipeline.Run, error) {
 // callFields is the hash of a call as CommitStep writes it, as HSET
 // arguments: the record, its gate, its parking when parked, and the mark of
 // a call its committer marked as being sent (DispatchedBy). Lease and
-// attempts start cleared. Its empty fields are left out (withoutEmpty: a
+// attempts start cleared. Its ids are not in it: its key names them
+// (decodeCall takes them from the caller). Its empty fields are left out (withoutEmpty: a
 // new call has no result, lease owner or decision yet).
 func callFields(c pipeline.ToolCall) []any {
 	f := []any{
-		"id", c.ID,
-		"run_id", c.RunID,
 		"step", c.Step,
 		"idx", c.Index,
 		"tool", c.Tool,
@@ -180,8 +179,8 @@ func decodeCall(runID, callID string, h fields) (pipeline.ToolCall, error) {
 	}
 	d := fieldDecoder{h: h}
 	c := pipeline.ToolCall{
-		ID:         h.get("id"),
-		RunID:      h.get("run_id"),
+		ID:         callID,
+		RunID:      runID,
 		Step:       int(d.int("step")),
 		Index:      int(d.int("idx")),
 		Tool:       h.get("tool"),

@@ -220,7 +220,7 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 
 // commitStepArgs checks c and gives commit_step's keys and arguments, and
 // the hash it writes of each call (callFields).
-func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommit, now time.Time) ([]string, []any, [][]any, error) {
+func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommit, now time.Time) ([]string, []any, []writtenCall, error) {
 	if c.Assistant.Role != pipeline.RoleAssistant {
 		return nil, nil, nil, fmt.Errorf("%w: assistant message has role %q", ErrInvalid, c.Assistant.Role)
 	}
@@ -239,7 +239,7 @@ func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommi
 	}
 	args := []any{step, owner, toMillis(now), runID, c.Usage.InputTokens, c.Usage.OutputTokens, string(msg), evAssistant, pipeline.MicroUSD(c.Usage.CostUSD), inFlight}
 	seen := make(map[string]bool, len(c.Calls))
-	written := make([][]any, 0, len(c.Calls))
+	written := make([]writtenCall, 0, len(c.Calls))
 	for i, call := range c.Calls {
 		if err := checkNewCall(i, call, seen); err != nil {
 			return nil, nil, nil, err
@@ -249,7 +249,7 @@ func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommi
 			return nil, nil, nil, err
 		}
 		fields := callFields(rec)
-		written = append(written, fields)
+		written = append(written, writtenCall{call.ID, fields})
 		keys = append(keys, s.callKey(runID, call.ID))
 		args = append(args, call.ID, len(fields))
 		args = append(args, fields...)
@@ -262,10 +262,17 @@ func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommi
 	return keys, args, written, nil
 }
 
+// writtenCall is a call a commit writes: its id and its hash's HSET
+// arguments (callFields).
+type writtenCall struct {
+	id     string
+	fields []any
+}
+
 // decodeCommit decodes commit_step's reply, the run, and the calls from
 // the hashes the commit wrote whole (written: the script need not read
 // them back), and indexes the calls it parked.
-func (s *Store) decodeCommit(ctx context.Context, runID, what string, written [][]any, v any) (pipeline.Run, []pipeline.ToolCall, error) {
+func (s *Store) decodeCommit(ctx context.Context, runID, what string, written []writtenCall, v any) (pipeline.Run, []pipeline.ToolCall, error) {
 	reply, err := replyList(v, 1)
 	if err != nil {
 		return pipeline.Run{}, nil, fmt.Errorf("%s: %w", what, err)
@@ -275,9 +282,8 @@ func (s *Store) decodeCommit(ctx context.Context, runID, what string, written []
 		return pipeline.Run{}, nil, err
 	}
 	calls := make([]pipeline.ToolCall, 0, len(written))
-	for _, fields := range written {
-		h := hashOf(fields)
-		stored, err := decodeCall(runID, h.get("id"), h)
+	for _, w := range written {
+		stored, err := decodeCall(runID, w.id, hashOf(w.fields))
 		if err != nil {
 			return pipeline.Run{}, nil, err
 		}

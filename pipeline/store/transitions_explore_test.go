@@ -127,7 +127,9 @@ func readView(ctx context.Context, rdb *redis.Client, st *store.Store, prefix st
 			if !ok || len(c.Val()) == 0 {
 				return view{}, nil, fmt.Errorf("call %s is listed but has no record", id)
 			}
-			v.calls = append(v.calls, c.Val())
+			h := c.Val()
+			h["id"] = id // the key names the call; its hash does not
+			v.calls = append(v.calls, h)
 		}
 	}
 	for id, c := range calls {
