@@ -16,10 +16,10 @@ import (
 // "" (a new record is written without its empty fields: withoutEmpty).
 
 // runFields is the run hash of a new run, as HSET arguments, its empty
-// fields left out.
+// fields left out. Its id is not in it: its key names it (decodeRun takes
+// it from the caller).
 func runFields(r pipeline.Run) []any {
 	return withoutEmpty([]any{
-		"id", r.ID,
 		"agent", r.Agent,
 		"tenant", r.Tenant,
 		"status", string(r.Status),
@@ -51,7 +51,7 @@ func decodeRun(runID string, h fields) (pipeline.Run, error) {
 	}
 	d := fieldDecoder{h: h}
 	r := pipeline.Run{
-		ID:          h.get("id"),
+		ID:          runID,
 		Agent:       h.get("agent"),
 		Tenant:      cmp.Or(h.get("tenant"), pipeline.DefaultTenant),
 		Status:      pipeline.RunStatus(h.get("status")),

@@ -242,11 +242,11 @@ func (s *Store) decodeRunReply(runID string, v any) (pipeline.Run, error) {
 // check who may see a run before it serves it, and to join a decision it
 // publishes to the run's trace. An unknown run is ErrNotFound.
 func (s *Store) RunOwner(ctx context.Context, runID string) (tenant, trace string, err error) {
-	v, err := s.rdb.HMGet(ctx, s.runKey(runID), "id", "tenant", "trace").Result()
+	v, err := s.rdb.HMGet(ctx, s.runKey(runID), "status", "tenant", "trace").Result()
 	if err != nil {
 		return "", "", fmt.Errorf("tenant of run %s: %w", runID, err)
 	}
-	if id, _ := v[0].(string); id == "" {
+	if status, _ := v[0].(string); status == "" {
 		return "", "", fmt.Errorf("%w: run %s", ErrNotFound, runID)
 	}
 	tenant, _ = v[1].(string)
