@@ -36,9 +36,9 @@ type Scenario struct {
 // Scenarios are the workloads `stepwise bench` knows.
 var Scenarios = []Scenario{
 	{Name: "throughput", What: "runs of 3 steps (2 parallel calls in each of the first two) all at once: steps per second",
-		model: threeSteps, steps: 3, calls: 4, defaultRuns: 200},
+		model: threeSteps(`{"name":"sleep","arguments":{"ms":30}}`), steps: 3, calls: 4, defaultRuns: 200},
 	{Name: "latency", What: "runs of 3 steps (2 parallel echo calls in each of the first two) one at a time: the unloaded step latency",
-		model: threeQuickSteps, steps: 3, calls: 4, sequential: true, defaultRuns: 50},
+		model: threeSteps(`{"name":"echo","arguments":{"n":4}}`), steps: 3, calls: 4, sequential: true, defaultRuns: 50},
 	{Name: "fanout", What: "runs of one step of 20 no-op calls all at once: calls per second",
 		model: wideStep(20), steps: 2, calls: 20, defaultRuns: 50},
 	{Name: "memory", What: "runs of an agent that park a call for approval, all at once: the Redis memory a parked call holds",
@@ -50,14 +50,15 @@ var Scenarios = []Scenario{
 		steps: 1, calls: 1, decides: true, defaultRuns: 1000},
 }
 
-const threeSteps = `{"provider":"script","turns":[
+// threeSteps is a script of 3 steps: two parallel echo calls, then slow
+// (a tool's time: a sleep for throughput, an echo where the pipeline's own
+// latency is measured) beside an echo, then an answer.
+func threeSteps(slow string) string {
+	return `{"provider":"script","turns":[
 	{"text":"step one","tool_calls":[{"name":"echo","arguments":{"n":1}},{"name":"echo","arguments":{"n":2}}]},
-	{"text":"step two","tool_calls":[{"name":"sleep","arguments":{"ms":30}},{"name":"echo","arguments":{"n":3}}]},
+	{"text":"step two","tool_calls":[` + slow + `,{"name":"echo","arguments":{"n":3}}]},
 	{"text":"done"}]}`
-
-// threeQuickSteps is threeSteps with an echo for the sleep: an unloaded
-// step's latency is then the pipeline's own, no tool's time in it.
-var threeQuickSteps = strings.Replace(threeSteps, `{"name":"sleep","arguments":{"ms":30}}`, `{"name":"echo","arguments":{"ms":30}}`, 1)
+}
 
 func wideStep(n int) string {
 	calls := make([]string, n)

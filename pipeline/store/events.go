@@ -32,10 +32,12 @@ type storedEvent struct {
 
 // newEvent returns the JSON of one event, as a script appends it to its
 // run's stream (storedEvent). data is marshalled unless nil; a
-// json.RawMessage is taken as it is, once checked. It writes what
+// json.RawMessage is checked and taken as it is (not compacted: the
+// store's raw data is json.Marshal's output already). It writes what
 // json.Marshal of the storedEvent writes, without its reflection when the
 // type and call id need no escaping (they are ours, and a model's call ids
-// in practice): a step writes a dozen events and templates.
+// in practice) and the time is one JSON can hold: a step writes a dozen
+// events and templates.
 func newEvent(step int, callID string, typ pipeline.EventType, now time.Time, data any) (string, error) {
 	var raw []byte
 	switch d := data.(type) {
@@ -52,7 +54,7 @@ func newEvent(step int, callID string, typ pipeline.EventType, now time.Time, da
 		}
 	}
 	at := now.UTC()
-	if !plainJSON(string(typ)) || !plainJSON(callID) || at.Year() > 9999 {
+	if !plainJSON(string(typ)) || !plainJSON(callID) || at.Year() < 0 || at.Year() > 9999 {
 		b, err := json.Marshal(storedEvent{Type: typ, Step: step, CallID: callID, At: at, Data: raw})
 		if err != nil {
 			return "", fmt.Errorf("event %s: %w", typ, err)

@@ -42,4 +42,7 @@ func TestNewEvent_writes_what_json_Marshal_writes(t *testing.T) {
 	if _, err := newEvent(0, "", pipeline.EventStepStarted, at, json.RawMessage(`{"attempt":`)); err == nil {
 		t.Error("newEvent took data that is not JSON")
 	}
+	if ev, err := newEvent(0, "", pipeline.EventStepStarted, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), nil); err == nil {
+		t.Errorf("newEvent wrote a time JSON cannot hold: %s", ev)
+	}
 }
