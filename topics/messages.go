@@ -63,11 +63,18 @@ func (m ToolCallRequested) Validate() error {
 
 // ToolCallFinished reports that a call reached a status the StepEnd handler
 // must look at (terminal or suspended). Topic: tool-results.
+//
+// View, when present, is the step as the finish left it (the run and the
+// calls of the step, as the store's hashes): the fan-in ends the step from
+// it instead of reading the step again (ADR 0022). It is an optimisation
+// only, opaque outside stepwise: a message without one, or with one the
+// StepEnd handler cannot use, is handled by reading the step.
 type ToolCallFinished struct {
 	Header
 	Step   int                     `json:"step"`
 	CallID string                  `json:"call_id"`
 	Status pipeline.ToolCallStatus `json:"status"`
+	View   json.RawMessage         `json:"view,omitempty"`
 }
 
 // Validate reports every problem of the message at once.

@@ -13,15 +13,16 @@ import (
 // included): Redis round trips and commands (those inside scripts
 // included) and Kafka publishes. They are counts, not times, so they hold
 // on any machine. Measured when they were added: 18.0 round trips, 81.3
-// commands and 3.7 publishes a step; now 6.0 (the bench's own INFO reads
-// no longer counted), 58.7 (a script's counters written with its other
+// commands and 3.7 publishes a step; now 5.3 (the bench's own INFO reads
+// no longer counted; the fan-in ends a step from the view its tool result
+// carries, ADR 0022), 56.7 (a script's counters written with its other
 // fields, a finished call not read back) and 1.7 (docs/
 // benchmarks.md#testcost has each change). The ceilings leave room for a
 // sweeper tick or a redelivery during the test; the work of "The hot path
 // at the floor" lowers them.
 const (
-	maxRoundTripsPerStep = 7.0
-	maxCommandsPerStep   = 64.0
+	maxRoundTripsPerStep = 6.3
+	maxCommandsPerStep   = 62.0
 	maxPublishesPerStep  = 2.0
 
 	// A 20-call step: 56-57 commands a call when every result reconciled
@@ -39,8 +40,10 @@ const (
 	// model, 500 ms, then five words at once): 10.5 round trips and 77
 	// commands when every word was a delta of its own, 5.7 and 57 since
 	// the words that arrive within 50 ms of a delta's write go out as one
-	// (ADR 0020). The ceiling leaves room for one more delta a step.
-	maxRoundTripsPerStreamedStep = 7.0
+	// (ADR 0020), 4.4 and 47.5 since the fan-in ends a step from its tool
+	// result's view (ADR 0022). The ceiling leaves room for one more delta
+	// a step.
+	maxRoundTripsPerStreamedStep = 5.8
 )
 
 // What a step costs, counted by package bench on three of its scenarios:

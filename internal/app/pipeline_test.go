@@ -136,9 +136,17 @@ func runBatch(t *testing.T, wrap func(*testing.T, topics.Names, message.Publishe
 	workers(t, stack)
 	base := serve(t, stack)
 
+	runThreeSteps(t, base, "r-batch", n)
+}
+
+// runThreeSteps creates n runs of threeSteps named prefix-i, and checks
+// each ends with the exact history and the same four call records. It
+// returns their ids.
+func runThreeSteps(t *testing.T, base, prefix string, n int) []string {
+	t.Helper()
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = createRun(t, base, fmt.Sprintf("r-batch-%d", i), "assistant", threeSteps)
+		ids[i] = createRun(t, base, fmt.Sprintf("%s-%d", prefix, i), "assistant", threeSteps)
 	}
 	var want []callView
 	for i, id := range ids {
@@ -156,6 +164,7 @@ func runBatch(t *testing.T, wrap func(*testing.T, topics.Names, message.Publishe
 	if len(want) != 4 {
 		t.Fatalf("tool calls: %+v", want)
 	}
+	return ids
 }
 
 func TestPipeline_every_message_delivered_twice_changes_nothing(t *testing.T) {

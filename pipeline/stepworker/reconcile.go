@@ -58,8 +58,13 @@ func (w *Worker) reconcile(ctx context.Context, runID string) error {
 }
 
 // reconcileHere is reconcile by a caller that holds a pool slot (the
-// fan-in): a step it ends, it goes on with in that slot (stepHere).
-func (w *Worker) reconcileHere(ctx context.Context, runID string) error {
+// fan-in): a step it ends, it goes on with in that slot (stepHere). It
+// starts from v when the caller has a view of the run (a tool result's),
+// and reads the run when v is nil.
+func (w *Worker) reconcileHere(ctx context.Context, runID string, v *view) error {
+	if v != nil {
+		return w.reconcileFrom(ctx, v)
+	}
 	return w.reconcileRead(ctx, runID, true)
 }
 

@@ -17,12 +17,14 @@ import (
 // HandleToolResult handles ToolCallFinished: the fan-in of a step. It
 // hands a reconcile of the run to the pool and acknowledges, so a partition
 // never waits on one run's fan-in. The reconcile reads the step's calls
-// from the store (the message only says which run and step to look at, so
-// duplicates and reordering change nothing), one at a time per run
-// (coalesce.go): it applies held decisions,
+// from the store, or starts from the view of the step the message carries
+// when the finish that sent it read one (the step ends from it: ADR 0022),
+// one at a time per run (coalesce.go): it applies held decisions,
 // dispatches the next call in sequential mode, sets the run waiting, or
-// ends the step and runs the next one in the same slot. If it fails, the
-// sweeper's reconcile does the same.
+// ends the step and runs the next one in the same slot. Duplicates and
+// reordering change nothing: the writes check the state they expect, so
+// an aged view is refused where it would act. If the reconcile fails, the
+// sweeper's does the same.
 func (w *Worker) HandleToolResult(msg *message.Message) error {
 	res, err := topics.Decode[topics.ToolCallFinished](msg.Payload)
 	if err != nil {
@@ -32,14 +34,43 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 	if err != nil {
 		return err
 	}
+	v := w.viewOf(res)
 	slot.Go(func() {
 		w.fanIn.do(res.RunID, func() {
-			if err := w.reconcileHere(w.ctx, res.RunID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			err := w.reconcileHere(w.ctx, res.RunID, v)
+			v = nil // a second round (a result came meanwhile) reads the step
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				w.log.Error("fan in a tool result; the sweeper will retry", "run_id", res.RunID, "call_id", res.CallID, "error", err)
 			}
 		})
 	})
 	return nil
+}
+
+// viewOf is the fan-in's view a tool result carries, or nil when it has
+// none or one the fan-in cannot end the step from (which a tool worker of
+// this version does not send): it must show the message's step committed,
+// every call of it terminal, nothing held.
+func (w *Worker) viewOf(res topics.ToolCallFinished) *view {
+	if len(res.View) == 0 {
+		return nil
+	}
+	snap, err := store.DecodeView(res.RunID, res.View)
+	if err != nil {
+		w.log.Warn("a tool result's view of its step does not decode; reading the step", "run_id", res.RunID, "error", err)
+		return nil
+	}
+	run := snap.Run
+	if run.Status != pipeline.RunRunning || run.StepState != pipeline.StepTools || run.Step != res.Step ||
+		len(snap.Calls) == 0 || len(snap.Held) > 0 {
+		return nil
+	}
+	for _, c := range snap.Calls {
+		if !c.Status.Terminal() {
+			return nil
+		}
+	}
+	return &view{Snapshot: snap, here: true}
 }
 
 // endStep is the StepEnd phase: append the tool results in call order, then

@@ -91,7 +91,7 @@ var _ interface {
 	OutcomesSent(ctx context.Context, runID string, sent []Outcome) error
 	ClaimCall(ctx context.Context, runID, callID string, lease Lease, now time.Time) (pipeline.ToolCall, error)
 	RenewCallLease(ctx context.Context, runID, callID string, lease Lease) error
-	FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (pipeline.ToolCall, bool, error)
+	FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (Finished, error)
 	ApplyDecision(ctx context.Context, runID string, d Decision, holdUntil, now time.Time) (DecisionResult, error)
 	ApplyDecisionFirst(ctx context.Context, runID string, d Decision, holdUntil, now time.Time) (DecisionResult, error)
 	ReadAfterDecision(ctx context.Context, runID, callID string, applied bool, sweepAt time.Time, claim time.Duration, now time.Time) (Snapshot, error)

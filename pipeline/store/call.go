@@ -103,9 +103,11 @@ func (s *Store) RenewCallLease(ctx context.Context, runID, callID string, lease 
 // call is read back whole; any other is not (a result can be big): its
 // ids, step, status, result, error and update time are set, its lease is
 // cleared, and the rest (tool, arguments, attempts) is GetCall's to read.
-func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (pipeline.ToolCall, bool, error) {
+// With the fan-in due, the same round trip reads the step for it when
+// that is all it needs (Finished.View).
+func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (Finished, error) {
 	if err := checkOutcome(o); err != nil {
-		return pipeline.ToolCall{}, false, err
+		return Finished{}, err
 	}
 	what := fmt.Sprintf("finish call %s of run %s by %s", callID, runID, owner)
 	// The script fills in the call's step. A parking hashes the call's
@@ -117,55 +119,58 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 		Status: o.Status, Result: o.Result, Error: o.Error,
 	}, "")
 	if err != nil {
-		return pipeline.ToolCall{}, false, err
+		return Finished{}, err
 	}
 	for range 3 {
 		scriptArgs := append([]any{owner, toMillis(now), string(o.Status), string(o.Result), o.Error}, finished.args()...)
 		if o.Status == pipeline.CallSuspended {
 			step, args, err := s.callStepArgs(ctx, runID, callID)
 			if err != nil {
-				return pipeline.ToolCall{}, false, err
+				return Finished{}, err
 			}
 			p, err := parkAt(callID, o.Parking, json.RawMessage(args), now)
 			if err != nil {
-				return pipeline.ToolCall{}, false, err
+				return Finished{}, err
 			}
 			parked, err := newEvent(step, callID, pipeline.EventToolCallParked, now, p)
 			if err != nil {
-				return pipeline.ToolCall{}, false, err
+				return Finished{}, err
 			}
-			scriptArgs = append(scriptArgs, parked, args)
+			scriptArgs = append(scriptArgs, parked, args, "")
 			scriptArgs = append(scriptArgs, parkingFields(p)...)
 		} else {
-			scriptArgs = append(scriptArgs, "", "")
+			scriptArgs = append(scriptArgs, "", "", s.terminalCalls)
 		}
 		v, err := s.eval(ctx, s.scripts.finishCall, what, []string{s.callKey(runID, callID), s.eventsKey(runID), s.runKey(runID)}, scriptArgs...)
 		if errors.Is(err, errRetry) {
 			continue
 		}
 		if err != nil {
-			return pipeline.ToolCall{}, false, err
+			return Finished{}, err
 		}
-		reply, err := replyList(v, 3)
+		reply, err := replyList(v, 4)
 		if err != nil {
-			return pipeline.ToolCall{}, false, fmt.Errorf("%s: %w", what, err)
+			return Finished{}, fmt.Errorf("%s: %w", what, err)
 		}
-		fanIn := reply[1] != int64(0)
+		f := Finished{FanIn: reply[1] != int64(0)}
 		if o.Status != pipeline.CallSuspended {
 			step, err := strconv.Atoi(fmt.Sprint(reply[2]))
 			if err != nil {
-				return pipeline.ToolCall{}, false, fmt.Errorf("%s: the call's step %v: %w", what, reply[2], err)
+				return Finished{}, fmt.Errorf("%s: the call's step %v: %w", what, reply[2], err)
 			}
-			return pipeline.ToolCall{ID: callID, RunID: runID, Step: step, Status: o.Status, Result: o.Result,
-				Error: o.Error, UpdatedAt: fromMillis(toMillis(now))}, fanIn, nil
+			f.Call = pipeline.ToolCall{ID: callID, RunID: runID, Step: step, Status: o.Status, Result: o.Result,
+				Error: o.Error, UpdatedAt: fromMillis(toMillis(now))}
+			if f.View, err = encodeView(reply[3]); err != nil {
+				return Finished{}, fmt.Errorf("%s: %w", what, err)
+			}
+			return f, nil
 		}
-		call, err := s.decodeCallReply(runID, callID, reply[0])
-		if err != nil {
-			return pipeline.ToolCall{}, false, err
+		if f.Call, err = s.decodeCallReply(runID, callID, reply[0]); err != nil {
+			return Finished{}, err
 		}
-		return call, fanIn, s.indexPending(ctx, runID, call)
+		return f, s.indexPending(ctx, runID, f.Call)
 	}
-	return pipeline.ToolCall{}, false, fmt.Errorf("%w: %s: the call's arguments kept changing", ErrStale, what)
+	return Finished{}, fmt.Errorf("%w: %s: the call's arguments kept changing", ErrStale, what)
 }
 
 // finishedData is the data of tool_call.finished.

@@ -53,10 +53,10 @@ var callCases = []contractCase{
 		wantJSON(t, evs[len(evs)-1].Data, `{"attempt":2}`)
 		f.noEventsFrom(t, "r1", func() {
 			wantErr(t, f.st.RenewCallLease(f.ctx, "r1", "c1", lease("t1", at(200))), store.ErrLeaseLost)
-			_, _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", store.CallOutcome{Status: pipeline.CallSucceeded}, at(61))
+			_, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", store.CallOutcome{Status: pipeline.CallSucceeded}, at(61))
 			wantErr(t, err, store.ErrLeaseLost)
 		})
-		if _, _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t2", store.CallOutcome{Status: pipeline.CallFailed, Error: "boom"}, at(62)); err != nil {
+		if _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t2", store.CallOutcome{Status: pipeline.CallFailed, Error: "boom"}, at(62)); err != nil {
 			t.Fatalf("the new holder's FinishCall: %v", err)
 		}
 	}},
@@ -66,7 +66,7 @@ var callCases = []contractCase{
 		if _, err := f.st.ClaimCall(f.ctx, "r1", "c2", lease("t1", at(60)), at(3)); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := f.st.FinishCall(f.ctx, "r1", "c2", "t1", store.CallOutcome{Status: pipeline.CallSuspended, Parking: parking(pipeline.ResumeReplay)}, at(4)); err != nil {
+		if _, err := f.st.FinishCall(f.ctx, "r1", "c2", "t1", store.CallOutcome{Status: pipeline.CallSuspended, Parking: parking(pipeline.ResumeReplay)}, at(4)); err != nil {
 			t.Fatal(err)
 		}
 		for id, want := range map[string]pipeline.ToolCallStatus{"c1": pipeline.CallSucceeded, "c2": pipeline.CallSuspended} {
@@ -86,7 +86,7 @@ var callCases = []contractCase{
 		_, err = f.st.ClaimCall(f.ctx, "r9", "c1", lease("t1", at(60)), at(3))
 		wantErr(t, err, store.ErrNotFound)
 		wantErr(t, f.st.RenewCallLease(f.ctx, "r1", "c9", lease("t1", at(60))), store.ErrNotFound)
-		_, _, err = f.st.FinishCall(f.ctx, "r1", "c9", "t1", store.CallOutcome{Status: pipeline.CallSucceeded}, at(3))
+		_, err = f.st.FinishCall(f.ctx, "r1", "c9", "t1", store.CallOutcome{Status: pipeline.CallSucceeded}, at(3))
 		wantErr(t, err, store.ErrNotFound)
 	}},
 	{"claim_of_a_call_of_a_done_run_is_stale", func(t *testing.T, f *fixture) {
@@ -138,7 +138,8 @@ var callCases = []contractCase{
 		if _, err := f.st.ClaimCall(f.ctx, "r1", "c2", lease("t1", at(60)), at(3)); err != nil {
 			t.Fatal(err)
 		}
-		call, _, err := f.st.FinishCall(f.ctx, "r1", "c2", "t1", store.CallOutcome{Status: pipeline.CallFailed, Error: "boom"}, at(5))
+		fin, err := f.st.FinishCall(f.ctx, "r1", "c2", "t1", store.CallOutcome{Status: pipeline.CallFailed, Error: "boom"}, at(5))
+		call = fin.Call
 		if err != nil || call.Status != pipeline.CallFailed || call.Error != "boom" || call.Result != nil {
 			t.Fatalf("FinishCall = %+v, %v", call, err)
 		}
@@ -149,14 +150,14 @@ var callCases = []contractCase{
 		f.committed(t, "r1", "c1")
 		f.done(t, "r1", "c1")
 		f.noEventsFrom(t, "r1", func() {
-			_, _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", store.CallOutcome{Status: pipeline.CallFailed}, at(9))
+			_, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", store.CallOutcome{Status: pipeline.CallFailed}, at(9))
 			wantErr(t, err, store.ErrStale)
 		})
 	}},
 	{"finishing_a_call_nobody_claimed_is_stale", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1", "c1")
 		f.noEventsFrom(t, "r1", func() {
-			_, _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", store.CallOutcome{Status: pipeline.CallSucceeded}, at(9))
+			_, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", store.CallOutcome{Status: pipeline.CallSucceeded}, at(9))
 			wantErr(t, err, store.ErrStale)
 		})
 	}},
@@ -171,7 +172,7 @@ var callCases = []contractCase{
 			{Status: "weird"},
 			{Status: pipeline.CallSucceeded, Result: json.RawMessage(`{not json`)},
 		} {
-			_, _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", o, at(4))
+			_, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", o, at(4))
 			wantErr(t, err, store.ErrInvalid)
 		}
 		if call, _ := f.st.GetCall(f.ctx, "r1", "c1"); call.Status != pipeline.CallRunning {

@@ -72,7 +72,7 @@ var cancelCases = []contractCase{
 				t.Fatalf("the dropped decision again = %+v", res)
 			}
 			// The tool worker that held c2 finds it cancelled.
-			_, _, err := f.st.FinishCall(f.ctx, "r1", "c2", "t1", store.CallOutcome{Status: pipeline.CallSucceeded}, at(9))
+			_, err := f.st.FinishCall(f.ctx, "r1", "c2", "t1", store.CallOutcome{Status: pipeline.CallSucceeded}, at(9))
 			wantErr(t, err, store.ErrStale)
 		})
 	}},

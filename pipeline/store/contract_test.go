@@ -43,7 +43,7 @@ type contractCase struct {
 func runContract(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) {
 	rdb := newClient(t)
 	var cases []contractCase
-	for _, group := range [][]contractCase{runCases, stepCases, stateCases, outboxCases, callCases, fanInCases, markCases, eventCases, listCases, sweepCases,
+	for _, group := range [][]contractCase{runCases, stepCases, stateCases, outboxCases, callCases, fanInCases, viewCases, markCases, eventCases, listCases, sweepCases,
 		gateCases, decisionCases, cancelCases, pendingCases, reconcileCases, retentionCases, tenantCases, resumeCheckCases, outcomeCases, claimMessagesCases, threadCases, deferCases, budgetCases} {
 		cases = append(cases, group...)
 	}
@@ -139,12 +139,12 @@ func (f *fixture) done(t *testing.T, runID, callID string) pipeline.ToolCall {
 	if _, err := f.st.ClaimCall(f.ctx, runID, callID, lease("t1", at(60)), at(3)); err != nil {
 		t.Fatalf("ClaimCall(%s): %v", callID, err)
 	}
-	call, _, err := f.st.FinishCall(f.ctx, runID, callID, "t1",
+	fin, err := f.st.FinishCall(f.ctx, runID, callID, "t1",
 		store.CallOutcome{Status: pipeline.CallSucceeded, Result: json.RawMessage(`{"ok":true}`)}, at(4))
 	if err != nil {
 		t.Fatalf("FinishCall(%s): %v", callID, err)
 	}
-	return call
+	return fin.Call
 }
 
 func (f *fixture) events(t *testing.T, runID string) []pipeline.Event {

@@ -269,7 +269,7 @@ var decisionCases = []contractCase{
 		if res = f.decide(t, "r1", resume("d1", "c1"), at(7)); res.Outcome != store.DecisionHeld {
 			t.Fatalf("while running = %+v", res)
 		}
-		if _, _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1",
+		if _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1",
 			store.CallOutcome{Status: pipeline.CallSuspended, Parking: parking(pipeline.ResumeReplay)}, at(8)); err != nil {
 			t.Fatal(err)
 		}

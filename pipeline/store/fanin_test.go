@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stepwise-run/stepwise/pipeline"
@@ -12,14 +14,20 @@ import (
 // whether FinishCall says the step's fan-in is due.
 func (f *fixture) finishFanIn(t *testing.T, runID, callID, owner string, o store.CallOutcome) bool {
 	t.Helper()
+	return f.finish(t, runID, callID, owner, o).FanIn
+}
+
+// finish claims and finishes a call with outcome o.
+func (f *fixture) finish(t *testing.T, runID, callID, owner string, o store.CallOutcome) store.Finished {
+	t.Helper()
 	if _, err := f.st.ClaimCall(f.ctx, runID, callID, lease(owner, at(60)), at(3)); err != nil {
 		t.Fatalf("ClaimCall(%s): %v", callID, err)
 	}
-	_, fanIn, err := f.st.FinishCall(f.ctx, runID, callID, owner, o, at(4))
+	fin, err := f.st.FinishCall(f.ctx, runID, callID, owner, o, at(4))
 	if err != nil {
 		t.Fatalf("FinishCall(%s): %v", callID, err)
 	}
-	return fanIn
+	return fin
 }
 
 var succeeded = store.CallOutcome{Status: pipeline.CallSucceeded, Result: json.RawMessage(`{"ok":true}`)}
@@ -33,9 +41,9 @@ var fanInCases = []contractCase{
 			}
 		}
 		// A refused finish counts nothing: a redelivered outcome.
-		_, fanIn, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", succeeded, at(5))
+		fin, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", succeeded, at(5))
 		wantErr(t, err, store.ErrStale)
-		if fanIn {
+		if fin.FanIn {
 			t.Fatal("a refused finish says fan in")
 		}
 	}},
@@ -81,16 +89,94 @@ var fanInCases = []contractCase{
 		if _, err := f.st.ClaimCall(f.ctx, "r1", "c1", lease("t2", at(60)), at(11)); err != nil {
 			t.Fatalf("take over: %v", err)
 		}
-		_, fanIn, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", succeeded, at(12))
+		fin, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", succeeded, at(12))
 		wantErr(t, err, store.ErrLeaseLost)
-		if fanIn {
+		if fin.FanIn {
 			t.Fatal("the lost claim's finish says fan in")
 		}
-		if _, fanIn, err = f.st.FinishCall(f.ctx, "r1", "c1", "t2", succeeded, at(12)); err != nil || fanIn {
-			t.Fatalf("finish by the new claim = %v, %v; want no fan in (c2 is in flight)", fanIn, err)
+		if fin, err = f.st.FinishCall(f.ctx, "r1", "c1", "t2", succeeded, at(12)); err != nil || fin.FanIn {
+			t.Fatalf("finish by the new claim = %v, %v; want no fan in (c2 is in flight)", fin.FanIn, err)
 		}
 		if !f.finishFanIn(t, "r1", "c2", "t1", succeeded) {
 			t.Fatal("the last call does not fan in")
+		}
+	}},
+}
+
+// viewCases hold when the last finish of a step reads the fan-in's view
+// (store.Finished.View), and that the view is the step as the store has it.
+var viewCases = []contractCase{
+	{"the_last_call_of_a_step_brings_the_step_for_its_fan_in", func(t *testing.T, f *fixture) {
+		f.committed(t, "r1", "c1", "c2")
+		if fin := f.finish(t, "r1", "c2", "t1", succeeded); fin.View != nil {
+			t.Fatalf("c1 is in flight, yet the finish of c2 brings a view: %s", fin.View)
+		}
+		fin := f.finish(t, "r1", "c1", "t1", store.CallOutcome{Status: pipeline.CallFailed, Error: "boom"})
+		if !fin.FanIn || fin.View == nil {
+			t.Fatalf("the last finish = fan in %v, view %s; want both", fin.FanIn, fin.View)
+		}
+		snap, err := store.DecodeView("r1", fin.View)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := f.st.Snapshot(f.ctx, "r1", 0, at(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(want.Run, snap.Run) || !reflect.DeepEqual(want.Calls, snap.Calls) {
+			t.Fatalf("the view is not a snapshot read after the finish:\nview     %+v\nsnapshot %+v", snap, want)
+		}
+		if len(snap.Held) != 0 || !snap.HeldKnown || len(snap.Outcomes) != 0 || !snap.Scheduled.IsZero() {
+			t.Fatalf("view = %+v, want nothing held, nothing waiting, no sweep time", snap)
+		}
+	}},
+	{"a_step_that_goes_on_or_waits_brings_no_view", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		c := commitOf("c1", "c2")
+		c.Sequential = true
+		if _, _, err := f.st.CommitStep(f.ctx, "r1", 0, "w1", c, at(2)); err != nil {
+			t.Fatal(err)
+		}
+		if fin := f.finish(t, "r1", "c1", "t1", succeeded); !fin.FanIn || fin.View != nil {
+			t.Fatalf("first of two sequential calls: fan in %v, view %s; want a fan in without a view", fin.FanIn, fin.View)
+		}
+		if fin := f.finish(t, "r1", "c2", "t1", succeeded); fin.View == nil {
+			t.Fatal("the last sequential call brings no view")
+		}
+
+		f.committed(t, "r2", "c1", "c2")
+		pending := store.CallOutcome{Status: pipeline.CallSuspended, Parking: parking(pipeline.ResumeReplay)}
+		if fin := f.finish(t, "r2", "c1", "t1", pending); fin.View != nil {
+			t.Fatal("a parked call brings a view")
+		}
+		if fin := f.finish(t, "r2", "c2", "t1", succeeded); !fin.FanIn || fin.View != nil {
+			t.Fatalf("beside a parked call: fan in %v, view %s; want a fan in without a view", fin.FanIn, fin.View)
+		}
+	}},
+	{"a_held_decision_or_a_big_result_leaves_the_view_out", func(t *testing.T, f *fixture) {
+		f.committed(t, "r1", "c1")
+		if _, err := f.st.ClaimCall(f.ctx, "r1", "c1", lease("t1", at(60)), at(3)); err != nil {
+			t.Fatal(err)
+		}
+		if res := f.decide(t, "r1", resume("d1", "c1"), at(3)); res.Outcome != store.DecisionHeld {
+			t.Fatalf("decision for a running call = %+v, want held", res)
+		}
+		fin, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", succeeded, at(4))
+		if err != nil || !fin.FanIn || fin.View != nil {
+			t.Fatalf("with a decision held: fan in %v, view %s, %v; want a fan in without a view", fin.FanIn, fin.View, err)
+		}
+
+		f.committed(t, "r2", "c1")
+		big := store.CallOutcome{Status: pipeline.CallSucceeded, Result: json.RawMessage(`"` + strings.Repeat("x", store.MaxViewBytes) + `"`)}
+		if fin := f.finish(t, "r2", "c1", "t1", big); !fin.FanIn || fin.View != nil {
+			t.Fatalf("a result of %d bytes: fan in %v, a view of %d bytes; want a fan in without a view", store.MaxViewBytes, fin.FanIn, len(fin.View))
+		}
+	}},
+	{"a_view_that_does_not_decode_is_an_error", func(t *testing.T, f *fixture) {
+		for _, raw := range []string{`{`, `{"run":["status"],"ids":[],"calls":[]}`, `{"run":["status","running"],"ids":["c1"],"calls":[]}`, `{"run":[],"ids":[],"calls":[]}`} {
+			if _, err := store.DecodeView("r1", json.RawMessage(raw)); err == nil {
+				t.Errorf("DecodeView(%s) = nil error", raw)
+			}
 		}
 	}},
 }

@@ -264,12 +264,13 @@ var gateCases = []contractCase{
 				{Status: pipeline.CallSucceeded, Parking: parking(pipeline.ResumeReplay)},
 				{Status: pipeline.CallSuspended, Parking: &pipeline.Parking{}},
 			} {
-				_, _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", o, at(4))
+				_, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", o, at(4))
 				wantErr(t, err, store.ErrInvalid)
 			}
 		})
-		call, _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1",
+		fin, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1",
 			store.CallOutcome{Status: pipeline.CallSuspended, Parking: parking(pipeline.ResumeUseDecisionAsResult)}, at(4))
+		call := fin.Call
 		if err != nil {
 			t.Fatalf("FinishCall: %v", err)
 		}

@@ -223,7 +223,7 @@ var reconcileCases = []contractCase{
 		if err != nil || c.Attempts != 2 {
 			t.Fatalf("claim after release = %+v, %v", c, err)
 		}
-		if _, _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", store.CallOutcome{Status: pipeline.CallSucceeded}, at(5)); !errors.Is(err, store.ErrLeaseLost) {
+		if _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", store.CallOutcome{Status: pipeline.CallSucceeded}, at(5)); !errors.Is(err, store.ErrLeaseLost) {
 			t.Fatalf("a commit by the released claim = %v, want ErrLeaseLost", err)
 		}
 	}},

@@ -425,7 +425,10 @@ type Claimed struct {
 // when the run goes on, step+1 is claimed for lease in the same round trip,
 // as ClaimStepWithMessages claims it. The claim is nil when the run ended
 // or the claim did not go through (a refusal, or an error of its own): the
-// caller then claims the usual way, if at all.
+// caller then claims the usual way, if at all. A claim that goes through
+// where the end is refused (another handler ended the step, and step+1
+// waits for a worker) comes back with no error: the caller holds it, so it
+// runs the step rather than leave it for a lease period.
 func (s *Store) EndStepAndClaim(ctx context.Context, runID string, step int, end StepEnd, lease Lease, now time.Time) (pipeline.Run, *Claimed, error) {
 	run, _, claimed, err := s.endStep(ctx, runID, step, end, &lease, now)
 	return run, claimed, err
@@ -476,24 +479,41 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 			continue
 		}
 		if err != nil {
+			if c, cerr := s.claimedBeside(runID, claim, list); c != nil && cerr == nil {
+				return c.Run, nil, c, nil
+			}
 			run, err := s.currentRun(ctx, runID, err)
 			return run, nil, nil, err
 		}
 		run, held, err := s.decodeEnded(runID, v)
-		if err != nil || claim == nil || claim.Err() != nil || list.Err() != nil {
+		if err != nil {
 			return run, held, nil, err
 		}
-		c := &Claimed{}
-		if c.Run, err = s.decodeRunReply(runID, claim.Val()); err != nil {
-			return run, held, nil, err
-		}
-		if c.Messages, err = decodeMessages(runID, list.Val()); err != nil {
+		c, err := s.claimedBeside(runID, claim, list)
+		if c == nil || err != nil {
 			return run, held, nil, err
 		}
 		return c.Run, held, c, nil
 	}
 	run, err := s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the step's call list kept changing", ErrStale, what))
 	return run, nil, nil, err
+}
+
+// claimedBeside decodes the claim sent beside an end (nil when none was
+// sent or it did not go through).
+func (s *Store) claimedBeside(runID string, claim *redis.Cmd, list *redis.StringSliceCmd) (*Claimed, error) {
+	if claim == nil || claim.Err() != nil || list.Err() != nil {
+		return nil, nil
+	}
+	c := &Claimed{}
+	var err error
+	if c.Run, err = s.decodeRunReply(runID, claim.Val()); err != nil {
+		return nil, err
+	}
+	if c.Messages, err = decodeMessages(runID, list.Val()); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // endStepArgs checks end and prepares end_step's events and messages; the

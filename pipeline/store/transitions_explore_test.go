@@ -378,7 +378,7 @@ func opsFor(v view, plans []commitPlan) []transOp {
 			{Status: pipeline.CallSuspended, Parking: parking(pipeline.ResumeReplay)},
 		} {
 			ops = append(ops, transOp{"FinishCall " + id + " " + string(o.Status), "finish_call.lua", false, func(c opEnv) error {
-				_, _, err := c.st.FinishCall(c.ctx, tRun, id, callOwner, o, c.now)
+				_, err := c.st.FinishCall(c.ctx, tRun, id, callOwner, o, c.now)
 				return err
 			}})
 		}

@@ -57,7 +57,7 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 	case errors.Is(err, store.ErrStale):
 		if call.Status.Terminal() || call.Status == pipeline.CallSuspended {
 			log.Debug("tool call already finished; reporting it again", "status", call.Status)
-			return w.report(tracing.FromMessage(msg), call)
+			return w.report(tracing.FromMessage(msg), call, nil)
 		}
 		log.Debug("tool call request is a no-op", "reason", err)
 		return nil
@@ -107,7 +107,7 @@ func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger)
 	}
 	// A secret a tool echoes (an http tool's header, say) stops here.
 	outcome.Result, outcome.Error = w.redact.JSON(outcome.Result), w.redact.String(outcome.Error)
-	done, fanIn, err := w.store.FinishCall(w.ctx, call.RunID, call.ID, call.LeaseOwner, outcome, w.now())
+	done, err := w.store.FinishCall(w.ctx, call.RunID, call.ID, call.LeaseOwner, outcome, w.now())
 	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrStale) {
 		log.Info("tool outcome dropped: another claim took the call over", "reason", err)
 		return
@@ -119,19 +119,20 @@ func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger)
 		log.Error("commit tool outcome; the sweeper will re-drive the call", "error", err)
 		return
 	}
-	if !fanIn {
+	if !done.FanIn {
 		return // other calls of the step are in flight: the last to finish reports
 	}
-	if err := w.report(tracing.Traceparent(ctx), done); err != nil {
+	if err := w.report(tracing.Traceparent(ctx), done.Call, done.View); err != nil {
 		log.Error("report tool outcome; the sweeper will fan it in", "error", err)
 	}
 }
 
 // report publishes ToolCallFinished for a call whose outcome is committed,
-// in the trace of trace (its traceparent; "" for none).
-func (w *Worker) report(trace string, c pipeline.ToolCall) error {
+// in the trace of trace (its traceparent; "" for none), with the step's
+// view for the fan-in when the finish read one (nil: the fan-in reads).
+func (w *Worker) report(trace string, c pipeline.ToolCall, view json.RawMessage) error {
 	return topics.PublishTraced(w.pub, w.names.ToolResults(), topics.ToolCallFinished{
-		Header: topics.Header{RunID: c.RunID}, Step: c.Step, CallID: c.ID, Status: c.Status,
+		Header: topics.Header{RunID: c.RunID}, Step: c.Step, CallID: c.ID, Status: c.Status, View: view,
 	}, trace)
 }
 

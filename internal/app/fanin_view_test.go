@@ -1,0 +1,116 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/stepwise-run/stepwise/internal/kafka"
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// lateReplay publishes every message of one topic a second time, later: a
+// redelivery that arrives after what the message asked for has happened
+// (ADR 0022's aged view). The delays take turns, so that replays land in
+// the steps after the one they ended and after the run's end.
+type lateReplay struct {
+	message.Publisher
+	topic  string
+	delays []time.Duration
+
+	mu       sync.Mutex
+	n        int
+	wg       sync.WaitGroup
+	replayed int
+	views    int
+	errs     []error
+}
+
+func (r *lateReplay) Publish(topic string, msgs ...*message.Message) error {
+	if err := r.Publisher.Publish(topic, msgs...); err != nil || topic != r.topic {
+		return err
+	}
+	for _, m := range msgs {
+		again := m.Copy()
+		r.mu.Lock()
+		delay := r.delays[r.n%len(r.delays)]
+		r.n++
+		r.mu.Unlock()
+		r.wg.Add(1)
+		time.AfterFunc(delay, func() {
+			defer r.wg.Done()
+			err := r.Publisher.Publish(topic, again)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if err != nil {
+				r.errs = append(r.errs, err)
+				return
+			}
+			r.replayed++
+			if bytes.Contains(again.Payload, []byte(`"view":{`)) {
+				r.views++
+			}
+		})
+	}
+	return nil
+}
+
+// A tool result that carries its step's view is redelivered late: after
+// its step ended, the next one started, or the run finished. The view is
+// refused where it would act (the end checks the step it ends), so every
+// run still ends with the exact history, the same call records and one
+// end per step.
+func TestPipeline_tool_results_redelivered_late_with_their_views_change_nothing(t *testing.T) {
+	in := newInfra(t)
+	stack := connect(t, in, parseConfig(t, testConfig))
+	// Step two sleeps 30 ms: the short delays land step one's result in it.
+	replay := &lateReplay{Publisher: stack.Publisher, topic: stack.Names.ToolResults(),
+		delays: []time.Duration{5 * time.Millisecond, 15 * time.Millisecond, 25 * time.Millisecond, 150 * time.Millisecond}}
+	stack.Publisher = replay
+	stopSteps := start(t, stack.RunStepWorker)
+	start(t, func(ctx context.Context) error { return stack.RunToolWorker(ctx, nil) })
+	base := serve(t, stack)
+
+	ids := runThreeSteps(t, base, "r-late", 8)
+	replay.wg.Wait()
+	replay.mu.Lock()
+	replayed, views, errs := replay.replayed, replay.views, replay.errs
+	replay.mu.Unlock()
+	if len(errs) > 0 {
+		t.Fatalf("replays failed: %v", errs)
+	}
+	// Each run's two steps with calls fan in from the last call, which
+	// carries the view: the replays exercised the aged views.
+	if views < 2*len(ids) {
+		t.Fatalf("%d of %d replayed tool results carried a view, want at least %d", views, replayed, 2*len(ids))
+	}
+	// Once the step worker has consumed the replays, stopping it waits for
+	// the fan-ins they started; then nothing can have been ended twice.
+	group := stack.Config.Kafka.TopicPrefix + "stepworker"
+	eventually(t, 20*time.Second, func() bool {
+		lags, err := kafka.Lag(context.Background(), stack.Kafka, group, []string{stack.Names.ToolResults()})
+		if err != nil {
+			return false
+		}
+		for _, l := range lags {
+			if l.Lag > 0 {
+				return false
+			}
+		}
+		return true
+	}, func() string { return "the step worker consuming every replayed tool result" })
+	stopSteps()
+	for _, id := range ids {
+		events := runEvents(t, stack, id)
+		if n := len(eventsOf(events, pipeline.EventStepEnded)); n != 3 {
+			t.Fatalf("run %s: %d step.ended events, want 3: %v", id, n, eventTypes(events))
+		}
+		if n := len(eventsOf(events, pipeline.EventStepStarted)); n != 3 {
+			t.Fatalf("run %s: %d step.started events, want 3: %v", id, n, eventTypes(events))
+		}
+	}
+}
