@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/stepwise-run/stepwise/internal/kafka"
@@ -112,5 +113,58 @@ func TestPipeline_tool_results_redelivered_late_with_their_views_change_nothing(
 		if n := len(eventsOf(events, pipeline.EventStepStarted)); n != 3 {
 			t.Fatalf("run %s: %d step.started events, want 3: %v", id, n, eventTypes(events))
 		}
+	}
+}
+
+// forgingFirst publishes, ahead of every tool result that carries a view,
+// a copy whose view says the calls returned something else (its MAC left
+// as it was): what somebody who may publish to tool-results, but cannot
+// read Redis, could send.
+type forgingFirst struct {
+	message.Publisher
+	topic string
+
+	mu     sync.Mutex
+	forged int
+}
+
+func (f *forgingFirst) Publish(topic string, msgs ...*message.Message) error {
+	if topic == f.topic {
+		for _, m := range msgs {
+			tampered := bytes.ReplaceAll(m.Payload, []byte(`\"n\":`), []byte(`\"n\":9`))
+			if bytes.Equal(tampered, m.Payload) {
+				continue
+			}
+			forged := message.NewMessage(watermill.NewUUID(), tampered)
+			for k, v := range m.Metadata {
+				forged.Metadata.Set(k, v)
+			}
+			if err := f.Publisher.Publish(topic, forged); err != nil {
+				return err
+			}
+			f.mu.Lock()
+			f.forged++
+			f.mu.Unlock()
+		}
+	}
+	return f.Publisher.Publish(topic, msgs...)
+}
+
+// A forged view reaches the fan-in before the real one, on the run's
+// partition: its MAC does not verify, so the fan-in reads the step from
+// Redis, and the runs' histories hold what the tools returned.
+func TestPipeline_a_forged_view_is_not_believed(t *testing.T) {
+	in := newInfra(t)
+	stack := connect(t, in, parseConfig(t, testConfig))
+	forger := &forgingFirst{Publisher: stack.Publisher, topic: stack.Names.ToolResults()}
+	stack.Publisher = forger
+	workers(t, stack)
+	base := serve(t, stack)
+
+	runThreeSteps(t, base, "r-forged", 3)
+	forger.mu.Lock()
+	defer forger.mu.Unlock()
+	if forger.forged < 3 {
+		t.Fatalf("%d forged views sent, want one for step one of each run at least", forger.forged)
 	}
 }

@@ -34,8 +34,8 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 	if err != nil {
 		return err
 	}
-	v := w.viewOf(res)
 	slot.Go(func() {
+		v := w.viewOf(res)
 		w.fanIn.do(res.RunID, func() {
 			err := w.reconcileHere(w.ctx, res.RunID, v)
 			v = nil // a second round (a result came meanwhile) reads the step
@@ -48,16 +48,17 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 }
 
 // viewOf is the fan-in's view a tool result carries, or nil when it has
-// none or one the fan-in cannot end the step from (which a tool worker of
-// this version does not send): it must show the message's step committed,
-// every call of it terminal, nothing held.
+// none, one whose MAC does not verify, or one the fan-in cannot end the
+// step from (which a tool worker of this version does not send): it must
+// show the message's step committed, every call of it terminal, nothing
+// held.
 func (w *Worker) viewOf(res topics.ToolCallFinished) *view {
 	if len(res.View) == 0 {
 		return nil
 	}
-	snap, err := store.DecodeView(res.RunID, res.View)
+	snap, err := w.store.DecodeView(w.ctx, res.RunID, res.View, res.ViewMAC)
 	if err != nil {
-		w.log.Warn("a tool result's view of its step does not decode; reading the step", "run_id", res.RunID, "error", err)
+		w.log.Warn("a tool result's view of its step is not usable; reading the step", "run_id", res.RunID, "error", err)
 		return nil
 	}
 	run := snap.Run

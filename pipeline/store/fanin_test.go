@@ -1,7 +1,11 @@
 package store_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -115,7 +119,7 @@ var viewCases = []contractCase{
 		if !fin.FanIn || fin.View == nil {
 			t.Fatalf("the last finish = fan in %v, view %s; want both", fin.FanIn, fin.View)
 		}
-		snap, err := store.DecodeView("r1", fin.View)
+		snap, err := f.st.DecodeView(f.ctx, "r1", fin.View, fin.ViewMAC)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,10 +176,34 @@ var viewCases = []contractCase{
 			t.Fatalf("a result of %d bytes: fan in %v, a view of %d bytes; want a fan in without a view", store.MaxViewBytes, fin.FanIn, len(fin.View))
 		}
 	}},
-	{"a_view_that_does_not_decode_is_an_error", func(t *testing.T, f *fixture) {
+	{"a_view_not_written_under_the_deployments_key_is_refused", func(t *testing.T, f *fixture) {
+		f.committed(t, "r1", "c1")
+		fin := f.finish(t, "r1", "c1", "t1", succeeded)
+		if fin.View == nil || fin.ViewMAC == "" {
+			t.Fatalf("finish = %+v, want a view and its MAC", fin)
+		}
+		// Somebody who can publish to tool-results but not read Redis
+		// changes a result, or makes a view up: neither is believed.
+		forged := json.RawMessage(strings.Replace(string(fin.View), `{\"ok\":true}`, `{\"ok\":false}`, 1))
+		if string(forged) == string(fin.View) {
+			t.Fatalf("the view %s does not hold the result", fin.View)
+		}
+		for _, v := range []struct{ view, mac string }{{string(forged), fin.ViewMAC}, {string(fin.View), ""}, {string(fin.View), "zz"}} {
+			if _, err := f.st.DecodeView(f.ctx, "r1", json.RawMessage(v.view), v.mac); !errors.Is(err, store.ErrViewForged) {
+				t.Errorf("DecodeView(%.60s..., %q) = %v, want ErrViewForged", v.view, v.mac, err)
+			}
+		}
+		// Under the key (which anyone who can read Redis has), a view that
+		// is not one is an error too.
+		key, err := hex.DecodeString(f.rdb.Get(f.ctx, f.prefix+":view-key").Val())
+		if err != nil || len(key) == 0 {
+			t.Fatalf("the views' key = %x, %v", key, err)
+		}
 		for _, raw := range []string{`{`, `{"run":["status"],"ids":[],"calls":[]}`, `{"run":["status","running"],"ids":["c1"],"calls":[]}`, `{"run":[],"ids":[],"calls":[]}`} {
-			if _, err := store.DecodeView("r1", json.RawMessage(raw)); err == nil {
-				t.Errorf("DecodeView(%s) = nil error", raw)
+			m := hmac.New(sha256.New, key)
+			m.Write([]byte(raw))
+			if _, err := f.st.DecodeView(f.ctx, "r1", json.RawMessage(raw), hex.EncodeToString(m.Sum(nil))); err == nil || errors.Is(err, store.ErrViewForged) {
+				t.Errorf("DecodeView(%s) = %v, want an error that says what is wrong with it", raw, err)
 			}
 		}
 	}},

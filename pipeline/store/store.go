@@ -37,6 +37,8 @@ type Store struct {
 	terminalCalls  string // call statuses that end a call
 	busyCalls      string // call statuses that keep a run running (derive_run_status)
 	finishableRuns string // run statuses that may move to done
+
+	viewKey viewKey // authenticates fan-in views (view.go)
 }
 
 // Option configures a Store.

@@ -1,8 +1,15 @@
 package store
 
 import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 )
@@ -30,64 +37,47 @@ type Finished struct {
 	// message) is refused there, as a snapshot read before a concurrent
 	// write would be.
 	View json.RawMessage
+	// ViewMAC authenticates View (hex HMAC-SHA256 under the key the
+	// deployment keeps in Redis): a view that travels through Kafka is
+	// believed only when it comes from a worker that can read Redis.
+	ViewMAC string
 }
 
-// viewWire is a view as ToolCallFinished carries it: the hashes as their
-// field, value pairs, as the script read them.
+// viewWire is a view as ToolCallFinished carries it, as finish_call.lua
+// encodes it: the hashes as their field, value pairs.
 type viewWire struct {
 	Run   []string   `json:"run"`
 	IDs   []string   `json:"ids"`
 	Calls [][]string `json:"calls"`
 }
 
-// encodeView encodes finish_call.lua's view reply ({} when there is none:
-// nil), or nil when it is bigger than MaxViewBytes.
-func encodeView(v any) (json.RawMessage, error) {
-	parts, ok := v.([]any)
-	if !ok || len(parts) == 0 {
-		return nil, nil
-	}
-	if len(parts) != 3 {
-		return nil, fmt.Errorf("unexpected view of %d parts", len(parts))
-	}
-	var w viewWire
-	var err error
-	if w.Run, err = stringList(parts[0]); err != nil {
-		return nil, err
-	}
-	if w.IDs, err = stringList(parts[1]); err != nil {
-		return nil, err
-	}
-	calls, _ := parts[2].([]any)
-	if len(calls) != len(w.IDs) {
-		return nil, fmt.Errorf("view of %d call ids and %d calls", len(w.IDs), len(calls))
-	}
-	w.Calls = make([][]string, len(calls))
-	for i, c := range calls {
-		if w.Calls[i], err = stringList(c); err != nil {
-			return nil, err
-		}
-	}
-	b, err := json.Marshal(w)
-	if err != nil || len(b) > MaxViewBytes {
-		return nil, err
-	}
-	return b, nil
-}
+// ErrViewForged is DecodeView's answer to a view whose MAC does not verify:
+// not written by a worker of this deployment (or written under a key
+// Redis no longer has).
+var ErrViewForged = errors.New("the view's MAC does not verify")
 
-// DecodeView reads a fan-in view of run runID (Finished.View) as the
-// snapshot a reconcile starts from: the run and the calls of its step, no
-// decision held, no outcome waiting. Its sweep time is not known (zero).
-func DecodeView(runID string, raw json.RawMessage) (Snapshot, error) {
+// DecodeView reads a fan-in view of run runID (Finished.View and ViewMAC)
+// as the snapshot a reconcile starts from: the run and the calls of its
+// step, no decision held, no outcome waiting. Its sweep time is not known
+// (zero). A view whose MAC does not verify is ErrViewForged: Redis is the
+// truth, and a view is only a copy of it that someone with no access to
+// Redis must not be able to write.
+func (s *Store) DecodeView(ctx context.Context, runID string, raw json.RawMessage, mac string) (Snapshot, error) {
+	want, err := s.viewMAC(ctx, raw)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if got, err := hex.DecodeString(mac); err != nil || !hmac.Equal(got, want) {
+		return Snapshot{}, fmt.Errorf("view of run %s: %w", runID, ErrViewForged)
+	}
 	var w viewWire
-	if err := json.Unmarshal(raw, &w); err != nil {
+	if err = json.Unmarshal(raw, &w); err != nil {
 		return Snapshot{}, fmt.Errorf("view of run %s: %w", runID, err)
 	}
 	if len(w.Calls) != len(w.IDs) || len(w.Run)%2 != 0 {
 		return Snapshot{}, fmt.Errorf("view of run %s: %d call ids, %d calls, %d run fields", runID, len(w.IDs), len(w.Calls), len(w.Run))
 	}
 	snap := Snapshot{HeldKnown: true, Calls: make([]pipeline.ToolCall, len(w.IDs))}
-	var err error
 	if snap.Run, err = decodeRun(runID, stringPairs(w.Run)); err != nil {
 		return Snapshot{}, err
 	}
@@ -115,17 +105,45 @@ func (p stringPairs) get(field string) string {
 }
 func (p stringPairs) size() int { return len(p) / 2 }
 
-// stringList is a script's array reply of strings.
-func stringList(v any) ([]string, error) {
-	list, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("unexpected reply %T (want an array)", v)
+// viewKey is the key of the views' MACs, read from Redis once.
+type viewKey struct {
+	mu  sync.Mutex
+	key []byte
+}
+
+// viewKeyKey holds the key: 32 random bytes, written by the first worker
+// that needs it (SET NX) and kept as long as the data it vouches for.
+func (s *Store) viewKeyKey() string { return s.prefix + ":view-key" }
+
+// viewMAC is the HMAC-SHA256 of view under the deployment's key.
+func (s *Store) viewMAC(ctx context.Context, view []byte) ([]byte, error) {
+	key, err := s.loadViewKey(ctx)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]string, len(list))
-	for i, e := range list {
-		if out[i], ok = e.(string); !ok {
-			return nil, fmt.Errorf("unexpected array entry %d: %T", i, e)
-		}
+	m := hmac.New(sha256.New, key)
+	m.Write(view)
+	return m.Sum(nil), nil
+}
+
+func (s *Store) loadViewKey(ctx context.Context) ([]byte, error) {
+	s.viewKey.mu.Lock()
+	defer s.viewKey.mu.Unlock()
+	if s.viewKey.key != nil {
+		return s.viewKey.key, nil
 	}
-	return out, nil
+	fresh := make([]byte, 32)
+	rand.Read(fresh)
+	if err := s.rdb.SetNX(ctx, s.viewKeyKey(), hex.EncodeToString(fresh), 0).Err(); err != nil {
+		return nil, fmt.Errorf("the views' key: %w", err)
+	}
+	stored, err := s.rdb.Get(ctx, s.viewKeyKey()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("the views' key: %w", err)
+	}
+	if s.viewKey.key, err = hex.DecodeString(stored); err != nil || len(s.viewKey.key) < 16 {
+		s.viewKey.key = nil
+		return nil, fmt.Errorf("the views' key at %s is not 16 or more hex-encoded bytes", s.viewKeyKey())
+	}
+	return s.viewKey.key, nil
 }

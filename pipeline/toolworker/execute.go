@@ -57,7 +57,7 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 	case errors.Is(err, store.ErrStale):
 		if call.Status.Terminal() || call.Status == pipeline.CallSuspended {
 			log.Debug("tool call already finished; reporting it again", "status", call.Status)
-			return w.report(tracing.FromMessage(msg), call, nil)
+			return w.report(tracing.FromMessage(msg), call, nil, "")
 		}
 		log.Debug("tool call request is a no-op", "reason", err)
 		return nil
@@ -122,17 +122,18 @@ func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger)
 	if !done.FanIn {
 		return // other calls of the step are in flight: the last to finish reports
 	}
-	if err := w.report(tracing.Traceparent(ctx), done.Call, done.View); err != nil {
+	if err := w.report(tracing.Traceparent(ctx), done.Call, done.View, done.ViewMAC); err != nil {
 		log.Error("report tool outcome; the sweeper will fan it in", "error", err)
 	}
 }
 
 // report publishes ToolCallFinished for a call whose outcome is committed,
 // in the trace of trace (its traceparent; "" for none), with the step's
-// view for the fan-in when the finish read one (nil: the fan-in reads).
-func (w *Worker) report(trace string, c pipeline.ToolCall, view json.RawMessage) error {
+// view and its MAC for the fan-in when the finish read one (nil: the
+// fan-in reads).
+func (w *Worker) report(trace string, c pipeline.ToolCall, view json.RawMessage, mac string) error {
 	return topics.PublishTraced(w.pub, w.names.ToolResults(), topics.ToolCallFinished{
-		Header: topics.Header{RunID: c.RunID}, Step: c.Step, CallID: c.ID, Status: c.Status, View: view,
+		Header: topics.Header{RunID: c.RunID}, Step: c.Step, CallID: c.ID, Status: c.Status, View: view, ViewMAC: mac,
 	}, trace)
 }
 

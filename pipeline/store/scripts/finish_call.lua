@@ -6,18 +6,20 @@
 --       8 tool_call.suspended event JSON ("" unless suspended), 9 the
 --       arguments the parking's args_hash was computed from (checked when
 --       suspended), 10 terminal call statuses (",succeeded,...,"; "": no
---       view), 11.. parking HSET arguments
+--       view), 11 the most bytes a view's strings may add up to,
+--       12.. parking HSET arguments
 -- Returns {call hash, fan in, step, view}: the call hash only for a parked
 -- call ({} otherwise: the caller knows what it wrote, and a result can be
 -- big); fan in is 0 when other calls of the step, which runs them in
 -- parallel, are still in flight (the run's `open` count, commit_step.lua):
 -- the last of them to finish fans in. A parked call always fans in (a held
 -- decision may wait for it). The view is what the fan-in needs to end the
--- step, {run hash, call ids, {call hash, ...}}, when that is all it needs:
--- the call fans in with a terminal outcome, the step is the running run's
--- committed one, every call of it is terminal, and no decision is held for
--- the run nor any outcome waiting in its outbox; {} otherwise. "RETRY" when
--- the arguments changed since the caller read them.
+-- step, the run hash, the call ids and every call's hash, when that is all
+-- it needs: the call fans in with a terminal outcome, the step is the
+-- running run's committed one, every call of it is terminal, and no
+-- decision is held for the run nor any outcome waiting in its outbox; ''
+-- otherwise. "RETRY" when the arguments changed since the caller read
+-- them.
 local call = redis.call('HMGET', KEYS[1], 'status', 'lease_owner', 'args', 'step')
 if not call[1] then
   return redis.error_reply('NOT_FOUND call')
@@ -33,9 +35,9 @@ if ARGV[8] ~= '' and (call[3] or '') ~= ARGV[9] then
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[3], 'result', ARGV[4], 'error', ARGV[5], 'lease_owner', '',
   'lease_until', '0', 'updated_at', ARGV[2])
-if #ARGV > 10 then
+if #ARGV > 11 then
   local fields = {}
-  for i = 11, #ARGV do
+  for i = 12, #ARGV do
     fields[#fields + 1] = ARGV[i]
   end
   redis.call('HSET', KEYS[1], unpack(fields))
@@ -53,21 +55,29 @@ if run[2] and tonumber(run[1]) == tonumber(call[4]) then
   end
 end
 if ARGV[3] == 'suspended' then
-  return {redis.call('HGETALL', KEYS[1]), fanin, call[4], {}}
+  return {redis.call('HGETALL', KEYS[1]), fanin, call[4], ''}
 end
 
--- The fan-in's view (see above). The step list, the calls, the held
--- decisions and the outbox share the run's hash tag, so its slot. The
--- calls are read from the last: in a sequential step the ones not yet
--- run are at the end, so a step that goes on is told after one read.
+-- The fan-in's view (see above), as the JSON ToolCallFinished carries:
+-- {"run":[field, value, ...],"ids":[...],"calls":[[field, value, ...], ...]}
+-- (store/view.go), or '' when there is none or its strings add up to
+-- more than ARGV[11] bytes. The step list, the calls, the held decisions
+-- and the outbox share the run's hash tag, so its slot. The calls are read
+-- from the last: in a sequential step the ones not yet run are at the end,
+-- so a step that goes on is told after one read.
 local function view()
   if fanin == 0 or ARGV[10] == '' or run[3] ~= 'running' or run[4] ~= 'tools'
       or tonumber(run[1]) ~= tonumber(call[4]) then
-    return {}
+    return ''
   end
   local base = string.sub(KEYS[3], 1, -4)
   if redis.call('EXISTS', base .. 'held', base .. 'outcomes') > 0 then
-    return {}
+    return ''
+  end
+  local runh = redis.call('HGETALL', KEYS[3])
+  local size, limit = 0, tonumber(ARGV[11])
+  for j = 1, #runh do
+    size = size + #runh[j]
   end
   local ids = redis.call('LRANGE', base .. 'step:' .. call[4], 0, -1)
   local calls = {}
@@ -77,14 +87,15 @@ local function view()
     for j = 1, #h, 2 do
       if h[j] == 'status' then
         status = h[j + 1]
-        break
       end
+      size = size + #h[j] + #h[j + 1]
     end
-    if not string.find(ARGV[10], ',' .. status .. ',', 1, true) then
-      return {}
+    if size > limit or not string.find(ARGV[10], ',' .. status .. ',', 1, true) then
+      return ''
     end
     calls[i] = h
   end
-  return {redis.call('HGETALL', KEYS[3]), ids, calls}
+  return '{"run":' .. cjson.encode(runh) .. ',"ids":' .. cjson.encode(ids) ..
+    ',"calls":' .. cjson.encode(calls) .. '}'
 end
 return {{}, fanin, call[4], view()}
