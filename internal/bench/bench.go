@@ -39,6 +39,8 @@ var Scenarios = []Scenario{
 		model: threeSteps(`{"name":"sleep","arguments":{"ms":30}}`), steps: 3, calls: 4, defaultRuns: 200},
 	{Name: "latency", What: "runs of 3 steps (2 parallel echo calls in each of the first two) one at a time: the unloaded step latency",
 		model: threeSteps(`{"name":"echo","arguments":{"n":4}}`), steps: 3, calls: 4, sequential: true, defaultRuns: 50},
+	{Name: "ten-steps", What: "runs of an agent of 10 steps (one echo call in each of the first nine) all at once: the hot-path issue's workload",
+		agent: "stepper", steps: 10, calls: 9, defaultRuns: 256},
 	{Name: "fanout", What: "runs of one step of 20 no-op calls all at once: calls per second",
 		model: wideStep(20), steps: 2, calls: 20, defaultRuns: 50},
 	{Name: "memory", What: "runs of an agent that park a call for approval, all at once: the Redis memory a parked call holds",
@@ -60,6 +62,17 @@ func threeSteps(slow string) string {
 	{"text":"done"}]}`
 }
 
+// oneCallTurns are the turns of a script of n steps: one echo call in
+// each but the last, then an answer.
+func oneCallTurns(n int) string {
+	turns := make([]string, n)
+	for i := range n - 1 {
+		turns[i] = fmt.Sprintf(`{text: "step %d", tool_calls: [{name: echo, arguments: {n: %d}}]}`, i, i)
+	}
+	turns[n-1] = `{text: done}`
+	return strings.Join(turns, ", ")
+}
+
 func wideStep(n int) string {
 	calls := make([]string, n)
 	for i := range calls {
@@ -70,7 +83,7 @@ func wideStep(n int) string {
 
 // config is the stack's: production-like leases (no sweeper churn during
 // the measurement) and pools big enough for the batches.
-const benchConfig = `
+var benchConfig = `
 kafka: {partitions: 8}
 stepworker: {concurrency: 1024, lease: 30s, sweep_interval: 2s}
 toolworker: {concurrency: 256, lease: 30s}
@@ -80,6 +93,9 @@ agents:
     tools: [echo, sleep, approve]
   llm:
     model: {provider: synthetic, latency_ms: 500, tool_calls_per_step: 1, tool: echo, steps: 2}
+    tools: [echo]
+  stepper:
+    model: {provider: script, turns: [` + oneCallTurns(10) + `]}
     tools: [echo]
   approver:
     model: {provider: script, turns: [{text: needs approval, tool_calls: [{name: approve, arguments: {amount: 120}}]}, {text: done}]}

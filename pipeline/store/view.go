@@ -70,8 +70,8 @@ func (s *Store) DecodeView(ctx context.Context, runID string, raw json.RawMessag
 	if got, err := hex.DecodeString(mac); err != nil || !hmac.Equal(got, want) {
 		return Snapshot{}, fmt.Errorf("view of run %s: %w", runID, ErrViewForged)
 	}
-	var w viewWire
-	if err = json.Unmarshal(raw, &w); err != nil {
+	w, err := parseView(raw)
+	if err != nil {
 		return Snapshot{}, fmt.Errorf("view of run %s: %w", runID, err)
 	}
 	if len(w.Calls) != len(w.IDs) || len(w.Run)%2 != 0 {
