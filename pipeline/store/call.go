@@ -137,10 +137,10 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 			if err != nil {
 				return Finished{}, err
 			}
-			scriptArgs = append(scriptArgs, parked, args, "", 0)
+			scriptArgs = append(scriptArgs, parked, args, "", 0, 0)
 			scriptArgs = append(scriptArgs, parkingFields(p)...)
 		} else {
-			scriptArgs = append(scriptArgs, "", "", s.terminalCalls, MaxViewBytes)
+			scriptArgs = append(scriptArgs, "", "", s.terminalCalls, MaxViewBytes, MaxViewCalls)
 		}
 		v, err := s.eval(ctx, s.scripts.finishCall, what, []string{s.callKey(runID, callID), s.eventsKey(runID), s.runKey(runID)}, scriptArgs...)
 		if errors.Is(err, errRetry) {
@@ -161,7 +161,7 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 			}
 			f.Call = pipeline.ToolCall{ID: callID, RunID: runID, Step: step, Status: o.Status, Result: o.Result,
 				Error: o.Error, UpdatedAt: fromMillis(toMillis(now))}
-			if view, _ := reply[3].(string); view != "" && len(view) <= MaxViewBytes {
+			if view, _ := reply[3].(string); view != "" { // bounded by the script (MaxViewBytes)
 				b := []byte(view)
 				if mac, err := s.viewMAC(ctx, b); err == nil { // else the fan-in reads the step
 					f.View, f.ViewMAC = b, hex.EncodeToString(mac)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -157,7 +158,7 @@ var viewCases = []contractCase{
 			t.Fatalf("beside a parked call: fan in %v, view %s; want a fan in without a view", fin.FanIn, fin.View)
 		}
 	}},
-	{"a_held_decision_or_a_big_result_leaves_the_view_out", func(t *testing.T, f *fixture) {
+	{"a_held_decision_a_big_result_or_a_wide_step_leaves_the_view_out", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1", "c1")
 		if _, err := f.st.ClaimCall(f.ctx, "r1", "c1", lease("t1", at(60)), at(3)); err != nil {
 			t.Fatal(err)
@@ -174,6 +175,18 @@ var viewCases = []contractCase{
 		big := store.CallOutcome{Status: pipeline.CallSucceeded, Result: json.RawMessage(`"` + strings.Repeat("x", store.MaxViewBytes) + `"`)}
 		if fin := f.finish(t, "r2", "c1", "t1", big); !fin.FanIn || fin.View != nil {
 			t.Fatalf("a result of %d bytes: fan in %v, a view of %d bytes; want a fan in without a view", store.MaxViewBytes, fin.FanIn, len(fin.View))
+		}
+
+		ids := make([]string, store.MaxViewCalls+1)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("c%d", i)
+		}
+		f.committed(t, "r3", ids...)
+		for i, id := range ids {
+			fin := f.finish(t, "r3", id, "t1", succeeded)
+			if last := i == len(ids)-1; fin.FanIn != last || fin.View != nil {
+				t.Fatalf("call %d of %d: fan in %v, view %s; want a fan in from the last, and no view", i+1, len(ids), fin.FanIn, fin.View)
+			}
 		}
 	}},
 	{"a_view_not_written_under_the_deployments_key_is_refused", func(t *testing.T, f *fixture) {

@@ -6,8 +6,9 @@
 --       8 tool_call.suspended event JSON ("" unless suspended), 9 the
 --       arguments the parking's args_hash was computed from (checked when
 --       suspended), 10 terminal call statuses (",succeeded,...,"; "": no
---       view), 11 the most bytes a view's strings may add up to,
---       12.. parking HSET arguments
+--       view), 11 the most bytes a view's strings may add up to, 12 the
+--       most calls a step with a view may have, 13.. parking HSET
+--       arguments
 -- Returns {call hash, fan in, step, view}: the call hash only for a parked
 -- call ({} otherwise: the caller knows what it wrote, and a result can be
 -- big); fan in is 0 when other calls of the step, which runs them in
@@ -35,9 +36,9 @@ if ARGV[8] ~= '' and (call[3] or '') ~= ARGV[9] then
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[3], 'result', ARGV[4], 'error', ARGV[5], 'lease_owner', '',
   'lease_until', '0', 'updated_at', ARGV[2])
-if #ARGV > 11 then
+if #ARGV > 12 then
   local fields = {}
-  for i = 12, #ARGV do
+  for i = 13, #ARGV do
     fields[#fields + 1] = ARGV[i]
   end
   redis.call('HSET', KEYS[1], unpack(fields))
@@ -60,11 +61,12 @@ end
 
 -- The fan-in's view (see above), as the JSON ToolCallFinished carries:
 -- {"run":[field, value, ...],"ids":[...],"calls":[[field, value, ...], ...]}
--- (store/view.go), or '' when there is none or its strings add up to
--- more than ARGV[11] bytes. The step list, the calls, the held decisions
--- and the outbox share the run's hash tag, so its slot. The calls are read
--- from the last: in a sequential step the ones not yet run are at the end,
--- so a step that goes on is told after one read.
+-- (store/view.go), or '' when there is none, the step has more than
+-- ARGV[12] calls or the strings add up to more than ARGV[11] bytes. The
+-- step list, the calls, the held decisions and the outbox share the run's
+-- hash tag, so its slot. The calls are read from the last: in a
+-- sequential step the ones not yet run are at the end, so a step that
+-- goes on is told after one read.
 local function view()
   if fanin == 0 or ARGV[10] == '' or run[3] ~= 'running' or run[4] ~= 'tools'
       or tonumber(run[1]) ~= tonumber(call[4]) then
@@ -80,6 +82,9 @@ local function view()
     size = size + #runh[j]
   end
   local ids = redis.call('LRANGE', base .. 'step:' .. call[4], 0, -1)
+  if #ids > tonumber(ARGV[12]) then
+    return ''
+  end
   local calls = {}
   for i = #ids, 1, -1 do
     local h = redis.call('HGETALL', base .. 'call:' .. ids[i])
