@@ -48,3 +48,30 @@ func FuzzParseView(f *testing.F) {
 		}
 	})
 }
+
+// A view as finish_call.lua writes it for a step of one call of the bench's
+// ten-steps scenario.
+var oneCallView = []byte(`{"run":["updated_at","1795654790815","in_tok","0","agent","stepper","req_hash","bench","open","0","created_at","1795654790810","status","running","out_tok","0","lease_until","0","lease_owner","","step_state","tools","step","2","attempts","1"],"ids":["call_2_0"],"calls":[["step","2","idx","0","tool","echo","queue","default","status","succeeded","args","{\"n\":2}","attempts","1","lease_until","0","updated_at","1795654790824","gate","allow","dec_timeout","0","sent","new@1795654790823@ba9c0bceec56a393","deadline","0","parked_at","0","lease_owner","","result","{\"n\":2}","error",""]]}`)
+
+// What reading a view costs, with parseView and with encoding/json (the
+// fan-in reads one a step): go test -run '^$' -bench View -benchmem
+// ./pipeline/store/. On the 2-core machine of benchmarks.md: 2.3 µs, 2,200
+// B in 11 allocations against 9.8 µs, 4,056 B in 69.
+func BenchmarkView_parse(b *testing.B) {
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := parseView(oneCallView); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkView_encoding_json(b *testing.B) {
+	b.ReportAllocs()
+	for range b.N {
+		var w viewWire
+		if err := json.Unmarshal(oneCallView, &w); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
