@@ -65,14 +65,15 @@ chaos-rolling:
 		$(GO) test -tags chaos -run '^TestChaos$$' -count=1 -v -timeout 30m ./internal/chaos/
 
 ## fuzz: every fuzz target (the decoders of each topic's message, the HTTP
-## bodies, the configuration, ask_when conditions, script models) for
-## FUZZTIME each; their seed corpora run with `make test` too. FUZZTIME is an
+## bodies, the configuration, ask_when conditions, script models, the
+## fan-in's view of a step) for FUZZTIME each; their seed corpora run with
+## `make test` too. FUZZTIME is an
 ## execution count (Nx), not a duration: a wall-clock -fuzztime races Go's
 ## fuzz coordinator and fails with "context deadline exceeded" (golang/go#75804).
 ## An input the fuzzer finds lands in the package's testdata/fuzz: commit it,
 ## it is a regression test from then on.
 FUZZTIME ?= 2000x
-FUZZ_PKGS = ./topics ./pipeline/gateway ./pipeline/config ./pipeline/policy ./pipeline/model/script
+FUZZ_PKGS = ./topics ./pipeline/gateway ./pipeline/config ./pipeline/policy ./pipeline/model/script ./pipeline/store
 fuzz:
 	@set -e; for pkg in $(FUZZ_PKGS); do \
 		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
