@@ -9,35 +9,55 @@ import "sync"
 // reconcile runs only marks it to run once more when it ends: no result
 // goes unanswered (the last reconcile starts after the last result was
 // written), and a burst of n results costs a few reconciles instead of n.
+//
+// A result may carry a view of its step (ADR 0022). The round after the
+// running one starts from the view of the last result that arrived
+// meanwhile when every one of them carried a view (each is the step as a
+// finish left it, and the last is the latest), and reads the run when any
+// did not. The fan-in that ends a step runs the next step in its round, so
+// the next step's result often arrives before the round is over: that
+// result's view is not lost.
 type coalescer struct {
 	mu   sync.Mutex
-	runs map[string]*bool // run id → whether to reconcile once more
+	runs map[string]*again // run id → what the next round starts from
 }
 
-func newCoalescer() *coalescer { return &coalescer{runs: map[string]*bool{}} }
+// again is a run's next round: whether there is one, and its view (nil:
+// read the run).
+type again struct {
+	due  bool
+	view *view
+}
 
-// do runs reconcile for runID, now or, if one already runs for the run,
-// once more after it (once for however many arrived meanwhile). It returns
-// at once when it leaves the work to the running one.
-func (c *coalescer) do(runID string, reconcile func()) {
+func newCoalescer() *coalescer { return &coalescer{runs: map[string]*again{}} }
+
+// do runs reconcile for runID from v (nil: reading the run), now or, if
+// one already runs for the run, once more after it (once for however many
+// arrived meanwhile). It returns at once when it leaves the work to the
+// running one.
+func (c *coalescer) do(runID string, v *view, reconcile func(v *view)) {
 	c.mu.Lock()
-	if again, ok := c.runs[runID]; ok {
-		*again = true
+	if next, ok := c.runs[runID]; ok {
+		if !next.due || next.view != nil {
+			next.view = v // the latest view, unless an arrival without one asked for a read
+		}
+		next.due = true
 		c.mu.Unlock()
 		return
 	}
-	again := new(bool)
-	c.runs[runID] = again
+	next := &again{}
+	c.runs[runID] = next
 	c.mu.Unlock()
 	for {
-		reconcile()
+		reconcile(v)
 		c.mu.Lock()
-		if !*again {
+		if !next.due {
 			delete(c.runs, runID)
 			c.mu.Unlock()
 			return
 		}
-		*again = false
+		v = next.view
+		*next = again{}
 		c.mu.Unlock()
 	}
 }

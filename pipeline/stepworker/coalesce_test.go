@@ -14,17 +14,17 @@ func TestCoalescer_answers_every_request_with_fewer_reconciles(t *testing.T) {
 	var lastSeen atomic.Int64 // arrivals seen by the latest reconcile when it started
 	gate := make(chan struct{})
 	var wg sync.WaitGroup
-	reconcile := func() {
+	reconcile := func(*view) {
 		lastSeen.Store(arrived.Load())
 		if runs.Add(1) == 1 {
 			<-gate // the first one is slow: the others pile up behind it
 		}
 	}
-	wg.Go(func() { arrived.Add(1); c.do("r", reconcile) })
+	wg.Go(func() { arrived.Add(1); c.do("r", nil, reconcile) })
 	for runs.Load() == 0 {
 	}
 	for range 50 {
-		wg.Go(func() { arrived.Add(1); c.do("r", reconcile) })
+		wg.Go(func() { arrived.Add(1); c.do("r", nil, reconcile) })
 	}
 	for arrived.Load() < 51 {
 	}
@@ -38,6 +38,49 @@ func TestCoalescer_answers_every_request_with_fewer_reconciles(t *testing.T) {
 	}
 	// Another run is not held up by this one.
 	done := make(chan struct{})
-	go c.do("other", func() { close(done) })
+	go c.do("other", nil, func(*view) { close(done) })
 	<-done
+}
+
+// The round after the running one starts from the view of the last result
+// that arrived meanwhile, or reads the run when one of them had no view.
+func TestCoalescer_the_next_round_starts_from_the_latest_view_unless_one_had_none(t *testing.T) {
+	views := func(arrivals ...*view) *view {
+		c := newCoalescer()
+		started, gate := make(chan struct{}), make(chan struct{})
+		var second *view
+		rounds := 0
+		done := make(chan struct{})
+		go func() {
+			c.do("r", &view{}, func(v *view) {
+				if rounds++; rounds == 1 {
+					close(started)
+					<-gate
+					return
+				}
+				second = v
+			})
+			close(done)
+		}()
+		<-started
+		for _, v := range arrivals {
+			c.do("r", v, func(*view) { t.Error("an arrival ran a round beside the running one") })
+		}
+		close(gate)
+		<-done
+		if rounds != 2 {
+			t.Fatalf("%d rounds, want 2", rounds)
+		}
+		return second
+	}
+	v1, v2 := &view{here: true}, &view{here: true}
+	if got := views(v1, v2); got != v2 {
+		t.Errorf("after two results with views, the next round started from %p, want the latest %p", got, v2)
+	}
+	if got := views(v1, nil, v2); got != nil {
+		t.Errorf("after a result without a view, the next round started from %p, want a read (nil)", got)
+	}
+	if got := views(nil); got != nil {
+		t.Errorf("after a result without a view, the next round started from %p, want a read (nil)", got)
+	}
 }

@@ -35,11 +35,8 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 		return err
 	}
 	slot.Go(func() {
-		v := w.viewOf(res)
-		w.fanIn.do(res.RunID, func() {
-			err := w.reconcileHere(w.ctx, res.RunID, v)
-			v = nil // a second round (a result came meanwhile) reads the step
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
+		w.fanIn.do(res.RunID, w.viewOf(res), func(v *view) {
+			if err := w.reconcileHere(w.ctx, res.RunID, v); err != nil && !errors.Is(err, store.ErrNotFound) {
 				w.log.Error("fan in a tool result; the sweeper will retry", "run_id", res.RunID, "call_id", res.CallID, "error", err)
 			}
 		})
