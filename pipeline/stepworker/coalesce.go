@@ -11,10 +11,11 @@ import "sync"
 // written), and a burst of n results costs a few reconciles instead of n.
 //
 // A result may carry a view of its step (ADR 0022). The round after the
-// running one starts from the view of the last result that arrived
-// meanwhile when every one of them carried a view (each is the step as a
-// finish left it, and the last is the latest), and reads the run when any
-// did not. The fan-in that ends a step runs the next step in its round, so
+// running one starts from the view of the latest step among the results
+// that arrived meanwhile (the last of them for that step: a redelivered
+// result's view of a step before must not hide a newer one, since a round
+// from an aged view is refused and ends) when every one of them carried a
+// view, and reads the run when any did not. The fan-in that ends a step runs the next step in its round, so
 // the next step's result often arrives before the round is over: that
 // result's view is not lost.
 type coalescer struct {
@@ -38,8 +39,13 @@ func newCoalescer() *coalescer { return &coalescer{runs: map[string]*again{}} }
 func (c *coalescer) do(runID string, v *view, reconcile func(v *view)) {
 	c.mu.Lock()
 	if next, ok := c.runs[runID]; ok {
-		if !next.due || next.view != nil {
-			next.view = v // the latest view, unless an arrival without one asked for a read
+		switch {
+		case !next.due:
+			next.view = v
+		case next.view == nil || v == nil:
+			next.view = nil // an arrival without a view: the next round reads
+		case v.Run.Step >= next.view.Run.Step:
+			next.view = v // not a late duplicate's view of a step before
 		}
 		next.due = true
 		c.mu.Unlock()

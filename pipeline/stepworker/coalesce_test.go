@@ -4,6 +4,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
 // A burst of fan-ins for one run: every one is answered by a reconcile
@@ -42,8 +45,9 @@ func TestCoalescer_answers_every_request_with_fewer_reconciles(t *testing.T) {
 	<-done
 }
 
-// The round after the running one starts from the view of the last result
-// that arrived meanwhile, or reads the run when one of them had no view.
+// The round after the running one starts from the view of the latest step
+// among the results that arrived meanwhile, or reads the run when one of
+// them had no view.
 func TestCoalescer_the_next_round_starts_from_the_latest_view_unless_one_had_none(t *testing.T) {
 	views := func(arrivals ...*view) *view {
 		c := newCoalescer()
@@ -76,6 +80,11 @@ func TestCoalescer_the_next_round_starts_from_the_latest_view_unless_one_had_non
 	v1, v2 := &view{here: true}, &view{here: true}
 	if got := views(v1, v2); got != v2 {
 		t.Errorf("after two results with views, the next round started from %p, want the latest %p", got, v2)
+	}
+	step1 := &view{Snapshot: store.Snapshot{Run: pipeline.Run{Step: 1}}}
+	late := &view{Snapshot: store.Snapshot{Run: pipeline.Run{Step: 0}}}
+	if got := views(step1, late); got != step1 {
+		t.Errorf("after step 1's result and a late one of step 0, the next round started from %p, want step 1's %p", got, step1)
 	}
 	if got := views(v1, nil, v2); got != nil {
 		t.Errorf("after a result without a view, the next round started from %p, want a read (nil)", got)
