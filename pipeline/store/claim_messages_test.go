@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
@@ -26,6 +27,45 @@ var claimMessagesCases = []contractCase{
 		}
 		if _, _, err := f.st.ClaimStepWithMessages(f.ctx, "nope", 0, lease("w1", at(30)), at(1)); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("claim of an unknown run: %v", err)
+		}
+	}}, {"a_claim_reads_the_last_turn_and_what_follows_unless_the_last_turn_changed", func(t *testing.T, f *fixture) {
+		msgsKey := f.prefix + ":{r1}:msgs"
+		next := func(step int, callID string) []pipeline.Message { // commit step with one call, finish it, end the step and claim the next
+			t.Helper()
+			f.commit(t, "r1", step, "w1", callID)
+			f.done(t, "r1", callID)
+			tool := pipeline.Message{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: callID}
+			_, claimed, err := f.st.EndStepAndClaim(f.ctx, "r1", step, store.StepEnd{ToolMessages: []pipeline.Message{tool}}, lease("w1", at(40)), at(5))
+			if err != nil || claimed == nil {
+				t.Fatalf("EndStepAndClaim(step %d) = %+v, %v", step, claimed, err)
+			}
+			return claimed.Messages
+		}
+		f.created(t, "r1")
+		if _, msgs, err := f.st.ClaimStepWithMessages(f.ctx, "r1", 0, lease("w1", at(30)), at(1)); err != nil || len(msgs) != 1 {
+			t.Fatalf("claim of step 0 = %+v, %v", msgs, err)
+		}
+		if msgs := next(0, "c1"); len(msgs) != 3 || msgs[2].ToolCallID != "c1" {
+			t.Fatalf("conversation at step 1 = %+v", msgs)
+		}
+		// What this process read before its last turn is not read again: a
+		// change there (which nothing in stepwise makes) goes unseen...
+		if err := f.rdb.LSet(f.ctx, msgsKey, 0, `{"role":"user","content":"changed"}`).Err(); err != nil {
+			t.Fatal(err)
+		}
+		msgs := next(1, "c2")
+		if len(msgs) != 5 || msgs[0].Content != "hello" || msgs[4].ToolCallID != "c2" {
+			t.Fatalf("conversation at step 2 = %+v, want the input as first read and both steps", msgs)
+		}
+		// ...but a last turn that is not what was read (a Redis that lost
+		// its last writes and saw the step run again) has the whole
+		// conversation read again.
+		if err := f.rdb.LSet(f.ctx, msgsKey, 3, `{"role":"assistant","content":"run again","tool_calls":[{"id":"c2","name":"echo","arguments":{}}]}`).Err(); err != nil {
+			t.Fatal(err)
+		}
+		msgs = next(2, "c3")
+		if len(msgs) != 7 || msgs[0].Content != "changed" || msgs[3].Content != "run again" || msgs[6].ToolCallID != "c3" {
+			t.Fatalf("conversation at step 3 = %+v, want Redis's, read again", msgs)
 		}
 	}},
 }

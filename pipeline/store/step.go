@@ -47,10 +47,11 @@ func (s *Store) ClaimStepWithMessages(ctx context.Context, runID string, step in
 		return pipeline.Run{}, nil, err
 	}
 	what := fmt.Sprintf("claim step %d of run %s", step, runID)
-	var list *redis.StringSliceCmd
+	var cached conversation
+	var read *redis.StringSliceCmd
 	v, err := s.evalAmong(ctx, s.scripts.claimStep, keys, args, func(p redis.Pipeliner, eval func()) {
 		eval()
-		list = p.LRange(ctx, s.msgsKey(runID), 0, -1)
+		cached, read = s.readConversation(ctx, p, runID)
 	})
 	if err != nil {
 		run, err := s.currentRun(ctx, runID, scriptError(err, what))
@@ -60,10 +61,7 @@ func (s *Store) ClaimStepWithMessages(ctx context.Context, runID string, step in
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
-	if err := list.Err(); err != nil {
-		return pipeline.Run{}, nil, fmt.Errorf("messages of run %s: %w", runID, err)
-	}
-	msgs, err := decodeMessages(runID, list.Val())
+	msgs, err := s.joinConversation(ctx, run, cached, read)
 	return run, msgs, err
 }
 
@@ -463,12 +461,13 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 		}
 		keys, args := build(ids)
 		var claim *redis.Cmd
-		var list *redis.StringSliceCmd
+		var cached conversation
+		var read *redis.StringSliceCmd
 		v, err := s.evalAmong(ctx, s.scripts.endStep, keys, args, func(p redis.Pipeliner, eval func()) {
 			eval()
 			if claimKeys != nil { // refused unless the end moved the run to step+1
 				claim = s.scripts.claimStep.EvalSha(ctx, p, claimKeys, claimArgs...)
-				list = p.LRange(ctx, s.msgsKey(runID), 0, -1)
+				cached, read = s.readConversation(ctx, p, runID)
 			}
 		})
 		if err != nil {
@@ -479,7 +478,7 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 			continue
 		}
 		if err != nil {
-			if c, cerr := s.claimedBeside(runID, claim, list); c != nil && cerr == nil {
+			if c, cerr := s.claimedBeside(ctx, runID, claim, cached, read); c != nil && cerr == nil {
 				return c.Run, nil, c, nil
 			}
 			run, err := s.currentRun(ctx, runID, err)
@@ -489,7 +488,7 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 		if err != nil {
 			return run, held, nil, err
 		}
-		c, err := s.claimedBeside(runID, claim, list)
+		c, err := s.claimedBeside(ctx, runID, claim, cached, read)
 		if c == nil || err != nil {
 			return run, held, nil, err
 		}
@@ -501,8 +500,8 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 
 // claimedBeside decodes the claim sent beside an end (nil when none was
 // sent or it did not go through).
-func (s *Store) claimedBeside(runID string, claim *redis.Cmd, list *redis.StringSliceCmd) (*Claimed, error) {
-	if claim == nil || claim.Err() != nil || list.Err() != nil {
+func (s *Store) claimedBeside(ctx context.Context, runID string, claim *redis.Cmd, cached conversation, read *redis.StringSliceCmd) (*Claimed, error) {
+	if claim == nil || claim.Err() != nil || read.Err() != nil {
 		return nil, nil
 	}
 	c := &Claimed{}
@@ -510,7 +509,7 @@ func (s *Store) claimedBeside(runID string, claim *redis.Cmd, list *redis.String
 	if c.Run, err = s.decodeRunReply(runID, claim.Val()); err != nil {
 		return nil, err
 	}
-	if c.Messages, err = decodeMessages(runID, list.Val()); err != nil {
+	if c.Messages, err = s.joinConversation(ctx, c.Run, cached, read); err != nil {
 		return nil, err
 	}
 	return c, nil

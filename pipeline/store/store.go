@@ -38,7 +38,8 @@ type Store struct {
 	busyCalls      string // call statuses that keep a run running (derive_run_status)
 	finishableRuns string // run statuses that may move to done
 
-	viewKey viewKey // authenticates fan-in views (view.go)
+	viewKey       viewKey       // authenticates fan-in views (view.go)
+	conversations conversations // read for claims (conversations.go)
 }
 
 // Option configures a Store.
