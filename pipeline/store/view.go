@@ -10,6 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 )
@@ -116,11 +119,17 @@ func (p stringPairs) get(field string) string {
 }
 func (p stringPairs) size() int { return len(p) / 2 }
 
-// viewKey is the key of the views' MACs, read from Redis once.
+// viewKey is the key of the views' MACs, read from Redis at most once a
+// viewKeyFor: a key deleted or replaced in Redis is taken up by every
+// process within that, and until then their views only fail to verify
+// (their fan-ins read the step).
 type viewKey struct {
-	mu  sync.Mutex
-	key []byte
+	mu     sync.Mutex
+	key    []byte
+	loaded time.Time
 }
+
+const viewKeyFor = time.Minute
 
 // viewKeyKey holds the key: 32 random bytes, written by the first worker
 // that needs it (SET NX) and kept as long as the data it vouches for.
@@ -140,21 +149,23 @@ func (s *Store) viewMAC(ctx context.Context, view []byte) ([]byte, error) {
 func (s *Store) loadViewKey(ctx context.Context) ([]byte, error) {
 	s.viewKey.mu.Lock()
 	defer s.viewKey.mu.Unlock()
-	if s.viewKey.key != nil {
+	if s.viewKey.key != nil && time.Since(s.viewKey.loaded) < viewKeyFor {
 		return s.viewKey.key, nil
 	}
 	fresh := make([]byte, 32)
 	rand.Read(fresh)
-	if err := s.rdb.SetNX(ctx, s.viewKeyKey(), hex.EncodeToString(fresh), 0).Err(); err != nil {
+	var stored *redis.StringCmd
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.SetNX(ctx, s.viewKeyKey(), hex.EncodeToString(fresh), 0)
+		stored = p.Get(ctx, s.viewKeyKey())
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("the views' key: %w", err)
 	}
-	stored, err := s.rdb.Get(ctx, s.viewKeyKey()).Result()
-	if err != nil {
-		return nil, fmt.Errorf("the views' key: %w", err)
-	}
-	if s.viewKey.key, err = hex.DecodeString(stored); err != nil || len(s.viewKey.key) < 16 {
-		s.viewKey.key = nil
+	key, err := hex.DecodeString(stored.Val())
+	if err != nil || len(key) < 16 {
 		return nil, fmt.Errorf("the views' key at %s is not 16 or more hex-encoded bytes", s.viewKeyKey())
 	}
-	return s.viewKey.key, nil
+	s.viewKey.key, s.viewKey.loaded = key, time.Now()
+	return key, nil
 }
