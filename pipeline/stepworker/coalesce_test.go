@@ -26,8 +26,11 @@ func TestCoalescer_answers_every_request_with_fewer_reconciles(t *testing.T) {
 	wg.Go(func() { arrived.Add(1); c.do("r", nil, reconcile) })
 	for runs.Load() == 0 {
 	}
+	// Each of these is counted once do returned: it has marked the run
+	// (or, wrongly, run a reconcile of its own) by then, so the gate opens
+	// only after all of them are in.
 	for range 50 {
-		wg.Go(func() { arrived.Add(1); c.do("r", nil, reconcile) })
+		wg.Go(func() { c.do("r", nil, reconcile); arrived.Add(1) })
 	}
 	for arrived.Load() < 51 {
 	}
