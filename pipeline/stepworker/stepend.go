@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -51,24 +52,41 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 // held.
 func (w *Worker) viewOf(res topics.ToolCallFinished) *view {
 	if len(res.View) == 0 {
+		w.metrics.FanInView(metrics.ViewAbsent)
 		return nil
 	}
 	snap, err := w.store.DecodeView(w.ctx, res.RunID, res.View, res.ViewMAC)
 	if err != nil {
+		outcome := metrics.ViewUnusable
+		if errors.Is(err, store.ErrViewForged) {
+			outcome = metrics.ViewRefused
+		}
+		w.metrics.FanInView(outcome)
 		w.log.Warn("a tool result's view of its step is not usable; reading the step", "run_id", res.RunID, "error", err)
 		return nil
 	}
-	run := snap.Run
-	if run.Status != pipeline.RunRunning || run.StepState != pipeline.StepTools || run.Step != res.Step ||
-		len(snap.Calls) == 0 || len(snap.Held) > 0 {
+	if !endsStep(snap, res.Step) {
+		w.metrics.FanInView(metrics.ViewUnusable)
 		return nil
+	}
+	w.metrics.FanInView(metrics.ViewUsed)
+	return &view{Snapshot: snap, here: true}
+}
+
+// endsStep reports whether snap shows step committed with every call
+// terminal and nothing held: all a fan-in needs to end the step.
+func endsStep(snap store.Snapshot, step int) bool {
+	run := snap.Run
+	if run.Status != pipeline.RunRunning || run.StepState != pipeline.StepTools || run.Step != step ||
+		len(snap.Calls) == 0 || len(snap.Held) > 0 {
+		return false
 	}
 	for _, c := range snap.Calls {
 		if !c.Status.Terminal() {
-			return nil
+			return false
 		}
 	}
-	return &view{Snapshot: snap, here: true}
+	return true
 }
 
 // endStep is the StepEnd phase: append the tool results in call order, then
