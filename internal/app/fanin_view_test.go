@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -173,16 +170,5 @@ func TestPipeline_a_forged_view_is_not_believed(t *testing.T) {
 		t.Fatalf("%d forged views sent, want one for step one of each run at least", forged)
 	}
 	// Each was refused, and said so where an operator looks.
-	want := fmt.Sprintf(`stepwise_fan_in_views_total{outcome="refused"} %d`, forged)
-	var text string
-	eventually(t, 10*time.Second, func() bool {
-		res, err := http.Get(base + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		text = string(b)
-		return strings.Contains(text, want)
-	}, func() string { return "/metrics lacks " + want + ":\n" + text })
+	scrapeUntil(t, base, fmt.Sprintf(`stepwise_fan_in_views_total{outcome="refused"} %d`, forged))
 }

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -24,18 +25,8 @@ func TestMetrics_a_run_is_counted_at_metrics(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var text string
-	eventually(t, 10*time.Second, func() bool {
-		res, err := http.Get(base + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		text = string(b)
-		return strings.Contains(text, `stepwise_run_results_total{reason="natural_end"} 1`) &&
-			strings.Contains(text, `stepwise_dead_letters_total{topic="`+stack.Names.RunSteps()+`"} 1`)
-	}, func() string { return "no run result counted:\n" + text })
+	text := scrapeUntil(t, base, `stepwise_run_results_total{reason="natural_end"} 1`,
+		`stepwise_dead_letters_total{topic="`+stack.Names.RunSteps()+`"} 1`)
 	for _, want := range []string{
 		`stepwise_steps_committed_total{agent="assistant"} 3`,
 		`stepwise_tool_calls_total{status="succeeded",tool="echo"} 3`,
@@ -57,4 +48,27 @@ func TestMetrics_a_run_is_counted_at_metrics(t *testing.T) {
 			t.Errorf("/metrics lacks %s:\n%s", want, text)
 		}
 	}
+}
+
+// scrapeUntil reads the gateway's /metrics at base until it holds every one
+// of want (failing t after 10 s), and returns the text.
+func scrapeUntil(t *testing.T, base string, want ...string) string {
+	t.Helper()
+	var text string
+	eventually(t, 10*time.Second, func() bool {
+		res, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		text = string(b)
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				return false
+			}
+		}
+		return true
+	}, func() string { return fmt.Sprintf("/metrics lacks one of %q:\n%s", want, text) })
+	return text
 }
