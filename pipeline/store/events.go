@@ -61,24 +61,28 @@ func newEvent(step int, callID string, typ pipeline.EventType, now time.Time, da
 		}
 		return string(b), nil
 	}
-	b := make([]byte, 0, 80+len(typ)+len(callID)+len(raw))
-	b = append(b, `{"type":"`...)
-	b = append(b, typ...)
-	b = append(b, `","step":`...)
-	b = strconv.AppendInt(b, int64(step), 10)
+	// A strings.Builder hands its bytes over as the string: no copy.
+	var b strings.Builder
+	var num [40]byte
+	b.Grow(80 + len(typ) + len(callID) + len(raw))
+	b.WriteString(`{"type":"`)
+	b.WriteString(string(typ))
+	b.WriteString(`","step":`)
+	b.Write(strconv.AppendInt(num[:0], int64(step), 10))
 	if callID != "" {
-		b = append(b, `,"call_id":"`...)
-		b = append(b, callID...)
-		b = append(b, '"')
+		b.WriteString(`,"call_id":"`)
+		b.WriteString(callID)
+		b.WriteByte('"')
 	}
-	b = append(b, `,"at":"`...)
-	b = at.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, '"')
+	b.WriteString(`,"at":"`)
+	b.Write(at.AppendFormat(num[:0], time.RFC3339Nano))
+	b.WriteByte('"')
 	if len(raw) > 0 {
-		b = append(b, `,"data":`...)
-		b = append(b, raw...)
+		b.WriteString(`,"data":`)
+		b.Write(raw)
 	}
-	return string(append(b, '}')), nil
+	b.WriteByte('}')
+	return b.String(), nil
 }
 
 // plainJSON reports whether s is written in JSON as it is, between quotes:
