@@ -201,9 +201,12 @@ var viewCases = []contractCase{
 		if string(forged) == string(fin.View) {
 			t.Fatalf("the view %s does not hold the result", fin.View)
 		}
-		for _, v := range []struct{ view, mac string }{{string(forged), fin.ViewMAC}, {string(fin.View), ""}, {string(fin.View), "zz"}} {
-			if _, err := f.st.DecodeView(f.ctx, "r1", json.RawMessage(v.view), v.mac); !errors.Is(err, store.ErrViewForged) {
-				t.Errorf("DecodeView(%.60s..., %q) = %v, want ErrViewForged", v.view, v.mac, err)
+		for _, v := range []struct{ run, view, mac string }{
+			{"r1", string(forged), fin.ViewMAC}, {"r1", string(fin.View), ""}, {"r1", string(fin.View), "zz"},
+			{"r2", string(fin.View), fin.ViewMAC}, // r1's view replayed in a message about r2
+		} {
+			if _, err := f.st.DecodeView(f.ctx, v.run, json.RawMessage(v.view), v.mac); !errors.Is(err, store.ErrViewForged) {
+				t.Errorf("DecodeView(%s, %.60s..., %q) = %v, want ErrViewForged", v.run, v.view, v.mac, err)
 			}
 		}
 		// Under the key (which anyone who can read Redis has), a view that
@@ -214,7 +217,7 @@ var viewCases = []contractCase{
 		}
 		for _, raw := range []string{`{`, `{"run":["status"],"ids":[],"calls":[]}`, `{"run":["status","running"],"ids":["c1"],"calls":[]}`, `{"run":[],"ids":[],"calls":[]}`} {
 			m := hmac.New(sha256.New, key)
-			m.Write([]byte(raw))
+			m.Write([]byte("r1\x00" + raw))
 			if _, err := f.st.DecodeView(f.ctx, "r1", json.RawMessage(raw), hex.EncodeToString(m.Sum(nil))); err == nil || errors.Is(err, store.ErrViewForged) {
 				t.Errorf("DecodeView(%s) = %v, want an error that says what is wrong with it", raw, err)
 			}

@@ -51,9 +51,10 @@ type Finished struct {
 	// redelivered message) is refused there, as a snapshot read before a
 	// concurrent write would be.
 	View json.RawMessage
-	// ViewMAC authenticates View (hex HMAC-SHA256 under the key the
-	// deployment keeps in Redis): a view that travels through Kafka is
-	// believed only when it comes from a worker that can read Redis.
+	// ViewMAC authenticates View as its run's (hex HMAC-SHA256 of the run
+	// id and the view under the key the deployment keeps in Redis): a view
+	// that travels through Kafka is believed only when it comes from a
+	// worker that can read Redis, and only for the run it was read from.
 	ViewMAC string
 }
 
@@ -77,7 +78,7 @@ var ErrViewForged = errors.New("the view's MAC does not verify")
 // truth, and a view is only a copy of it that someone with no access to
 // Redis must not be able to write.
 func (s *Store) DecodeView(ctx context.Context, runID string, raw json.RawMessage, mac string) (Snapshot, error) {
-	want, err := s.viewMAC(ctx, raw)
+	want, err := s.viewMAC(ctx, runID, raw)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -135,13 +136,18 @@ const viewKeyFor = time.Minute
 // that needs it (SET NX) and kept as long as the data it vouches for.
 func (s *Store) viewKeyKey() string { return s.prefix + ":view-key" }
 
-// viewMAC is the HMAC-SHA256 of view under the deployment's key.
-func (s *Store) viewMAC(ctx context.Context, view []byte) ([]byte, error) {
+// viewMAC is the HMAC-SHA256 under the deployment's key of run runID's
+// view: of the run id, a zero byte and the view. The view does not name
+// its run (a hash's key does), so the MAC binds it to one: a view replayed
+// in a message about another run at the same step does not verify there.
+func (s *Store) viewMAC(ctx context.Context, runID string, view []byte) ([]byte, error) {
 	key, err := s.loadViewKey(ctx)
 	if err != nil {
 		return nil, err
 	}
 	m := hmac.New(sha256.New, key)
+	m.Write([]byte(runID))
+	m.Write([]byte{0})
 	m.Write(view)
 	return m.Sum(nil), nil
 }
