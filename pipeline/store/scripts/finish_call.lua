@@ -64,28 +64,21 @@ end
 -- (store/view.go), or '' when there is none, the step has more than
 -- ARGV[12] calls or the strings add up to more than ARGV[11] bytes. The
 -- step list, the calls, the held decisions and the outbox share the run's
--- hash tag, so its slot. The calls are read from the last: in a
--- sequential step the ones not yet run are at the end, so a step that
--- goes on is told after one read.
+-- hash tag, so its slot. The step's width is checked first and then its
+-- calls, from the last (in a sequential step the ones not yet run are at
+-- the end): a step that has no view is told after a read or two.
 local function view()
   if fanin == 0 or ARGV[10] == '' or run[3] ~= 'running' or run[4] ~= 'tools'
       or tonumber(run[1]) ~= tonumber(call[4]) then
     return ''
   end
   local base = string.sub(KEYS[3], 1, -4)
-  if redis.call('EXISTS', base .. 'held', base .. 'outcomes') > 0 then
-    return ''
-  end
-  local runh = redis.call('HGETALL', KEYS[3])
-  local size, limit = 0, tonumber(ARGV[11])
-  for j = 1, #runh do
-    size = size + #runh[j]
-  end
   local ids = redis.call('LRANGE', base .. 'step:' .. call[4], 0, -1)
   if #ids > tonumber(ARGV[12]) then
     return ''
   end
   local calls = {}
+  local size, limit = 0, tonumber(ARGV[11])
   for i = #ids, 1, -1 do
     local h = redis.call('HGETALL', base .. 'call:' .. ids[i])
     local status = ''
@@ -99,6 +92,16 @@ local function view()
       return ''
     end
     calls[i] = h
+  end
+  if redis.call('EXISTS', base .. 'held', base .. 'outcomes') > 0 then
+    return ''
+  end
+  local runh = redis.call('HGETALL', KEYS[3])
+  for j = 1, #runh do
+    size = size + #runh[j]
+  end
+  if size > limit then
+    return ''
   end
   return '{"run":' .. cjson.encode(runh) .. ',"ids":' .. cjson.encode(ids) ..
     ',"calls":' .. cjson.encode(calls) .. '}'
