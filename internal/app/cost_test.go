@@ -32,7 +32,8 @@ const (
 	// results bunch up; 27.1 with the calls marked in their commit, 26.2
 	// once the commit no longer reads them back, 22.8 once the claims and
 	// the commit write their counters with their other fields, 21.8 once a
-	// finished call is not read back.
+	// finished call is not read back; 21.9 since the last finish looks at
+	// the step's width for a view (ADR 0022: one LRANGE a step).
 	fanoutCalls            = 20
 	maxCommandsPerWideCall = 24.5
 
