@@ -47,9 +47,7 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 
 // viewOf is the fan-in's view a tool result carries, or nil when it has
 // none, one whose MAC does not verify, or one the fan-in cannot end the
-// step from (which a tool worker of this version does not send): it must
-// show the message's step committed, every call of it terminal, nothing
-// held.
+// step from (endsStep; a tool worker of this version does not send one).
 func (w *Worker) viewOf(res topics.ToolCallFinished) *view {
 	if len(res.View) == 0 {
 		w.metrics.FanInView(metrics.ViewAbsent)
@@ -73,12 +71,13 @@ func (w *Worker) viewOf(res topics.ToolCallFinished) *view {
 	return &view{Snapshot: snap, here: true}
 }
 
-// endsStep reports whether snap shows step committed with every call
-// terminal and nothing held: all a fan-in needs to end the step.
+// endsStep reports whether a view (which holds no decision: DecodeView)
+// shows step committed with calls, every one terminal: all a fan-in needs
+// to end the step. A view without calls would end the run as a turn
+// without calls does, so it is not one.
 func endsStep(snap store.Snapshot, step int) bool {
 	run := snap.Run
-	if run.Status != pipeline.RunRunning || run.StepState != pipeline.StepTools || run.Step != step ||
-		len(snap.Calls) == 0 || len(snap.Held) > 0 {
+	if run.Status != pipeline.RunRunning || run.StepState != pipeline.StepTools || run.Step != step || len(snap.Calls) == 0 {
 		return false
 	}
 	for _, c := range snap.Calls {

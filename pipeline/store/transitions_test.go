@@ -114,8 +114,8 @@ var statusWrites = map[string]scriptWrites{
 	},
 	"finish_call.lua": {
 		sites: []string{
-			"HSET KEYS[1] status=ARGV[3]", // the outcome, checked in Go (checkOutcome)
-			"HSET KEYS[1] unpack(fields)", // the parking fields (parkingFields)
+			"HSET KEYS[1] status=ARGV[3]",          // the outcome, checked in Go (checkOutcome)
+			"HSET KEYS[1] unpack(ARGV, 13, #ARGV)", // the parking fields (parkingFields)
 		},
 		call: []string{"running→succeeded", "running→failed", "running→suspended"},
 	},

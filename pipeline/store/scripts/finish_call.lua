@@ -37,11 +37,7 @@ end
 redis.call('HSET', KEYS[1], 'status', ARGV[3], 'result', ARGV[4], 'error', ARGV[5], 'lease_owner', '',
   'lease_until', '0', 'updated_at', ARGV[2])
 if #ARGV > 12 then
-  local fields = {}
-  for i = 13, #ARGV do
-    fields[#fields + 1] = ARGV[i]
-  end
-  redis.call('HSET', KEYS[1], unpack(fields))
+  redis.call('HSET', KEYS[1], unpack(ARGV, 13, #ARGV))
 end
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[6] .. call[4] .. ARGV[7])
 if ARGV[8] ~= '' then
