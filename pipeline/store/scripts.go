@@ -67,21 +67,21 @@ type scripts struct {
 }
 
 // loadScripts prepares the scripts; those that end a run, write to an
-// ended one, trim deltas, compact a stream or check a step's lease start
-// with lib (retention.go).
+// ended one, trim deltas, compact a stream, check a step's lease or return
+// a hash they read whole start with lib (retention.go).
 func loadScripts(lib string) scripts {
 	return scripts{
 		createRun:      redis.NewScript(createRunLua),
-		claimStep:      redis.NewScript(claimStepLua),
+		claimStep:      redis.NewScript(lib + claimStepLua),
 		renewStepLease: redis.NewScript(lib + renewStepLeaseLua),
 		deferStep:      redis.NewScript(lib + deferStepLua),
 		appendDelta:    redis.NewScript(appendDeltaLua),
 		commitStep:     redis.NewScript(lib + commitStepLua),
 		endStep:        redis.NewScript(lib + endStepLua),
 		finishRun:      redis.NewScript(lib + finishRunLua),
-		claimCall:      redis.NewScript(claimCallLua),
+		claimCall:      redis.NewScript(lib + claimCallLua),
 		renewCallLease: redis.NewScript(renewCallLeaseLua),
-		finishCall:     redis.NewScript(finishCallLua),
+		finishCall:     redis.NewScript(lib + finishCallLua),
 		setWaiting:     redis.NewScript(lib + setWaitingLua),
 		cancelRun:      redis.NewScript(lib + cancelRunLua),
 		applyDecision:  redis.NewScript(lib + applyDecisionLua),

@@ -189,7 +189,7 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
-	build, err := s.endStepArgs(runID, step, end, now)
+	build, err := s.endStepArgs(runID, step, end, nil, now)
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
@@ -420,13 +420,10 @@ type Claimed struct {
 }
 
 // EndStepAndClaim is EndStep for a caller that runs the next step itself:
-// when the run goes on, step+1 is claimed for lease in the same round trip,
-// as ClaimStepWithMessages claims it. The claim is nil when the run ended
-// or the claim did not go through (a refusal, or an error of its own): the
-// caller then claims the usual way, if at all. A claim that goes through
-// where the end is refused (another handler ended the step, and step+1
-// waits for a worker) comes back with no error: the caller holds it, so it
-// runs the step rather than leave it for a lease period.
+// when the run goes on, the same script claims step+1 for lease (its first
+// attempt, as ClaimStepWithMessages claims it), and the run's conversation
+// is read in the same round trip. The claim is nil when the run ended. A
+// refused end claims nothing: whoever ended the step sees to what follows.
 func (s *Store) EndStepAndClaim(ctx context.Context, runID string, step int, end StepEnd, lease Lease, now time.Time) (pipeline.Run, *Claimed, error) {
 	run, _, claimed, err := s.endStep(ctx, runID, step, end, &lease, now)
 	return run, claimed, err
@@ -434,18 +431,14 @@ func (s *Store) EndStepAndClaim(ctx context.Context, runID string, step int, end
 
 // endStep is EndStep, and the claim of step+1 for next when it is not nil.
 func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd, next *Lease, now time.Time) (pipeline.Run, []HeldDecision, *Claimed, error) {
-	build, err := s.endStepArgs(runID, step, end, now)
+	if next != nil && end.Finish != nil {
+		next = nil
+	}
+	build, err := s.endStepArgs(runID, step, end, next, now)
 	if err != nil {
 		return pipeline.Run{}, nil, nil, err
 	}
 	what := fmt.Sprintf("end step %d of run %s", step, runID)
-	var claimKeys []string
-	var claimArgs []any
-	if next != nil && end.Finish == nil {
-		if claimKeys, claimArgs, err = s.claimStepArgs(runID, step+1, *next, now); err != nil {
-			return pipeline.Run{}, nil, nil, err
-		}
-	}
 	// The script checks every call of the step, so their keys must be
 	// declared: the step list as the caller read it (end.CallIDs), or as
 	// read here, and the script confirms it is unchanged. It is fixed once
@@ -460,13 +453,11 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 			}
 		}
 		keys, args := build(ids)
-		var claim *redis.Cmd
 		var cached conversation
 		var read *redis.StringSliceCmd
 		v, err := s.evalAmong(ctx, s.scripts.endStep, keys, args, func(p redis.Pipeliner, eval func()) {
 			eval()
-			if claimKeys != nil { // refused unless the end moved the run to step+1
-				claim = s.scripts.claimStep.EvalSha(ctx, p, claimKeys, claimArgs...)
+			if next != nil {
 				cached, read = s.readConversation(ctx, p, runID)
 			}
 		})
@@ -478,47 +469,30 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 			continue
 		}
 		if err != nil {
-			if c, cerr := s.claimedBeside(ctx, runID, claim, cached, read); c != nil && cerr == nil {
-				return c.Run, nil, c, nil
-			}
 			run, err := s.currentRun(ctx, runID, err)
 			return run, nil, nil, err
 		}
 		run, held, err := s.decodeEnded(runID, v)
+		if err != nil || next == nil {
+			return run, held, nil, err
+		}
+		if err := read.Err(); err != nil {
+			return run, held, nil, fmt.Errorf("%s: read the conversation: %w", what, err)
+		}
+		msgs, err := s.joinConversation(ctx, run, cached, read)
 		if err != nil {
 			return run, held, nil, err
 		}
-		c, err := s.claimedBeside(ctx, runID, claim, cached, read)
-		if c == nil || err != nil {
-			return run, held, nil, err
-		}
-		return c.Run, held, c, nil
+		return run, held, &Claimed{Run: run, Messages: msgs}, nil
 	}
 	run, err := s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the step's call list kept changing", ErrStale, what))
 	return run, nil, nil, err
 }
 
-// claimedBeside decodes the claim sent beside an end (nil when none was
-// sent or it did not go through).
-func (s *Store) claimedBeside(ctx context.Context, runID string, claim *redis.Cmd, cached conversation, read *redis.StringSliceCmd) (*Claimed, error) {
-	if claim == nil || claim.Err() != nil || read.Err() != nil {
-		return nil, nil
-	}
-	c := &Claimed{}
-	var err error
-	if c.Run, err = s.decodeRunReply(runID, claim.Val()); err != nil {
-		return nil, err
-	}
-	if c.Messages, err = s.joinConversation(ctx, c.Run, cached, read); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// endStepArgs checks end and prepares end_step's events and messages; the
-// function it returns gives the script's keys and arguments for the step's
-// call ids.
-func (s *Store) endStepArgs(runID string, step int, end StepEnd, now time.Time) (func(ids []string) ([]string, []any), error) {
+// endStepArgs checks end and prepares end_step's events and messages, and
+// the claim of step+1 for next when it is not nil; the function it returns
+// gives the script's keys and arguments for the step's call ids.
+func (s *Store) endStepArgs(runID string, step int, end StepEnd, next *Lease, now time.Time) (func(ids []string) ([]string, []any), error) {
 	finish, t := "0", pipeline.Termination{}
 	if end.Finish != nil {
 		if err := checkTermination(*end.Finish); err != nil {
@@ -534,6 +508,16 @@ func (s *Store) endStepArgs(runID string, step int, end StepEnd, now time.Time) 
 	if err != nil {
 		return nil, err
 	}
+	claimer, until, started := "", int64(0), ""
+	if next != nil {
+		if err := checkLease(*next, now); err != nil {
+			return nil, err
+		}
+		if started, err = newEvent(step+1, "", pipeline.EventStepStarted, now, json.RawMessage(`{"attempt":1}`)); err != nil {
+			return nil, err
+		}
+		claimer, until = next.Owner, toMillis(next.Until)
+	}
 	msgs := make([]any, 0, len(end.ToolMessages))
 	for i, m := range end.ToolMessages {
 		b, err := json.Marshal(m)
@@ -545,7 +529,7 @@ func (s *Store) endStepArgs(runID string, step int, end StepEnd, now time.Time) 
 	return func(ids []string) ([]string, []any) {
 		keys := []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step)}
 		args := []any{step, toMillis(now), s.terminalCalls, finish, string(t.Reason), t.Code, t.Detail,
-			evEnded, evFinished, len(ids)}
+			evEnded, evFinished, claimer, until, started, len(ids)}
 		for _, id := range ids {
 			keys = append(keys, s.callKey(runID, id))
 			args = append(args, id)

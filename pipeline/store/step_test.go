@@ -310,25 +310,26 @@ var stepCases = []contractCase{
 			}
 		})
 	}},
-	{"a_refused_end_whose_claim_goes_through_hands_the_claim_over", func(t *testing.T, f *fixture) {
+	{"a_late_end_leaves_the_next_step_to_whoever_ended_the_step", func(t *testing.T, f *fixture) {
 		// Another handler ended step 0 without claiming step 1 (the
 		// sweeper's reconcile requests it instead); a late fan-in of step 0
-		// (a redelivered tool result) is refused, but its claim of step 1
-		// goes through, and the caller must run it rather than hold it idle.
+		// (a redelivered tool result) is refused and claims nothing, so
+		// step 1 stays free for the worker the request reaches, rather than
+		// leased to a caller that does not run it.
 		f.committed(t, "r1", "c1")
 		f.done(t, "r1", "c1")
 		if _, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{}, at(5)); err != nil {
 			t.Fatal(err)
 		}
-		run, claimed, err := f.st.EndStepAndClaim(f.ctx, "r1", 0, store.StepEnd{}, lease("w2", at(40)), at(6))
-		if err != nil || claimed == nil {
-			t.Fatalf("EndStepAndClaim after another end = %+v, %v; want the claim of step 1", claimed, err)
-		}
-		if run.Step != 1 || run.StepState != pipeline.StepInferring || run.LeaseOwner != "w2" || len(claimed.Messages) != 2 {
-			t.Fatalf("claimed = %+v", claimed)
-		}
-		if evs := f.eventTypes(t, "r1"); evs[len(evs)-1] != pipeline.EventStepStarted || evs[len(evs)-2] != pipeline.EventStepEnded {
-			t.Fatalf("events = %v, want one step.ended and then step.started", evs)
+		f.noEventsFrom(t, "r1", func() {
+			run, claimed, err := f.st.EndStepAndClaim(f.ctx, "r1", 0, store.StepEnd{}, lease("w2", at(40)), at(6))
+			wantErr(t, err, store.ErrStale)
+			if claimed != nil || run.Step != 1 || run.StepState != pipeline.StepPending || run.LeaseOwner != "" {
+				t.Fatalf("EndStepAndClaim after another end = %+v, %+v; want step 1 pending and no claim", run, claimed)
+			}
+		})
+		if _, err := f.st.ClaimStep(f.ctx, "r1", 1, lease("w3", at(40)), at(7)); err != nil {
+			t.Fatalf("ClaimStep(1) after the late end: %v", err)
 		}
 	}},
 	{"end_step_moves_the_run_to_the_next_step", func(t *testing.T, f *fixture) {

@@ -75,8 +75,11 @@ var statusWrites = map[string]scriptWrites{
 		run:   []string{"→created"},
 	},
 	"claim_step.lua": {
-		sites: []string{"HSET KEYS[1] status='running'"},
-		run:   []string{"created→running"},
+		sites: []string{
+			"HSET KEYS[1] status='running'",
+			"HSET KEYS[1] unpack(set)", // the attempt and its lease: no status
+		},
+		run: []string{"created→running"},
 	},
 	"commit_step.lua": {
 		sites: []string{
@@ -87,7 +90,8 @@ var statusWrites = map[string]scriptWrites{
 	},
 	"end_step.lua": {
 		sites: []string{
-			"HSET KEYS[1] status='done'",
+			"HSET KEYS[1] unpack(set)", // the run's end: status='done' and its termination
+			"HSET KEYS[1] unpack(set)", // the next step, pending or claimed: no status
 		},
 		run: []string{"running→done"},
 	},
@@ -109,12 +113,12 @@ var statusWrites = map[string]scriptWrites{
 		call: []string{"new→cancelled", "running→cancelled", "suspended→cancelled", "resuming→cancelled"},
 	},
 	"claim_call.lua": {
-		sites: []string{"HSET KEYS[3] status='running'"}, // from the statuses Go derives (claimableCalls)
+		sites: []string{"HSET KEYS[3] unpack(set)"}, // status='running', from the statuses Go derives (claimableCalls)
 		call:  []string{"new→running", "resuming→running"},
 	},
 	"finish_call.lua": {
 		sites: []string{
-			"HSET KEYS[1] status=ARGV[3]",          // the outcome, checked in Go (checkOutcome)
+			"HSET KEYS[1] unpack(set)",             // status=ARGV[3], the outcome, checked in Go (checkOutcome)
 			"HSET KEYS[1] unpack(ARGV, 13, #ARGV)", // the parking fields (parkingFields)
 		},
 		call: []string{"running→succeeded", "running→failed", "running→suspended"},

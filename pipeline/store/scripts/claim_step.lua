@@ -3,9 +3,10 @@
 -- ARGV: 1 step, 2 owner, 3 lease until (ms), 4 now (ms), 5 run.started event
 --       JSON, 6..9 step.started and step.retried JSON around the attempt
 --       number (before, after, before, after)
--- Returns the run hash.
-local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state', 'lease_owner', 'lease_until', 'attempts')
-local status, step, state = run[1], run[2], run[3]
+-- Returns the run hash as the claim leaves it.
+local run, at = read_hash(KEYS[1])
+local status, step, state = run[at.status], run[at.step], run[at.step_state]
+local owner, lease_until = run[at.lease_owner], run[at.lease_until]
 if not status then
   return redis.error_reply('NOT_FOUND run')
 end
@@ -18,16 +19,19 @@ end
 if state == 'tools' then
   return redis.error_reply('STALE step ' .. step .. ' is already committed')
 end
-if state == 'inferring' and (tonumber(run[5]) or 0) > tonumber(ARGV[4]) then
-  return redis.error_reply('LEASE_HELD step ' .. step .. ' is held by ' .. (run[4] or '') .. ' until ' .. run[5])
+if state == 'inferring' and (tonumber(lease_until) or 0) > tonumber(ARGV[4]) then
+  return redis.error_reply('LEASE_HELD step ' .. step .. ' is held by ' .. (owner or '') .. ' until ' .. lease_until)
 end
 if status == 'created' then
   redis.call('HSET', KEYS[1], 'status', 'running')
+  patch(run, at, 'status', 'running')
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[5])
 end
-local n = (tonumber(run[6]) or 0) + 1
-redis.call('HSET', KEYS[1], 'attempts', n, 'step_state', 'inferring', 'lease_owner', ARGV[2],
-  'lease_until', ARGV[3], 'updated_at', ARGV[4])
+local n = (tonumber(run[at.attempts]) or 0) + 1
+local set = {'attempts', n, 'step_state', 'inferring', 'lease_owner', ARGV[2], 'lease_until', ARGV[3],
+  'updated_at', ARGV[4]}
+redis.call('HSET', KEYS[1], unpack(set))
+patch(run, at, unpack(set))
 local ev
 if n > 1 then
   ev = ARGV[8] .. n .. ARGV[9]
@@ -35,4 +39,4 @@ else
   ev = ARGV[6] .. n .. ARGV[7]
 end
 redis.call('XADD', KEYS[2], '*', 'e', ev)
-return redis.call('HGETALL', KEYS[1])
+return run

@@ -12,10 +12,11 @@
 --       a time: then every finished call fans in), then per call, in index
 --       order: id, n, n HSET arguments (the whole call hash), m, m event
 --       JSON (tool_call.created and what follows it), then k state updates as key, value pairs ("" deletes) and last k
--- Returns {run hash}; the calls are as the caller wrote them.
-local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state', 'lease_owner', 'in_tok', 'out_tok', 'cost',
-  'delta_from')
-local status, step, state, owner = run[1], run[2], run[3], run[4]
+-- Returns {run hash} as the commit leaves it; the calls are as the caller
+-- wrote them.
+local run, at = read_hash(KEYS[1])
+local status, step, state, owner = run[at.status], run[at.step], run[at.step_state], run[at.lease_owner]
+local delta_from = run[at.delta_from]
 if not status then
   return redis.error_reply('NOT_FOUND run')
 end
@@ -56,15 +57,17 @@ redis.call('RPUSH', KEYS[3], ARGV[7])
 -- The run's fields the commit writes, its totals and open count included,
 -- in one HSET.
 local set = {'step_state', 'tools', 'lease_owner', '', 'lease_until', '0', 'updated_at', ARGV[3],
-  'in_tok', (tonumber(run[5]) or 0) + tonumber(ARGV[5]), 'out_tok', (tonumber(run[6]) or 0) + tonumber(ARGV[6])}
+  'in_tok', (tonumber(run[at.in_tok]) or 0) + tonumber(ARGV[5]),
+  'out_tok', (tonumber(run[at.out_tok]) or 0) + tonumber(ARGV[6])}
 if ARGV[9] ~= '0' then
-  set[#set + 1], set[#set + 2] = 'cost', (tonumber(run[7]) or 0) + tonumber(ARGV[9])
+  set[#set + 1], set[#set + 2] = 'cost', (tonumber(run[at.cost]) or 0) + tonumber(ARGV[9])
 end
 -- open: how many calls of a step that runs them in parallel are in flight
 -- (finish_call counts down, a resume counts up); the call that brings it
 -- to 0 fans in, and the others need not.
 if ARGV[10] == '' then
   redis.call('HDEL', KEYS[1], 'open')
+  patch(run, at, 'open', false)
 else
   local open = 0
   for _, c in ipairs(calls) do
@@ -77,10 +80,13 @@ else
   set[#set + 1], set[#set + 2] = 'open', open
 end
 redis.call('HSET', KEYS[1], unpack(set))
+patch(run, at, unpack(set))
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
-trim_deltas(KEYS[1], KEYS[2], run[8])
+if delta_from then
+  trim_deltas(KEYS[1], KEYS[2], delta_from)
+  patch(run, at, 'delta_from', false)
+end
 set_state(KEYS[#KEYS], argEnd + 1, #ARGV - 1)
-local out = {redis.call('HGETALL', KEYS[1])}
 local ids = {}
 for i, c in ipairs(calls) do
   redis.call('HSET', KEYS[4 + i], unpack(ARGV, c.fields, c.fields + c.nfields - 1))
@@ -90,4 +96,4 @@ for i, c in ipairs(calls) do
   end
 end
 rpush(KEYS[4], ids, 1, #ids)
-return out
+return {run}

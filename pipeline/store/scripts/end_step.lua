@@ -1,20 +1,24 @@
 -- EndStep: once every call of the step is terminal, append the tool-result
 -- messages and either end the run (its keys then expire after the
--- retention, lib.lua) or move it to the next step.
+-- retention, lib.lua) or move it to the next step, claimed at once for a
+-- caller that runs it (as claim_step claims it: its first attempt).
 -- KEYS: 1 run hash, 2 events stream, 3 messages list, 4 step list,
 --       5.. the call hashes of the step list as the caller read it, then
 --       last the run's plugin state hash
 -- ARGV: 1 step, 2 now (ms), 3 terminal call statuses (",succeeded,...,"),
 --       4 finish ("1" ends the run, "0" goes on), 5 reason, 6 code,
 --       7 detail, 8 step.ended event JSON, 9 run.finished event JSON,
---       10 n = number of calls, 11..10+n their ids in list order,
---       11+n.. tool-result message JSON, then k state updates as key, value
+--       10 the owner that claims the next step ("": none), 11 its lease
+--       until (ms), 12 the claimed step's step.started event JSON,
+--       13 n = number of calls, 14..13+n their ids in list order,
+--       14+n.. tool-result message JSON, then k state updates as key, value
 --       pairs ("" deletes) and last k
--- Returns {run hash, held decisions hash}: the decisions still held when
--- the run ended ({} when it goes on). "RETRY" when the step list is not
--- what the caller read (it read before the step was committed).
-local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state')
-local status, step, state = run[1], run[2], run[3]
+-- Returns {run hash, held decisions hash}: the run as the script left it,
+-- and the decisions still held when the run ended ({} when it goes on).
+-- "RETRY" when the step list is not what the caller read (it read before
+-- the step was committed).
+local run, at = read_hash(KEYS[1])
+local status, step, state = run[at.status], run[at.step], run[at.step_state]
 if not status then
   return redis.error_reply('NOT_FOUND run')
 end
@@ -27,7 +31,7 @@ end
 if state ~= 'tools' then
   return redis.error_reply('STALE step ' .. step .. ' is ' .. state .. ', not tools')
 end
-local n = tonumber(ARGV[10])
+local n = tonumber(ARGV[13])
 local ids = redis.call('LRANGE', KEYS[4], 0, -1)
 local nstate = tonumber(ARGV[#ARGV])
 local argEnd = #ARGV - 1 - 2 * nstate
@@ -35,7 +39,7 @@ if #ids ~= n or #KEYS - 5 ~= n then
   return redis.error_reply('RETRY step list changed')
 end
 for i = 1, n do
-  if ids[i] ~= ARGV[10 + i] then
+  if ids[i] ~= ARGV[13 + i] then
     return redis.error_reply('RETRY step list changed')
   end
 end
@@ -46,17 +50,26 @@ for i = 1, n do
   end
 end
 set_state(KEYS[#KEYS], argEnd + 1, #ARGV - 1)
-rpush(KEYS[3], ARGV, 11 + n, argEnd)
+rpush(KEYS[3], ARGV, 14 + n, argEnd)
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
 if ARGV[4] == '1' then
-  redis.call('HSET', KEYS[1], 'status', 'done', 'term_reason', ARGV[5], 'term_code', ARGV[6],
-    'term_detail', ARGV[7], 'updated_at', ARGV[2])
+  local set = {'status', 'done', 'term_reason', ARGV[5], 'term_code', ARGV[6], 'term_detail', ARGV[7],
+    'updated_at', ARGV[2]}
+  redis.call('HSET', KEYS[1], unpack(set))
+  patch(run, at, unpack(set))
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[9])
   retire(KEYS[1])
   -- The run's held decisions share its hash tag, so its slot.
-  return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', string.sub(KEYS[1], 1, -4) .. 'held')}
-else
-  redis.call('HSET', KEYS[1], 'step', tonumber(step) + 1, 'step_state', 'pending', 'attempts', '0',
-    'lease_owner', '', 'lease_until', '0', 'updated_at', ARGV[2])
+  return {run, redis.call('HGETALL', string.sub(KEYS[1], 1, -4) .. 'held')}
 end
-return {redis.call('HGETALL', KEYS[1]), {}}
+local set = {'step', tonumber(step) + 1, 'step_state', 'pending', 'attempts', '0', 'lease_owner', '',
+  'lease_until', '0', 'updated_at', ARGV[2]}
+if ARGV[10] ~= '' then
+  set[4], set[6], set[8], set[10] = 'inferring', '1', ARGV[10], ARGV[11]
+end
+redis.call('HSET', KEYS[1], unpack(set))
+patch(run, at, unpack(set))
+if ARGV[10] ~= '' then
+  redis.call('XADD', KEYS[2], '*', 'e', ARGV[12])
+end
+return {run, {}}

@@ -9,8 +9,8 @@
 --       view), 11 the most bytes a view's strings may add up to, 12 the
 --       most calls a step with a view may have, 13.. parking HSET
 --       arguments
--- Returns {call hash, fan in, step, view}: the call hash only for a parked
--- call ({} otherwise: the caller knows what it wrote, and a result can be
+-- Returns {call hash, fan in, step, view}: the call hash, as the script
+-- leaves it, only for a parked call ({} otherwise: the caller knows what it wrote, and a result can be
 -- big); fan in is 0 when other calls of the step, which runs them in
 -- parallel, are still in flight (the run's `open` count, commit_step.lua):
 -- the last of them to finish fans in. A parked call always fans in (a held
@@ -21,38 +21,42 @@
 -- decision is held for the run nor any outcome waiting in its outbox; ''
 -- otherwise. "RETRY" when the arguments changed since the caller read
 -- them.
-local call = redis.call('HMGET', KEYS[1], 'status', 'lease_owner', 'args', 'step')
-if not call[1] then
+local call, at = read_hash(KEYS[1])
+local status, step = call[at.status], call[at.step]
+if not status then
   return redis.error_reply('NOT_FOUND call')
 end
-if call[1] ~= 'running' then
-  return redis.error_reply('STALE call is ' .. call[1])
+if status ~= 'running' then
+  return redis.error_reply('STALE call is ' .. status)
 end
-if call[2] ~= ARGV[1] then
-  return redis.error_reply('LEASE_LOST call is held by ' .. (call[2] or ''))
+if call[at.lease_owner] ~= ARGV[1] then
+  return redis.error_reply('LEASE_LOST call is held by ' .. (call[at.lease_owner] or ''))
 end
-if ARGV[8] ~= '' and (call[3] or '') ~= ARGV[9] then
+if ARGV[8] ~= '' and (call[at.args] or '') ~= ARGV[9] then
   return redis.error_reply('RETRY call arguments changed')
 end
-redis.call('HSET', KEYS[1], 'status', ARGV[3], 'result', ARGV[4], 'error', ARGV[5], 'lease_owner', '',
-  'lease_until', '0', 'updated_at', ARGV[2])
+local set = {'status', ARGV[3], 'result', ARGV[4], 'error', ARGV[5], 'lease_owner', '', 'lease_until', '0',
+  'updated_at', ARGV[2]}
+redis.call('HSET', KEYS[1], unpack(set))
+patch(call, at, unpack(set))
 if #ARGV > 12 then
   redis.call('HSET', KEYS[1], unpack(ARGV, 13, #ARGV))
+  patch(call, at, unpack(ARGV, 13, #ARGV))
 end
-redis.call('XADD', KEYS[2], '*', 'e', ARGV[6] .. call[4] .. ARGV[7])
+redis.call('XADD', KEYS[2], '*', 'e', ARGV[6] .. step .. ARGV[7])
 if ARGV[8] ~= '' then
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
 end
 local fanin = 1
 local run = redis.call('HMGET', KEYS[3], 'step', 'open', 'status', 'step_state')
-if run[2] and tonumber(run[1]) == tonumber(call[4]) then
+if run[2] and tonumber(run[1]) == tonumber(step) then
   local open = redis.call('HINCRBY', KEYS[3], 'open', -1)
   if open > 0 and ARGV[3] ~= 'suspended' then
     fanin = 0
   end
 end
 if ARGV[3] == 'suspended' then
-  return {redis.call('HGETALL', KEYS[1]), fanin, call[4], ''}
+  return {call, fanin, step, ''}
 end
 
 -- The fan-in's view (see above), as the JSON ToolCallFinished carries:
@@ -65,18 +69,21 @@ end
 -- the end): a step that has no view is told after a read or two.
 local function view()
   if fanin == 0 or ARGV[10] == '' or run[3] ~= 'running' or run[4] ~= 'tools'
-      or tonumber(run[1]) ~= tonumber(call[4]) then
+      or tonumber(run[1]) ~= tonumber(step) then
     return ''
   end
   local base = string.sub(KEYS[3], 1, -4)
-  local ids = redis.call('LRANGE', base .. 'step:' .. call[4], 0, -1)
+  local ids = redis.call('LRANGE', base .. 'step:' .. step, 0, -1)
   if #ids > tonumber(ARGV[12]) then
     return ''
   end
   local calls = {}
   local size, limit = 0, tonumber(ARGV[11])
   for i = #ids, 1, -1 do
-    local h = redis.call('HGETALL', base .. 'call:' .. ids[i])
+    local key, h = base .. 'call:' .. ids[i], call
+    if key ~= KEYS[1] then
+      h = redis.call('HGETALL', key)
+    end
     local status = ''
     for j = 1, #h, 2 do
       if h[j] == 'status' then
@@ -102,4 +109,4 @@ local function view()
   return '{"run":' .. cjson.encode(runh) .. ',"ids":' .. cjson.encode(ids) ..
     ',"calls":' .. cjson.encode(calls) .. '}'
 end
-return {{}, fanin, call[4], view()}
+return {{}, fanin, step, view()}

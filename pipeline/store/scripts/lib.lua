@@ -127,3 +127,45 @@ local function set_state(state, from, to)
     end
   end
 end
+
+-- read_hash reads the hash at key whole, for a script that checks it and
+-- returns it as its writes leave it without reading it again: its HGETALL
+-- reply (field, value, ...) and where each field's value is in it.
+local function read_hash(key)
+  local flat = redis.call('HGETALL', key)
+  local at = {}
+  for i = 1, #flat, 2 do
+    at[flat[i]] = i + 1
+  end
+  return flat, at
+end
+
+-- patch writes, into a hash read by read_hash, what the script wrote to the
+-- hash itself: field, value pairs, a value of false for a field deleted. A
+-- whole number reads as Redis wrote it (without an exponent).
+local function patch(flat, at, ...)
+  local set = {...}
+  for i = 1, #set, 2 do
+    local f, v = set[i], set[i + 1]
+    local j = at[f]
+    if type(v) == 'number' and v == math.floor(v) then
+      v = string.format('%d', v)
+    end
+    if v == false then
+      if j then
+        table.remove(flat, j)
+        table.remove(flat, j - 1)
+        at[f] = nil
+        for k = j - 1, #flat, 2 do
+          at[flat[k]] = k + 1
+        end
+      end
+    elseif j then
+      flat[j] = tostring(v)
+    else
+      flat[#flat + 1] = f
+      flat[#flat + 1] = tostring(v)
+      at[f] = #flat
+    end
+  end
+end
