@@ -36,15 +36,25 @@ local function retire(run)
   if retention_ms <= 0 then
     return
   end
-  for _, k in ipairs({'run', 'msgs', 'events', 'state', 'decisions', 'held', 'outcomes'}) do
+  for _, k in ipairs({'run', 'msgs', 'events'}) do
     redis.call('PEXPIRE', base .. k, retention_ms)
+  end
+  -- Most runs have no plugin state, decision or outcome: one read tells.
+  local rare = {base .. 'state', base .. 'decisions', base .. 'held', base .. 'outcomes'}
+  if redis.call('EXISTS', unpack(rare)) > 0 then
+    for _, k in ipairs(rare) do
+      redis.call('PEXPIRE', k, retention_ms)
+    end
   end
   for s = 0, tonumber(redis.call('HGET', run, 'step') or '0') do
     local list = base .. 'step:' .. s
-    for _, id in ipairs(redis.call('LRANGE', list, 0, -1)) do
+    local ids = redis.call('LRANGE', list, 0, -1)
+    for _, id in ipairs(ids) do
       redis.call('PEXPIRE', base .. 'call:' .. id, retention_ms)
     end
-    redis.call('PEXPIRE', list, retention_ms)
+    if #ids > 0 then -- a step without calls has no list
+      redis.call('PEXPIRE', list, retention_ms)
+    end
   end
 end
 
