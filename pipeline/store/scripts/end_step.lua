@@ -58,7 +58,7 @@ if ARGV[4] == '1' then
   redis.call('HSET', KEYS[1], unpack(set))
   patch(run, at, unpack(set))
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[9])
-  retire(KEYS[1])
+  retire(KEYS[1], step)
   -- The run's held decisions share its hash tag, so its slot.
   return {run, redis.call('HGETALL', string.sub(KEYS[1], 1, -4) .. 'held')}
 end

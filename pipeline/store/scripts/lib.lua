@@ -26,11 +26,13 @@ local function compact(stream)
 end
 
 -- retire compacts the event stream of the run whose hash is run
--- ("<p>:{<id>}:run") and gives every key of the run retention_ms to live: the record, messages, event stream, plugin state,
--- decision ids, held decisions, and every step list with the calls it names.
+-- ("<p>:{<id>}:run") and gives every key of the run retention_ms to live:
+-- the record, messages, event stream, plugin state, decision ids, held
+-- decisions, outcome outbox, and every step list up to the run's step (the
+-- caller's step, when it knows it; else read) with the calls it names.
 -- The keys are derived from run's name: they share its hash tag, so they are
 -- in its cluster slot.
-local function retire(run)
+local function retire(run, step)
   local base = string.sub(run, 1, -4)
   compact(base .. 'events')
   if retention_ms <= 0 then
@@ -46,7 +48,7 @@ local function retire(run)
       redis.call('PEXPIRE', k, retention_ms)
     end
   end
-  for s = 0, tonumber(redis.call('HGET', run, 'step') or '0') do
+  for s = 0, tonumber(step or redis.call('HGET', run, 'step') or '0') do
     local list = base .. 'step:' .. s
     local ids = redis.call('LRANGE', list, 0, -1)
     for _, id in ipairs(ids) do
