@@ -1,0 +1,97 @@
+package store_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+)
+
+// BenchmarkStore_step measures what Redis spends on one agent step with
+// one tool call, the store's calls alone (no Kafka, no model): the step's
+// commit, the call's claim and finish, and the end that claims the next
+// step, on a private redis-server and one run that never ends. It reports
+// Redis's own CPU (INFO cpu, user and system) and the commands it ran
+// (INFO commandstats, those inside scripts included) per step, which the
+// pipeline's benchmarks cannot tell apart from the noise of a shared
+// machine: one client, one step at a time, nothing else on the server.
+//
+//	go test -run '^$' -bench BenchmarkStore_step -benchtime 5000x -count 5 ./pipeline/store/
+func BenchmarkStore_step(b *testing.B) {
+	rdb := testinfra.RedisServerClient(b)
+	ctx := context.Background()
+	st := store.New(rdb)
+	now := time.Now()
+	run := newRun("bench")
+	if _, _, err := st.CreateRun(ctx, run, input, now); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.ClaimStep(ctx, run.ID, 0, lease("w", now.Add(time.Hour)), now); err != nil {
+		b.Fatal(err)
+	}
+	cpu0, cmds0 := redisWork(b, rdb)
+	b.ResetTimer()
+	for step := range b.N {
+		id := "c" + strconv.Itoa(step)
+		if _, _, err := st.CommitStep(ctx, run.ID, step, "w", commitOf(id), now); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := st.ClaimCall(ctx, run.ID, id, lease("t", now.Add(time.Hour)), now); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := st.FinishCall(ctx, run.ID, id, "t", succeeded, now); err != nil {
+			b.Fatal(err)
+		}
+		tool := pipeline.Message{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: id}
+		end := store.StepEnd{ToolMessages: []pipeline.Message{tool}, CallIDs: []string{id}}
+		if _, claimed, err := st.EndStepAndClaim(ctx, run.ID, step, end, lease("w", now.Add(time.Hour)), now); err != nil || claimed == nil {
+			b.Fatalf("EndStepAndClaim(step %d) = %v, %v", step, claimed, err)
+		}
+	}
+	b.StopTimer()
+	cpu1, cmds1 := redisWork(b, rdb)
+	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "redis-µs/step")
+	b.ReportMetric(float64(cmds1-cmds0)/float64(b.N), "commands/step")
+}
+
+// redisWork reads the server's CPU time so far and the commands it has
+// run (the two INFO reads themselves included, a constant).
+func redisWork(b *testing.B, rdb *redis.Client) (time.Duration, int64) {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "cpu", "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cpu time.Duration
+	var cmds int64
+	for line := range strings.SplitSeq(info, "\r\n") {
+		name, value, ok := strings.Cut(line, ":")
+		switch {
+		case !ok:
+		case name == "used_cpu_user" || name == "used_cpu_sys":
+			s, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				b.Fatalf("INFO %s: %v", line, err)
+			}
+			cpu += time.Duration(s * float64(time.Second))
+		case strings.HasPrefix(name, "cmdstat_"):
+			calls, _, _ := strings.Cut(strings.TrimPrefix(value, "calls="), ",")
+			n, err := strconv.ParseInt(calls, 10, 64)
+			if err != nil {
+				b.Fatalf("INFO %s: %v", line, err)
+			}
+			cmds += n
+		}
+	}
+	if cpu == 0 {
+		b.Fatalf("INFO cpu has no used_cpu_user: %q", info)
+	}
+	return cpu, cmds
+}
