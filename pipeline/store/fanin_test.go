@@ -189,6 +189,27 @@ var viewCases = []contractCase{
 			}
 		}
 	}},
+	{"a_run_whose_decision_outcomes_were_sent_brings_views_again", func(t *testing.T, f *fixture) {
+		// A decided run's outbox stays as an empty stream once its outcomes
+		// are sent; its later steps must still end from their views.
+		f.parked(t, "r1", pipeline.ResumeReplay, at(2), "c1")
+		f.decide(t, "r1", resume("d1", "c1"), at(3))
+		fin := f.finish(t, "r1", "c1", "t1", succeeded)
+		if !fin.FanIn || fin.View != nil {
+			t.Fatalf("with the outcome unsent: fan in %v, view %s; want a fan in without a view", fin.FanIn, fin.View)
+		}
+		wantOutcomes(t, f.outcomes(t, "r1"), "d1:c1:applied:")
+		if n := f.rdb.Exists(f.ctx, f.prefix+":{r1}:outcomes").Val(); n != 1 {
+			t.Fatalf("the sent outbox: EXISTS = %d; the case needs the empty stream", n)
+		}
+		if _, claimed, err := f.st.EndStepAndClaim(f.ctx, "r1", 0, store.StepEnd{}, lease("w1", at(40)), at(5)); err != nil || claimed == nil {
+			t.Fatalf("EndStepAndClaim = %+v, %v", claimed, err)
+		}
+		f.commit(t, "r1", 1, "w1", "c2")
+		if fin := f.finish(t, "r1", "c2", "t1", succeeded); !fin.FanIn || fin.View == nil {
+			t.Fatalf("the next step's last call: fan in %v, view %s; want both", fin.FanIn, fin.View)
+		}
+	}},
 	{"a_view_not_written_under_the_deployments_key_is_refused", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1", "c1")
 		fin := f.finish(t, "r1", "c1", "t1", succeeded)

@@ -97,7 +97,11 @@ local function view()
     end
     calls[i] = h
   end
-  if redis.call('EXISTS', base .. 'held', base .. 'outcomes') > 0 then
+  -- An outbox whose outcomes were all sent stays, an empty stream: only an
+  -- outcome in it, or a held decision, needs the reconcile. (A hash goes
+  -- with its last field.)
+  if redis.call('EXISTS', base .. 'held', base .. 'outcomes') > 0
+      and (redis.call('XLEN', base .. 'outcomes') > 0 or redis.call('EXISTS', base .. 'held') > 0) then
     return ''
   end
   for j = 1, #run do
