@@ -10,17 +10,17 @@
 --       most calls a step with a view may have, 13.. parking HSET
 --       arguments
 -- Returns {call hash, fan in, step, view}: the call hash, as the script
--- leaves it, only for a parked call ({} otherwise: the caller knows what it wrote, and a result can be
--- big); fan in is 0 when other calls of the step, which runs them in
--- parallel, are still in flight (the run's `open` count, commit_step.lua):
--- the last of them to finish fans in. A parked call always fans in (a held
--- decision may wait for it). The view is what the fan-in needs to end the
--- step, the run hash, the call ids and every call's hash, when that is all
--- it needs: the call fans in with a terminal outcome, the step is the
--- running run's committed one, every call of it is terminal, and no
--- decision is held for the run nor any outcome waiting in its outbox; ''
--- otherwise. "RETRY" when the arguments changed since the caller read
--- them.
+-- leaves it, only for a parked call ({} otherwise: the caller knows what it
+-- wrote, and a result can be big); fan in is 0 when other calls of the
+-- step, which runs them in parallel, are still in flight (the run's `open`
+-- count, commit_step.lua): the last of them to finish fans in. A parked
+-- call always fans in (a held decision may wait for it). The view is what
+-- the fan-in needs to end the step, the run hash, the call ids and every
+-- call's hash, when that is all it needs: the call fans in with a terminal
+-- outcome, the step is the running run's committed one, every call of it is
+-- terminal, and no decision is held for the run nor any outcome waiting in
+-- its outbox; '' otherwise. "RETRY" when the arguments changed since the
+-- caller read them.
 local call, at = read_hash(KEYS[1])
 local status, step = call[at.status], call[at.step]
 if not status then
