@@ -35,6 +35,18 @@ func (f *fixture) finish(t *testing.T, runID, callID, owner string, o store.Call
 	return fin
 }
 
+// committedSequential creates run id, claims step 0 and commits calls
+// with callIDs, to run one at a time.
+func (f *fixture) committedSequential(t *testing.T, id string, callIDs ...string) {
+	t.Helper()
+	f.claimed(t, id)
+	c := commitOf(callIDs...)
+	c.Sequential = true
+	if _, _, err := f.st.CommitStep(f.ctx, id, 0, "w1", c, at(2)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 var succeeded = store.CallOutcome{Status: pipeline.CallSucceeded, Result: json.RawMessage(`{"ok":true}`)}
 
 var fanInCases = []contractCase{
@@ -53,12 +65,7 @@ var fanInCases = []contractCase{
 		}
 	}},
 	{"every_call_of_a_sequential_step_fans_in", func(t *testing.T, f *fixture) {
-		f.claimed(t, "r1")
-		c := commitOf("c1", "c2")
-		c.Sequential = true
-		if _, _, err := f.st.CommitStep(f.ctx, "r1", 0, "w1", c, at(2)); err != nil {
-			t.Fatal(err)
-		}
+		f.committedSequential(t, "r1", "c1", "c2")
 		for _, id := range []string{"c1", "c2"} {
 			if !f.finishFanIn(t, "r1", id, "t1", succeeded) {
 				t.Fatalf("finish %s of a sequential step: no fan in", id)
@@ -136,12 +143,7 @@ var viewCases = []contractCase{
 		}
 	}},
 	{"a_step_that_goes_on_or_waits_brings_no_view", func(t *testing.T, f *fixture) {
-		f.claimed(t, "r1")
-		c := commitOf("c1", "c2")
-		c.Sequential = true
-		if _, _, err := f.st.CommitStep(f.ctx, "r1", 0, "w1", c, at(2)); err != nil {
-			t.Fatal(err)
-		}
+		f.committedSequential(t, "r1", "c1", "c2")
 		if fin := f.finish(t, "r1", "c1", "t1", succeeded); !fin.FanIn || fin.View != nil {
 			t.Fatalf("first of two sequential calls: fan in %v, view %s; want a fan in without a view", fin.FanIn, fin.View)
 		}

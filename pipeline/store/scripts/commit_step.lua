@@ -16,7 +16,6 @@
 -- wrote them.
 local run, at = read_hash(KEYS[1])
 local status, step, state, owner = run[at.status], run[at.step], run[at.step_state], run[at.lease_owner]
-local delta_from = run[at.delta_from]
 if not status then
   return redis.error_reply('NOT_FOUND run')
 end
@@ -82,10 +81,8 @@ end
 redis.call('HSET', KEYS[1], unpack(set))
 patch(run, at, unpack(set))
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
-if delta_from then
-  trim_deltas(KEYS[1], KEYS[2], delta_from)
-  patch(run, at, 'delta_from', false)
-end
+trim_deltas(KEYS[1], KEYS[2], run[at.delta_from])
+patch(run, at, 'delta_from', false)
 set_state(KEYS[#KEYS], argEnd + 1, #ARGV - 1)
 local ids = {}
 for i, c in ipairs(calls) do
