@@ -56,21 +56,83 @@ func (s *Store) getCalls(ctx context.Context, runID string, ids []string) ([]pip
 // lease that has not expired. With ErrStale and ErrLeaseHeld the current
 // call comes back too.
 func (s *Store) ClaimCall(ctx context.Context, runID, callID string, lease Lease, now time.Time) (pipeline.ToolCall, error) {
+	call, _, err := s.ClaimCallAndSiblings(ctx, runID, callID, lease, now, Siblings{})
+	return call, err
+}
+
+// Siblings says which other calls of its step ClaimCallAndSiblings may
+// claim with the call asked for.
+type Siblings struct {
+	Max       int      // at most this many (0: none)
+	SkipTools []string // tools whose calls are left to their own requests (those with limits)
+}
+
+// ClaimCallAndSiblings is ClaimCall, and when the call's step runs its
+// calls in parallel, it also claims, in the same script, up to sib.Max
+// other calls of the step that are new and were never claimed, in the
+// call's queue, of a tool not in sib.SkipTools (ADR 0025): a tool worker
+// whose partition holds a step's requests one after the other claims them
+// in one round trip, not one each. Each such call gets the lease of
+// lease.Owner + "/" + k (k = 1, 2, ...), its attempt 1 and its
+// tool_call.started event, as its own request's claim would have given it;
+// it comes back in the step's order. A refusal claims no other call.
+func (s *Store) ClaimCallAndSiblings(ctx context.Context, runID, callID string, lease Lease, now time.Time, sib Siblings) (pipeline.ToolCall, []pipeline.ToolCall, error) {
 	if err := checkLease(lease, now); err != nil {
-		return pipeline.ToolCall{}, err
+		return pipeline.ToolCall{}, nil, err
 	}
 	attempt, err := newCallAttemptEvents(callID, now)
 	if err != nil {
-		return pipeline.ToolCall{}, err
+		return pipeline.ToolCall{}, nil, err
 	}
 	args := append([]any{lease.Owner, toMillis(lease.Until), toMillis(now), s.claimableCalls}, attempt.args()...)
+	if sib.Max > 0 {
+		started, err := newSiblingStartedEvent(now)
+		if err != nil {
+			return pipeline.ToolCall{}, nil, err
+		}
+		args = append(args, sib.Max, started[0], started[1], started[2])
+		for _, t := range sib.SkipTools {
+			args = append(args, t)
+		}
+	}
 	what := fmt.Sprintf("claim call %s of run %s", callID, runID)
 	v, err := s.eval(ctx, s.scripts.claimCall, what,
 		[]string{s.runKey(runID), s.eventsKey(runID), s.callKey(runID, callID)}, args...)
 	if err != nil {
-		return s.currentCall(ctx, runID, callID, err)
+		call, err := s.currentCall(ctx, runID, callID, err)
+		return call, nil, err
 	}
-	return s.decodeCallReply(runID, callID, v)
+	if sib.Max == 0 {
+		call, err := s.decodeCallReply(runID, callID, v)
+		return call, nil, err
+	}
+	return s.decodeSiblingsReply(runID, callID, v)
+}
+
+// decodeSiblingsReply decodes claim_call's reply when it may claim other
+// calls: {the call's hash, then id, hash of each other call}.
+func (s *Store) decodeSiblingsReply(runID, callID string, v any) (pipeline.ToolCall, []pipeline.ToolCall, error) {
+	list, err := replyList(v, 1)
+	if err != nil || len(list)%2 != 1 {
+		return pipeline.ToolCall{}, nil, fmt.Errorf("claim call %s of run %s: unexpected reply of %d entries (%v)", callID, runID, len(list), err)
+	}
+	call, err := s.decodeCallReply(runID, callID, list[0])
+	if err != nil {
+		return pipeline.ToolCall{}, nil, err
+	}
+	var sibs []pipeline.ToolCall
+	for i := 1; i < len(list); i += 2 {
+		id, ok := list[i].(string)
+		if !ok {
+			return pipeline.ToolCall{}, nil, fmt.Errorf("claim call %s of run %s: unexpected id %T", callID, runID, list[i])
+		}
+		c, err := s.decodeCallReply(runID, id, list[i+1])
+		if err != nil {
+			return pipeline.ToolCall{}, nil, err
+		}
+		sibs = append(sibs, c)
+	}
+	return call, sibs, nil
 }
 
 // RenewCallLease moves the lease of a running call the caller holds to

@@ -180,6 +180,30 @@ func (a callAttemptEvents) args() []any {
 	return []any{a.first[0], a.first[1], a.first[2], a.retried[0], a.retried[1], a.retried[2]}
 }
 
+// siblingHole stands for a call id in an event template: it encodes as
+// JSON that no call id's encoding contains (a NUL byte, escaped).
+const siblingHole = "\x00sibling"
+
+// newSiblingStartedEvent is the tool_call.started event (attempt 1) of a
+// call a claim takes with another of its step (claim_call.lua), cut around
+// its step and its call id: the script appends
+// t[0] .. step .. t[1] .. JSON(id) .. t[2].
+func newSiblingStartedEvent(now time.Time) ([3]string, error) {
+	ev, err := newEvent(-1, siblingHole, pipeline.EventToolCallStarted, now, json.RawMessage(`{"attempt":1}`))
+	if err != nil {
+		return [3]string{}, err
+	}
+	step, err := holed(ev, `"step":-1`, [2]string{`"step":`, ``})
+	if err != nil {
+		return [3]string{}, err
+	}
+	id, err := holed(step[1], `"call_id":"\u0000sibling"`, [2]string{`"call_id":`, ``})
+	if err != nil {
+		return [3]string{}, err
+	}
+	return [3]string{step[0], id[0], id[1]}, nil
+}
+
 // newStepEvent is an event whose step the script fills in from the run
 // record (for operations that do not expect a particular step).
 func newStepEvent(typ pipeline.EventType, now time.Time, data any) (template, error) {

@@ -113,8 +113,11 @@ var statusWrites = map[string]scriptWrites{
 		call: []string{"new→cancelled", "running→cancelled", "suspended→cancelled", "resuming→cancelled"},
 	},
 	"claim_call.lua": {
-		sites: []string{"HSET KEYS[3] unpack(set)"}, // status='running', from the statuses Go derives (claimableCalls)
-		call:  []string{"new→running", "resuming→running"},
+		sites: []string{
+			"HSET KEYS[3] unpack(set)", // status='running', from the statuses Go derives (claimableCalls)
+			"HSET key unpack(set)",     // status='running': another call of the step, new and never claimed
+		},
+		call: []string{"new→running", "resuming→running"},
 	},
 	"finish_call.lua": {
 		sites: []string{
