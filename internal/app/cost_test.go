@@ -13,9 +13,10 @@ import (
 // included): Redis round trips and commands (those inside scripts
 // included) and Kafka publishes. They are counts, not times, so they hold
 // on any machine. Measured when they were added: 18.0 round trips, 81.3
-// commands and 3.7 publishes a step; now 5.3 (the bench's own INFO reads
+// commands and 3.7 publishes a step; now 4.7 (the bench's own INFO reads
 // no longer counted; the fan-in ends a step from the view its tool result
-// carries, ADR 0022), 48.0 (a script's counters written with its other
+// carries, ADR 0022; a call's claim takes the other of its step with it,
+// ADR 0025), 48.0 (a script's counters written with its other
 // fields, a finished call not read back; the next step claimed by the
 // script that ends the step, a hash read whole once rather than read
 // again) and 1.7 (docs/
@@ -23,7 +24,7 @@ import (
 // sweeper tick or a redelivery during the test; the work of "The hot path
 // at the floor" lowers them.
 const (
-	maxRoundTripsPerStep = 6.3
+	maxRoundTripsPerStep = 5.5
 	maxCommandsPerStep   = 55.0
 	maxPublishesPerStep  = 2.0
 
@@ -37,9 +38,12 @@ const (
 	// finished call is not read back; 21.9 since the last finish looks at
 	// the step's width for a view (ADR 0022: one LRANGE a step); 20.5
 	// since the claims return the call they read at the start (20.2 with
-	// the retirement's fewer commands).
-	fanoutCalls            = 20
-	maxCommandsPerWideCall = 23.0
+	// the retirement's fewer commands); 19.3 since the first call's claim
+	// takes the others of the step with it (ADR 0025). Its round trips:
+	// 2.5 a call, 1.4 since then (one claim a step, not one a call).
+	fanoutCalls              = 20
+	maxCommandsPerWideCall   = 21.0
+	maxRoundTripsPerWideCall = 1.8
 
 	// A step of a model that streams its answer (llm-bound: the synthetic
 	// model, 500 ms, then five words at once): 10.5 round trips and 77
@@ -94,10 +98,14 @@ func TestCost_round_trips_commands_and_publishes_per_step(t *testing.T) {
 		}
 	}
 	perCall := wide.RedisCommandsPerStep * float64(wide.Steps) / float64(wide.Calls)
+	tripsPerCall := wide.RedisRoundTripsPerStep * float64(wide.Steps) / float64(wide.Calls)
 	t.Logf("per tool call of a %d-call step: %.1f Redis commands (scripts' included), %.1f round trips",
-		fanoutCalls, perCall, wide.RedisRoundTripsPerStep*float64(wide.Steps)/float64(wide.Calls))
+		fanoutCalls, perCall, tripsPerCall)
 	if perCall > maxCommandsPerWideCall {
 		t.Errorf("%.1f Redis commands per call of a %d-call step, above the ceiling of %.1f", perCall, fanoutCalls, maxCommandsPerWideCall)
+	}
+	if tripsPerCall > maxRoundTripsPerWideCall {
+		t.Errorf("%.1f Redis round trips per call of a %d-call step, above the ceiling of %.1f", tripsPerCall, fanoutCalls, maxRoundTripsPerWideCall)
 	}
 	t.Logf("per step of a streaming model: %.1f Redis round trips, %.1f Redis commands", streamed.RedisRoundTripsPerStep, streamed.RedisCommandsPerStep)
 	if streamed.RedisRoundTripsPerStep > maxRoundTripsPerStreamedStep {

@@ -146,20 +146,32 @@ func TestLimits_a_tool_limit_holds_across_two_tool_worker_processes(t *testing.T
 	for i := range ids {
 		ids[i] = createRun(t, base, fmt.Sprintf("tool-limited-%02d", i), "assistant", sleepy)
 	}
+	var events []pipeline.Event
+	for _, id := range ids {
+		assertNaturalEnd(t, waitDone(t, base, id, 90*time.Second), 1)
+		events = append(events, runEvents(t, stack, id)...)
+	}
+	peak := peakExecutions(events)
+	if peak != 2 {
+		t.Fatalf("at most %d calls of sleep ran at once; the limit is 2 and 12 calls should have reached it", peak)
+	}
+}
+
+// peakExecutions is the most tool executions that ran at once in events
+// (of one run or several): each runs from its tool_call.started or
+// tool_call.retried to its tool_call.finished.
+func peakExecutions(events []pipeline.Event) int {
 	type mark struct {
 		at    time.Time
 		delta int
 	}
 	var marks []mark
-	for _, id := range ids {
-		assertNaturalEnd(t, waitDone(t, base, id, 90*time.Second), 1)
-		for _, ev := range runEvents(t, stack, id) {
-			switch ev.Type {
-			case pipeline.EventToolCallStarted, pipeline.EventToolCallRetried:
-				marks = append(marks, mark{ev.At, +1})
-			case pipeline.EventToolCallFinished:
-				marks = append(marks, mark{ev.At, -1})
-			}
+	for _, ev := range events {
+		switch ev.Type {
+		case pipeline.EventToolCallStarted, pipeline.EventToolCallRetried:
+			marks = append(marks, mark{ev.At, +1})
+		case pipeline.EventToolCallFinished:
+			marks = append(marks, mark{ev.At, -1})
 		}
 	}
 	slices.SortFunc(marks, func(a, b mark) int {
@@ -173,7 +185,5 @@ func TestLimits_a_tool_limit_holds_across_two_tool_worker_processes(t *testing.T
 		n += m.delta
 		peak = max(peak, n)
 	}
-	if peak != 2 {
-		t.Fatalf("at most %d calls of sleep ran at once; the limit is 2 and 12 calls should have reached it", peak)
-	}
+	return peak
 }

@@ -3,7 +3,10 @@
 // and runs the tool on a bounded pool with the tool's timeout while renewing
 // the lease; then it commits the outcome (succeeded, failed, or suspended
 // when the tool returned pending) with a check that the lease is still its
-// own, and reports it on tool-results.
+// own, and reports it on tool-results. A claim in a step that runs its
+// calls in parallel also takes, on the pool's free slots, the step's other
+// calls that wait for their first claim; their requests, behind it on the
+// partition, are then acknowledged without a claim of their own (ADR 0025).
 //
 // A worker that dies mid-tool commits nothing: its lease runs out and the
 // step worker's reconcile publishes the call again for another worker. A

@@ -28,10 +28,18 @@ import (
 // already finished — or parked — gets its ToolCallFinished published
 // again: the worker that finished it may have died before publishing, and
 // the step's fan-in must still happen; a duplicate is a no-op there.
+//
+// The claim also takes, on the pool's free slots, the other calls of a
+// parallel step that wait for their first claim (ADR 0025): their requests
+// are behind this one on the partition, and are then acknowledged without
+// a claim of their own.
 func (w *Worker) HandleToolCall(msg *message.Message) error {
 	req, err := topics.Decode[topics.ToolCallRequested](msg.Payload)
 	if err != nil {
 		return err
+	}
+	if w.ahead.take(req.RunID, req.CallID) {
+		return nil // claimed with an earlier call of its step, and running or done here
 	}
 	ctx := msg.Context()
 	log := w.log.With("run_id", req.RunID, "step", req.Step, "call_id", req.CallID, "tool", req.Tool)
@@ -46,7 +54,10 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 		return err // stopping: the message comes back to whoever owns the partition next
 	}
 	now := w.now()
-	call, err := w.store.ClaimCall(ctx, req.RunID, req.CallID, w.lease(owner, now), now)
+	more := w.pool.TryTake(maxSiblings)
+	defer more.Release()
+	call, sibs, err := w.store.ClaimCallAndSiblings(ctx, req.RunID, req.CallID, w.lease(owner, now), now,
+		store.Siblings{Max: more.Len(), SkipTools: w.limitedTools})
 	if err != nil {
 		slot.Release()
 		w.releaseLimit(limit, log)
@@ -67,19 +78,28 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 	case err != nil:
 		return fmt.Errorf("claim call %s of run %s: %w", req.CallID, req.RunID, err)
 	}
+	trace := tracing.FromMessage(msg)
+	for _, sib := range sibs { // attempt 1: within any retry budget
+		w.ahead.add(sib.RunID, sib.ID, now)
+		sibLog := w.log.With("run_id", sib.RunID, "step", sib.Step, "call_id", sib.ID, "tool", sib.Tool)
+		more.Slot().Go(func() { w.execute(trace, sib, sibLog) })
+	}
 	if call.Attempts > w.attempts(call.Tool) {
 		slot.Release()
 		w.releaseLimit(limit, log)
 		log.Warn("tool call is past its retry budget; leaving it to the sweeper", "attempts", call.Attempts)
 		return nil
 	}
-	trace := tracing.FromMessage(msg)
 	slot.Go(func() {
 		defer w.releaseLimit(limit, log)
 		w.execute(trace, call, log)
 	})
 	return nil
 }
+
+// maxSiblings bounds the other calls of its step a claim takes with it,
+// and so the free pool slots a claim holds for them while it runs.
+const maxSiblings = 64
 
 // execute runs a claimed call and commits its outcome as the claim's owner
 // (call.LeaseOwner): succeeded, failed, or suspended when the tool returned

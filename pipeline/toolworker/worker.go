@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
@@ -21,24 +22,28 @@ type Config = worker.Deps
 
 // Worker executes tool calls. HandleToolCall is safe for concurrent use.
 type Worker struct {
-	ctx        context.Context
-	cancel     context.CancelFunc
-	store      *store.Store
-	pub        topics.Publisher
-	names      topics.Names
-	cfg        *config.Config
-	settings   config.ToolWorker
-	maxTries   int
-	now        func() time.Time
-	log        *slog.Logger
-	pool       *worker.Pool
-	claims     *worker.Claims
-	exec       *executors
-	plugins    map[string]*plugin.Set
-	anyPlugins bool // some agent enables a plugin: calls run the tool-worker phases
-	redact     *secrets.Redactor
-	metrics    *metrics.Set
-	limits     *limits.Limiter
+	ctx      context.Context
+	cancel   context.CancelFunc
+	store    *store.Store
+	pub      topics.Publisher
+	names    topics.Names
+	cfg      *config.Config
+	settings config.ToolWorker
+	maxTries int
+	now      func() time.Time
+	log      *slog.Logger
+	pool     *worker.Pool
+	claims   *worker.Claims
+	ahead    *ahead // calls claimed with an earlier call of their step
+	// limitedTools are the tools with limits, whose calls a claim leaves
+	// to their own requests (they take a slot of their limit first).
+	limitedTools []string
+	exec         *executors
+	plugins      map[string]*plugin.Set
+	anyPlugins   bool // some agent enables a plugin: calls run the tool-worker phases
+	redact       *secrets.Redactor
+	metrics      *metrics.Set
+	limits       *limits.Limiter
 }
 
 // New returns a worker whose executions live as long as ctx, or until
@@ -69,24 +74,26 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	pool := worker.NewPool(cfg.Config.ToolWorker.Concurrency)
 	cfg.Metrics.PoolBusy("toolworker", pool.Busy)
 	return &Worker{
-		ctx:        ctx,
-		cancel:     cancel,
-		store:      cfg.Store,
-		redact:     cfg.Redact,
-		metrics:    cfg.Metrics,
-		limits:     cfg.Limits,
-		pub:        cfg.Publisher,
-		names:      cfg.Names,
-		cfg:        cfg.Config,
-		settings:   cfg.Config.ToolWorker,
-		maxTries:   cfg.Config.StepWorker.MaxAttempts,
-		now:        cfg.Now,
-		log:        log,
-		pool:       pool,
-		claims:     worker.NewClaims(cfg.WorkerID),
-		exec:       ex,
-		plugins:    sets,
-		anyPlugins: anyPlugins,
+		ctx:          ctx,
+		cancel:       cancel,
+		store:        cfg.Store,
+		redact:       cfg.Redact,
+		metrics:      cfg.Metrics,
+		limits:       cfg.Limits,
+		pub:          cfg.Publisher,
+		names:        cfg.Names,
+		cfg:          cfg.Config,
+		settings:     cfg.Config.ToolWorker,
+		maxTries:     cfg.Config.StepWorker.MaxAttempts,
+		now:          cfg.Now,
+		log:          log,
+		pool:         pool,
+		claims:       worker.NewClaims(cfg.WorkerID),
+		ahead:        newAhead(),
+		limitedTools: limitedTools(cfg.Config, cfg.Limits),
+		exec:         ex,
+		plugins:      sets,
+		anyPlugins:   anyPlugins,
 	}, nil
 }
 
@@ -101,4 +108,16 @@ func (w *Worker) Wait() { w.pool.Wait() }
 func (w *Worker) Drain(grace time.Duration) {
 	worker.Drain(w.pool, grace, w.cancel)
 	w.exec.close()
+}
+
+// limitedTools are the tools of cfg with limits in l, sorted.
+func limitedTools(cfg *config.Config, l *limits.Limiter) []string {
+	var out []string
+	for name := range cfg.Limits.Tools {
+		if l.Limited(limits.Tool, name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -53,6 +53,46 @@ func (p *Pool) Take(ctx context.Context) (*Slot, error) {
 	}
 }
 
+// TryTake takes up to n slots that are free now, without waiting, and
+// returns them as one Reserve.
+func (p *Pool) TryTake(n int) Reserve {
+	r := Reserve{p: p}
+	for ; r.n < n; r.n++ {
+		select {
+		case p.slots <- struct{}{}:
+		default:
+			return r
+		}
+	}
+	return r
+}
+
+// Reserve is slots taken at once by TryTake, held as a count: Slot hands
+// them out one at a time, Release gives back those not handed out.
+type Reserve struct {
+	p *Pool
+	n int
+}
+
+// Len is the number of slots the reserve still holds.
+func (r *Reserve) Len() int { return r.n }
+
+// Slot hands out one of the reserve's slots; the reserve must hold one.
+func (r *Reserve) Slot() *Slot {
+	if r.n == 0 {
+		panic("worker: Slot of an empty Reserve")
+	}
+	r.n--
+	return &Slot{p: r.p}
+}
+
+// Release gives back the slots the reserve still holds.
+func (r *Reserve) Release() {
+	for ; r.n > 0; r.n-- {
+		<-r.p.slots
+	}
+}
+
 // Go runs fn on the slot, in a goroutine that is idle or a new one; the
 // slot is free again when fn returns.
 func (s *Slot) Go(fn func()) {

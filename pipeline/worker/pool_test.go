@@ -81,3 +81,31 @@ func TestClaims_never_repeat_an_owner(t *testing.T) {
 		seen[o] = true
 	}
 }
+
+func TestPool_a_reserve_takes_only_free_slots_and_gives_back_the_rest(t *testing.T) {
+	p := worker.NewPool(4)
+	held, err := p.Take(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.TryTake(10) // three are free: it takes them, without waiting
+	if r.Len() != 3 || p.Busy() != 4 {
+		t.Fatalf("reserve of %d, %d busy; want 3, 4", r.Len(), p.Busy())
+	}
+	if empty := p.TryTake(1); empty.Len() != 0 {
+		t.Fatalf("a full pool reserved %d", empty.Len())
+	}
+	done := make(chan struct{})
+	r.Slot().Go(func() { close(done) })
+	<-done
+	p.Wait()
+	if r.Len() != 2 || p.Busy() != 3 {
+		t.Fatalf("after one slot ran: reserve of %d, %d busy; want 2, 3", r.Len(), p.Busy())
+	}
+	r.Release()
+	r.Release() // nothing left to give back
+	if r.Len() != 0 || p.Busy() != 1 {
+		t.Fatalf("after the release: reserve of %d, %d busy; want 0, 1", r.Len(), p.Busy())
+	}
+	held.Release()
+}
