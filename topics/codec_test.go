@@ -64,7 +64,7 @@ func TestDecode_golden_payloads_keep_decoding(t *testing.T) {
 }
 
 func TestEncode_round_trips_and_writes_the_schema_version(t *testing.T) {
-	in := topics.ToolCallRequested{Header: topics.Header{RunID: "r-9"}, Step: 1, CallID: "c", Tool: "sleep", Arguments: json.RawMessage(`{"ms":1}`)}
+	in := topics.ToolCallRequested{Header: topics.Header{RunID: "r-9"}, Step: 1, CallID: "c", Tool: "sleep", Arguments: json.RawMessage(`{"ms":1}`), Siblings: 3}
 	b, err := topics.Encode(in)
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +99,13 @@ func TestDecode_refuses_bad_payloads_with_the_reason(t *testing.T) {
 				t.Fatalf("a malformed message must be permanent")
 			}
 		})
+	}
+}
+
+func TestDecode_a_tool_call_request_refuses_a_negative_sibling_count(t *testing.T) {
+	_, err := topics.Decode[topics.ToolCallRequested]([]byte(`{"run_id":"r","step":0,"call_id":"c","tool":"echo","siblings":-1}`))
+	if !errors.Is(err, topics.ErrMalformed) || !strings.Contains(err.Error(), "siblings is -1") {
+		t.Fatalf("error = %v, want ErrMalformed saying siblings is -1", err)
 	}
 }
 

@@ -48,17 +48,24 @@ func (m StepRequested) Validate() error {
 // ToolCallRequested asks a tool worker of the call's queue to execute it.
 // The arguments are informative: the worker executes what the store holds.
 // Topic: tool-calls.<queue>.
+//
+// Siblings, when above 0, is how many other calls of the step were
+// published with this one to the same queue: a hint that the claim of the
+// first of them may take the others with it (ADR 0025). Without it, a
+// call is claimed alone.
 type ToolCallRequested struct {
 	Header
 	Step      int             `json:"step"`
 	CallID    string          `json:"call_id"`
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Siblings  int             `json:"siblings,omitempty"`
 }
 
 // Validate reports every problem of the message at once.
 func (m ToolCallRequested) Validate() error {
-	return errors.Join(m.check(), nonNegative("step", m.Step), required("call_id", m.CallID), required("tool", m.Tool))
+	return errors.Join(m.check(), nonNegative("step", m.Step), required("call_id", m.CallID), required("tool", m.Tool),
+		nonNegative("siblings", m.Siblings))
 }
 
 // ToolCallFinished reports that a call reached a status the StepEnd handler

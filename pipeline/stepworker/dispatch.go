@@ -35,14 +35,21 @@ func (w *Worker) dispatchable(run pipeline.Run, calls []pipeline.ToolCall) []pip
 }
 
 // publishCalls publishes ToolCallRequested for calls, those of one queue
-// in one batch (one produce request, not one per call). Publishing a call
-// twice is harmless: the second claim finds it taken.
+// in one batch (one produce request, not one per call), each saying how
+// many others of its step are in its batch (the claim of the first may
+// take them, ADR 0025). Publishing a call twice is harmless: the second
+// claim finds it taken.
 func (w *Worker) publishCalls(trace string, calls []pipeline.ToolCall) error {
 	byQueue := map[string][]*message.Message{} // one batch per queue topic
 	var queues []string
+	inQueue := map[string]int{}
+	for _, c := range calls {
+		inQueue[c.Queue]++
+	}
 	for _, c := range calls {
 		m, err := topics.NewMessage(topics.ToolCallRequested{
 			Header: topics.Header{RunID: c.RunID}, Step: c.Step, CallID: c.ID, Tool: c.Tool, Arguments: c.Arguments,
+			Siblings: inQueue[c.Queue] - 1,
 		})
 		if err != nil {
 			return err

@@ -29,10 +29,10 @@ import (
 // again: the worker that finished it may have died before publishing, and
 // the step's fan-in must still happen; a duplicate is a no-op there.
 //
-// The claim also takes, on the pool's free slots, the other calls of a
-// parallel step that wait for their first claim (ADR 0025): their requests
-// are behind this one on the partition, and are then acknowledged without
-// a claim of their own.
+// The claim of a request that says it has siblings also takes, on the
+// pool's free slots, the other calls of a parallel step that wait for
+// their first claim (ADR 0025): their requests are behind this one on the
+// partition, and are then acknowledged without a claim of their own.
 func (w *Worker) HandleToolCall(msg *message.Message) error {
 	req, err := topics.Decode[topics.ToolCallRequested](msg.Payload)
 	if err != nil {
@@ -54,7 +54,7 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 		return err // stopping: the message comes back to whoever owns the partition next
 	}
 	now := w.now()
-	more := w.pool.TryTake(maxSiblings)
+	more := w.pool.TryTake(min(req.Siblings, maxSiblings))
 	defer more.Release()
 	call, sibs, err := w.store.ClaimCallAndSiblings(ctx, req.RunID, req.CallID, w.lease(owner, now), now,
 		store.Siblings{Max: more.Len(), SkipTools: w.limitedTools})
