@@ -22,6 +22,7 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
 	"github.com/stepwise-run/stepwise/pipeline/toolworker"
+	"github.com/stepwise-run/stepwise/pipeline/worker"
 )
 
 // catalog is where tool workers publish the MCP tools' schemas for step
@@ -96,9 +97,9 @@ func (s *Stack) RunStepWorker(ctx context.Context) error {
 		return err
 	}
 	defer sub.Close()
-	r.AddNoPublisherHandler("step", s.Names.RunSteps(), sub, w.HandleStep)
-	r.AddNoPublisherHandler("step_end", s.Names.ToolResults(), sub, w.HandleToolResult)
-	r.AddNoPublisherHandler("decision", s.Names.Decisions(), sub, w.HandleDecision)
+	r.AddNoPublisherHandler("step", s.Names.RunSteps(), sub, worker.Warm(w.HandleStep))
+	r.AddNoPublisherHandler("step_end", s.Names.ToolResults(), sub, worker.Warm(w.HandleToolResult))
+	r.AddNoPublisherHandler("decision", s.Names.Decisions(), sub, worker.Warm(w.HandleDecision))
 	s.measureLag(s.group("stepworker"), []string{s.Names.RunSteps(), s.Names.ToolResults(), s.Names.Decisions()})
 	go w.RunSweeper(ctx)
 	err = r.Run(ctx)
@@ -141,7 +142,7 @@ func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
 	topics := make([]string, len(queues))
 	for i, q := range queues {
 		topics[i] = s.Names.ToolCalls(q)
-		r.AddNoPublisherHandler("tool_"+q, topics[i], sub, w.HandleToolCall)
+		r.AddNoPublisherHandler("tool_"+q, topics[i], sub, worker.Warm(w.HandleToolCall))
 	}
 	s.measureLag(s.group("toolworker"), topics)
 	err = r.Run(ctx)

@@ -1,8 +1,11 @@
 // Package worker holds what the step worker and the tool worker are both
 // built from: their dependencies (Deps), with defaults and validation; the
 // bounded pool slow work runs on (Pool: take a slot, then claim); the lease
-// keeper that renews a claim while the work runs (KeepLease); and the names
-// of claims (Claims: one lease owner per claim).
+// keeper that renews a claim while the work runs (KeepLease); the names
+// of claims (Claims: one lease owner per claim); and Warm, which runs a
+// Kafka handler on a goroutine that outlives its message.
+//
+//	router.AddNoPublisherHandler("step", topic, sub, worker.Warm(w.HandleStep))
 //
 //	deps := worker.Deps{Store: st, Publisher: pub, Config: cfg, WorkerID: id}
 //	w, err := stepworker.New(ctx, deps) // stepworker.Config is worker.Deps

@@ -102,23 +102,29 @@ func (s *Slot) Go(fn func()) {
 		defer s.Release()
 		fn()
 	}
+	hand(s.p.work, task)
+}
+
+// hand runs task on a goroutine idle on work, or on a new one that then
+// stays for more (runner).
+func hand(work chan func(), task func()) {
 	select {
-	case s.p.work <- task:
+	case work <- task:
 	default:
-		go s.p.runner(task)
+		go runner(work, task)
 	}
 }
 
-// runner runs task, then the tasks handed to it while it waits, until it
-// has waited runnerIdle for one.
-func (p *Pool) runner(task func()) {
+// runner runs task, then the tasks handed to it on work while it waits,
+// until it has waited runnerIdle for one.
+func runner(work <-chan func(), task func()) {
 	idle := time.NewTimer(runnerIdle)
 	defer idle.Stop()
 	for {
 		task()
 		idle.Reset(runnerIdle)
 		select {
-		case task = <-p.work:
+		case task = <-work:
 		case <-idle.C:
 			return
 		}
