@@ -2,12 +2,12 @@ package topics
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/segmentio/encoding/json"
 )
 
 // ErrMalformed marks a payload that can never be handled: not JSON, the wrong

@@ -2,8 +2,10 @@ package topics_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/stepwise-run/stepwise/topics"
@@ -11,8 +13,11 @@ import (
 
 // The decoders of every topic's message, fuzzed. Whatever the bytes, Decode
 // never panics and either fails with ErrMalformed or returns a message that
-// validates and survives Encode and Decode unchanged. The seeds are the
-// golden payloads and a few near misses.
+// validates and survives Encode and Decode unchanged. It also takes and
+// refuses what the standard library's encoding/json would, with the same
+// values: the codec uses github.com/segmentio/encoding/json for speed, and
+// a message must not mean something else to it. The seeds are the golden
+// payloads and a few near misses.
 
 func FuzzDecodeStepRequested(f *testing.F) {
 	fuzzDecode[topics.StepRequested](f, "step_requested.v1.json")
@@ -45,6 +50,9 @@ func fuzzDecode[M topics.Message](f *testing.F, golden string) {
 	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		m, err := topics.Decode[M](payload)
+		if std, serr := decodeStd[M](payload); (err == nil) != (serr == nil) || (err == nil && !reflect.DeepEqual(m, std)) {
+			t.Fatalf("Decode = %+v, %v; with encoding/json %+v, %v", m, err, std, serr)
+		}
 		if err != nil {
 			if !errors.Is(err, topics.ErrMalformed) {
 				t.Fatalf("Decode failed without ErrMalformed: %v", err)
@@ -67,4 +75,17 @@ func fuzzDecode[M topics.Message](f *testing.F, golden string) {
 			t.Fatalf("Encode/Decode is not stable:\n%s\n%s (%v)", once, twice, err)
 		}
 	})
+}
+
+// decodeStd is Decode with the standard library's encoding/json.
+func decodeStd[M topics.Message](payload []byte) (M, error) {
+	var m M
+	trimmed := bytes.TrimSpace(payload)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return m, errors.New("not a JSON object")
+	}
+	if err := json.Unmarshal(trimmed, &m); err != nil {
+		return m, err
+	}
+	return m, m.Validate()
 }

@@ -3,11 +3,11 @@ package store
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/encoding/json"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 )
