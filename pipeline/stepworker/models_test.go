@@ -1,0 +1,40 @@
+package stepworker
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/config"
+)
+
+func TestModels_a_runs_script_is_parsed_once_and_kept_within_bounds(t *testing.T) {
+	m, err := newModels(&config.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := pipeline.Run{Model: json.RawMessage(`{"provider":"script","turns":[{"text":"hi"}]}`)}
+	first, err := m.forRun(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := m.forRun(pipeline.Run{Model: append(json.RawMessage(nil), run.Model...)})
+	if err != nil || again != first {
+		t.Fatalf("the same script parsed again: %p, %p (%v)", again, first, err)
+	}
+	bad := pipeline.Run{Model: json.RawMessage(`{"provider":"script","turns":[{"delay_ms":-1}]}`)}
+	for range 2 {
+		if _, err := m.forRun(bad); err == nil {
+			t.Fatal("an invalid script was taken")
+		}
+	}
+	for i := range maxScripts + 10 {
+		if _, err := m.forRun(pipeline.Run{Model: json.RawMessage(fmt.Sprintf(`{"provider":"script","turns":[{"text":"%d"}]}`, i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(m.scripts); n > maxScripts {
+		t.Fatalf("%d scripts kept, more than %d", n, maxScripts)
+	}
+}
