@@ -109,6 +109,28 @@ func TestDecode_a_tool_call_request_refuses_a_negative_sibling_count(t *testing.
 	}
 }
 
+// segmentio's decoder has no nesting bound; Decode keeps encoding/json's.
+func TestDecode_refuses_json_nested_deeper_than_encoding_json_takes(t *testing.T) {
+	for _, tc := range []struct {
+		open, close string
+		depth       int
+		ok          bool
+	}{{"[", "]", 9999, true}, {"[", "]", 10000, false}, {`{"a":`, "}", 10000, false}, {"[", "]", 500000, false}} {
+		// The payload object itself is one level: depth more inside it.
+		payload := []byte(`{"run_id":"r","decision_id":"d","call_id":"c","action":"resume","payload":` +
+			strings.Repeat(tc.open, tc.depth) + "1" + strings.Repeat(tc.close, tc.depth) + `,"s":"[[\"{"}`)
+		_, err := topics.Decode[topics.Decision](payload)
+		var std topics.Decision
+		stdErr := json.Unmarshal(payload, &std)
+		if (err == nil) != tc.ok || (stdErr == nil) != tc.ok {
+			t.Fatalf("%d deep %q: Decode %v, encoding/json %v; want ok %v", tc.depth, tc.open, err, stdErr, tc.ok)
+		}
+		if !tc.ok && (!errors.Is(err, topics.ErrMalformed) || !strings.Contains(err.Error(), "nested more than 10000 deep")) {
+			t.Fatalf("%d deep: %v, want ErrMalformed saying how deep", tc.depth, err)
+		}
+	}
+}
+
 func TestDecode_a_decision_reports_every_problem_at_once(t *testing.T) {
 	_, err := topics.Decode[topics.Decision]([]byte(`{"run_id":"r","action":"approve"}`))
 	for _, want := range []string{"decision_id is missing", `action "approve" is not`} {
