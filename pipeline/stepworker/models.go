@@ -23,10 +23,12 @@ type models struct {
 	// scripts holds the script models runs brought, parsed, by their JSON:
 	// a run's steps all use the same one, and parsing it at every step was
 	// 6 % of a step worker's CPU on runs of 10 steps (a script model is
-	// immutable and safe for concurrent use). Emptied when it reaches
-	// maxScripts.
-	mu      sync.Mutex
-	scripts map[string]parsedScript
+	// immutable and safe for concurrent use). Emptied when the JSON it
+	// holds would pass maxScriptBytes: a run's script can be big, and
+	// each is kept about twice (its key and its parsed form).
+	mu          sync.Mutex
+	scripts     map[string]parsedScript
+	scriptBytes int
 }
 
 type parsedScript struct {
@@ -34,8 +36,8 @@ type parsedScript struct {
 	err   error
 }
 
-// maxScripts bounds the parsed script models kept.
-const maxScripts = 1024
+// maxScriptBytes bounds the JSON of the parsed script models kept.
+const maxScriptBytes = 8 << 20
 
 type resolved struct {
 	model model.Model
@@ -74,10 +76,14 @@ func (m *models) script(raw json.RawMessage) (model.Model, error) {
 	if !ok {
 		p.model, p.err = script.Parse(raw)
 		m.mu.Lock()
-		if len(m.scripts) >= maxScripts {
+		if m.scriptBytes+len(raw) > maxScriptBytes {
 			clear(m.scripts)
+			m.scriptBytes = 0
 		}
-		m.scripts[string(raw)] = p
+		if _, again := m.scripts[string(raw)]; !again && len(raw) <= maxScriptBytes {
+			m.scripts[string(raw)] = p
+			m.scriptBytes += len(raw)
+		}
 		m.mu.Unlock()
 	}
 	if p.err != nil {

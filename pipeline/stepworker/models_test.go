@@ -3,6 +3,7 @@ package stepworker
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stepwise-run/stepwise/pipeline"
@@ -29,12 +30,16 @@ func TestModels_a_runs_script_is_parsed_once_and_kept_within_bounds(t *testing.T
 			t.Fatal("an invalid script was taken")
 		}
 	}
-	for i := range maxScripts + 10 {
-		if _, err := m.forRun(pipeline.Run{Model: json.RawMessage(fmt.Sprintf(`{"provider":"script","turns":[{"text":"%d"}]}`, i))}); err != nil {
-			t.Fatal(err)
+	pad := strings.Repeat("x", maxScriptBytes/4)
+	for range 2 {
+		for i := range 5 { // five of a quarter of the budget each: the set is emptied on the way
+			run := pipeline.Run{Model: json.RawMessage(fmt.Sprintf(`{"provider":"script","turns":[{"text":"%d%s"}]}`, i, pad))}
+			if _, err := m.forRun(run); err != nil {
+				t.Fatal(err)
+			}
+			if m.scriptBytes > maxScriptBytes {
+				t.Fatalf("%d scripts of %d bytes kept, more than %d bytes", len(m.scripts), m.scriptBytes, maxScriptBytes)
+			}
 		}
-	}
-	if n := len(m.scripts); n > maxScripts {
-		t.Fatalf("%d scripts kept, more than %d", n, maxScripts)
 	}
 }
