@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -24,25 +25,54 @@ type Program struct {
 	Run     func(ctx context.Context, s *Stack) error // runs until ctx ends
 }
 
-// Main is the whole main of a program: it reads the flags, connects (a
-// missing or unreachable address is a clear error), and runs the program
-// until SIGINT or SIGTERM; an error goes to stderr and exits 1.
+// Main is the whole main of a program: it runs it (Exec) with the
+// command line's arguments until SIGINT or SIGTERM; an error goes to
+// stderr and exits 1 (2 for bad flags).
 func Main(p Program) {
-	var o Options
-	o.Register(flag.CommandLine)
-	if p.Flags != nil {
-		p.Flags(flag.CommandLine)
-	}
-	flag.Parse()
-	o.Logger, o.Plugins = NewLogger(p.Name), p.Plugins
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := Traced(ctx, p.Name, func() error { return run(ctx, o, p.Run) })
+	err := p.Exec(ctx, os.Args[1:])
 	stop()
-	if err != nil {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case errors.As(err, new(flagError)):
+		os.Exit(2) // the flag package has said what is wrong
+	case err != nil:
 		fmt.Fprintf(os.Stderr, "%s: %v\n", p.Name, err)
 		os.Exit(1)
 	}
 }
+
+// Exec runs the program with args, its flags, until ctx ends: it reads
+// them, connects (a missing or unreachable address is a clear error) and
+// runs. `stepwise stepworker` and `stepwise toolworker` run their programs
+// this way, as the separate commands do through Main.
+func (p Program) Exec(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet(p.Name, flag.ContinueOnError)
+	var o Options
+	o.Register(fs)
+	if p.Flags != nil {
+		p.Flags(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return flagError{err}
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		fmt.Fprintln(fs.Output(), err)
+		fs.Usage()
+		return flagError{err}
+	}
+	o.Logger, o.Plugins = NewLogger(p.Name), p.Plugins
+	return Traced(ctx, p.Name, func() error { return run(ctx, o, p.Run) })
+}
+
+// flagError is a command line the flag package refused (and printed why).
+type flagError struct{ error }
+
+func (e flagError) Unwrap() error { return e.error }
 
 // Traced runs f with the tracing the OTEL_* environment asks for (none by
 // default, package tracing), flushing the spans when f returns.

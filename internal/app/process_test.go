@@ -120,7 +120,8 @@ func TestProcesses_a_run_completes_with_the_workers_as_separate_processes_even_w
 		return len(v.ToolCalls) == 1 && v.ToolCalls[0].Status == pipeline.CallRunning
 	}, func() string { return "the call never ran" })
 	first.kill(t)
-	startProcess(t, filepath.Join(bin, "toolworker"), env, "--config", cfgPath, "--queues", "default")
+	// Its replacement is the stepwise command's toolworker: the same program.
+	startProcess(t, filepath.Join(bin, "stepwise"), env, "toolworker", "--config", cfgPath, "--queues", "default")
 	v := waitDone(t, base, id, 60*time.Second)
 	assertNaturalEnd(t, v, 1)
 	if v.ToolCalls[0].Status != pipeline.CallSucceeded {
@@ -140,16 +141,20 @@ func TestProcesses_a_missing_or_unreachable_address_is_a_clear_error_at_start(t 
 		{"unreachable redis", nil, []string{"--kafka", "127.0.0.1:1", "--redis", "redis://127.0.0.1:1/0"}, "redis at 127.0.0.1:1 is unreachable"},
 		{"unreachable kafka", nil, []string{"--kafka", "127.0.0.1:1", "--redis", newInfra(t).redisURL}, "kafka brokers unreachable: 127.0.0.1:1"},
 		{"bad config", nil, []string{"--config", writeConfig(t, "agents: {a: {model: {provider: gpt}}}")}, `agents.a.model.provider`},
+		{"a stray argument", nil, []string{"--kafka", "127.0.0.1:1", "default"}, "unexpected arguments: default"},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			cmd := exec.Command(filepath.Join(bin, "stepworker"), c.args...)
-			cmd.Env = append(withoutStepwiseEnv(), c.env...)
-			out, err := cmd.CombinedOutput()
-			if err == nil || !strings.Contains(string(out), c.want) {
-				t.Fatalf("stepworker %v: err=%v output:\n%s\nwant it to fail saying %q", c.args, err, out, c.want)
-			}
-		})
+		// The stepworker command, and the same program as the stepwise command's.
+		for _, command := range [][]string{{"stepworker"}, {"stepwise", "stepworker"}} {
+			t.Run(c.name+"/"+strings.Join(command, " "), func(t *testing.T) {
+				cmd := exec.Command(filepath.Join(bin, command[0]), append(command[1:], c.args...)...)
+				cmd.Env = append(withoutStepwiseEnv(), c.env...)
+				out, err := cmd.CombinedOutput()
+				if err == nil || !strings.Contains(string(out), c.want) {
+					t.Fatalf("%s %v: err=%v output:\n%s\nwant it to fail saying %q", command, c.args, err, out, c.want)
+				}
+			})
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -112,6 +113,12 @@ type Options struct {
 	Redis     string    // URL; "": a private redis-server if installed, else an embedded miniredis (no server-side counts)
 	Progress  io.Writer // progress lines; nil: none
 	PlotDir   string    // when set, PNG charts go there (plot.go)
+	// ToolWorkers, when above 0, runs the tool calls in that many tool
+	// worker processes (toolworkers.go) instead of in this one, each
+	// started as ToolWorkerCommand followed by its flags (--config,
+	// --kafka, --redis); by default this program's `toolworker` command.
+	ToolWorkers       int
+	ToolWorkerCommand []string
 }
 
 // Report is what `stepwise bench --json` writes.
@@ -129,6 +136,11 @@ type Machine struct {
 	Kafka        string `json:"kafka"`         // "embedded" or the brokers
 	Redis        string `json:"redis"`         // "a private redis-server", "embedded" (miniredis) or the URL given
 	At           string `json:"at"`
+	// ToolWorkers is how many tool worker processes ran the calls; 0: the
+	// bench's own process did. With processes, the allocation, round trips
+	// and publishes a step are the bench process's alone (the step worker's
+	// and the broker's); Redis's commands and CPU are still all of them.
+	ToolWorkers int `json:"tool_worker_processes"`
 }
 
 // Result is one scenario's figures. Counts per step are exact; rates and
@@ -206,11 +218,27 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Redis != "" && rep.Machine.Redis == "embedded" {
 		rep.Machine.Redis = o.Redis
 	}
-	s, err := newStack(ctx, opts)
+	s, err := newStack(ctx, opts, o.ToolWorkers == 0)
 	if err != nil {
 		return Report{}, err
 	}
 	defer s.close()
+	if o.ToolWorkers > 0 {
+		command := o.ToolWorkerCommand
+		if len(command) == 0 {
+			exe, err := os.Executable()
+			if err != nil {
+				return Report{}, fmt.Errorf("tool worker processes: %w", err)
+			}
+			command = []string{exe, "toolworker"}
+		}
+		w, err := startToolWorkers(ctx, s.stack, command, o.ToolWorkers, opts.Kafka, opts.Redis)
+		if err != nil {
+			return Report{}, err
+		}
+		defer w.close()
+		rep.Machine.ToolWorkers = o.ToolWorkers
+	}
 	if info, err := s.stack.Redis.Info(ctx, "server").Result(); err == nil {
 		for _, line := range strings.Split(info, "\r\n") {
 			if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
@@ -265,7 +293,11 @@ func (r Report) WriteJSON(w io.Writer) error {
 
 // WriteText writes the report for people, a line per scenario.
 func (r Report) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "%d cores, %s, Redis %s (%s), Kafka %s\n", r.Machine.Cores, r.Machine.GoVersion, orNone(r.Machine.RedisVersion), r.Machine.Redis, r.Machine.Kafka)
+	fmt.Fprintf(w, "%d cores, %s, Redis %s (%s), Kafka %s", r.Machine.Cores, r.Machine.GoVersion, orNone(r.Machine.RedisVersion), r.Machine.Redis, r.Machine.Kafka)
+	if r.Machine.ToolWorkers > 0 {
+		fmt.Fprintf(w, ", tools in %d tool worker processes", r.Machine.ToolWorkers)
+	}
+	fmt.Fprintln(w)
 	for _, s := range r.Scenarios {
 		fmt.Fprintf(w, "%-10s %5d runs  %8.0f steps/s  %8.0f calls/s  step p50 %6.1f ms  p99 %6.1f ms  %5.1f round trips  %5.1f publishes  %6.1f commands  %7.0f B allocated a step",
 			s.Scenario, s.Runs, s.StepsPerS, s.CallsPerS, s.P50ms, s.P99ms, s.RedisRoundTripsPerStep, s.KafkaPublishesPerStep, s.RedisCommandsPerStep, s.AllocBytesPerStep)

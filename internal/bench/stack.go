@@ -32,7 +32,9 @@ type ended struct {
 	at    time.Time
 }
 
-func newStack(ctx context.Context, o app.Options) (*stack, error) {
+// newStack connects the stack under measurement and runs its step worker,
+// and its tool worker when tools is set.
+func newStack(ctx context.Context, o app.Options, tools bool) (*stack, error) {
 	st, err := app.Connect(ctx, o)
 	if err != nil {
 		return nil, err
@@ -65,8 +67,9 @@ func newStack(ctx context.Context, o app.Options) (*stack, error) {
 			m.Ack()
 		}
 	})
-	for _, work := range []func(context.Context) error{st.RunStepWorker, func(ctx context.Context) error { return st.RunToolWorker(ctx, nil) }} {
-		s.wg.Go(func() { _ = work(ctx) })
+	s.wg.Go(func() { _ = st.RunStepWorker(ctx) })
+	if tools {
+		s.wg.Go(func() { _ = st.RunToolWorker(ctx, nil) })
 	}
 	s.wg.Go(func() { <-ctx.Done(); _ = sub.Close() })
 	return s, nil

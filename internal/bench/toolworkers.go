@@ -1,0 +1,141 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/internal/kafka"
+)
+
+// toolWorkers are the tool worker processes a bench runs instead of the
+// tool worker in its own process (Options.ToolWorkers): each is a
+// `stepwise toolworker` of the bench's configuration, on its broker and
+// Redis, so that calls/s can be told for 1, 2, 4... processes.
+type toolWorkers struct {
+	procs []proc
+	dir   string
+}
+
+// proc is one tool worker: its process, what it said last, and a channel
+// closed once it has exited.
+type proc struct {
+	cmd    *exec.Cmd
+	out    *tail
+	exited chan struct{}
+}
+
+// startToolWorkers starts n tool workers with command (the program and
+// its first arguments: Options.ToolWorkerCommand) and waits until each
+// holds partitions of the default queue's topic, as the consumer group
+// says: a bench that began before would measure the rebalances.
+func startToolWorkers(ctx context.Context, s *app.Stack, command []string, n int, kafkaAddr, redisURL string) (*toolWorkers, error) {
+	if partitions := int(s.Config.Kafka.Partitions); n > partitions {
+		return nil, fmt.Errorf("%d tool worker processes for %d partitions: the ones beyond would get none", n, partitions)
+	}
+	dir, err := os.MkdirTemp("", "stepwise-bench-toolworkers-")
+	if err != nil {
+		return nil, err
+	}
+	w := &toolWorkers{dir: dir}
+	cfg := filepath.Join(dir, "stepwise.yaml")
+	if err := os.WriteFile(cfg, []byte(benchConfig), 0o600); err != nil {
+		w.close()
+		return nil, err
+	}
+	for range n {
+		out := &tail{max: 4 << 10}
+		args := append(command[1:len(command):len(command)], "--config", cfg, "--kafka", kafkaAddr, "--redis", redisURL)
+		cmd := exec.Command(command[0], args...)
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			w.close()
+			return nil, fmt.Errorf("start a tool worker (%s): %w", command[0], err)
+		}
+		p := proc{cmd: cmd, out: out, exited: make(chan struct{})}
+		go func() { _ = cmd.Wait(); close(p.exited) }()
+		w.procs = append(w.procs, p)
+	}
+	if err := w.ready(ctx, s, n); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// ready waits until n members of the tool workers' consumer group hold
+// partitions of the default queue, for at most a minute.
+func (w *toolWorkers) ready(ctx context.Context, s *app.Stack, n int) error {
+	group, topic := s.Config.Kafka.TopicPrefix+"toolworker", s.Names.ToolCalls("default")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		for i, p := range w.procs {
+			select {
+			case <-p.exited:
+				return fmt.Errorf("tool worker %d of %d exited before it was ready (%v):\n%s", i+1, n, p.cmd.ProcessState, p.out)
+			default:
+			}
+		}
+		got, err := kafka.GroupMembers(ctx, s.Kafka, group, topic)
+		if err == nil && got == n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after a minute, %d of %d tool workers hold partitions of %s (%v)", got, n, topic, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// close stops the tool workers as an operator would (SIGTERM: they finish
+// what they hold), killing those still running after 10 s.
+func (w *toolWorkers) close() {
+	var wg sync.WaitGroup
+	for _, p := range w.procs {
+		wg.Go(func() {
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-p.exited:
+			case <-time.After(10 * time.Second):
+				_ = p.cmd.Process.Kill()
+				<-p.exited
+			}
+		})
+	}
+	wg.Wait()
+	_ = os.RemoveAll(w.dir)
+}
+
+// tail keeps the last max bytes written to it: what a process said last,
+// for the error that says why it stopped.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
