@@ -27,6 +27,7 @@ type Scenario struct {
 	steps       int    // steps of one run
 	calls       int    // tool calls of one run
 	sequential  bool   // one run at a time (latency) rather than all at once
+	together    bool   // its runs are requested together, startTogether at a time, as the gateway's batch endpoint does
 	parks       bool   // its runs park a call and wait: measured once all wait
 	decides     bool   // its runs park call D, then are decided at once: the decisions are measured
 	agent       string // the runs' agent when not the script model's "assistant": no model of their own
@@ -46,8 +47,8 @@ var Scenarios = []Scenario{
 		model: wideStep(20), steps: 2, calls: 20, defaultRuns: 50},
 	{Name: "memory", What: "runs of an agent that park a call for approval, all at once: the Redis memory a parked call holds",
 		agent: "approver", steps: 1, calls: 1, parks: true, defaultRuns: 200},
-	{Name: "llm-bound", What: "runs on a model that takes 500 ms a step, all at once: the share of the Little's-law bound reached",
-		agent: "llm", latency: 500 * time.Millisecond, steps: 3, calls: 2, defaultRuns: 1000},
+	{Name: "llm-bound", What: "runs on a model that takes 500 ms a step, requested together: the share of the Little's-law bound reached",
+		agent: "llm", latency: 500 * time.Millisecond, steps: 3, calls: 2, together: true, defaultRuns: 1000},
 	{Name: "decisions", What: "runs parked on a call, then all decided at once: from a decision's publish to its run's result",
 		model: `{"provider":"script","turns":[{"text":"needs approval","tool_calls":[{"id":"D","name":"approve","arguments":{"amount":120}}]},{"text":"done"}]}`,
 		steps: 1, calls: 1, decides: true, defaultRuns: 1000},
@@ -175,8 +176,16 @@ type Result struct {
 	ResumedP99ms float64 `json:"resumed_p99_ms"`
 	AllResumedMs float64 `json:"all_resumed_ms"`
 	// LittlesLawFraction is steps_per_s over the most a model latency
-	// allows: runs in flight / latency (llm-bound scenario; -1 otherwise).
+	// allows: runs in flight / latency, with RunsInFlight as the runs in
+	// flight (llm-bound scenario; -1 otherwise). It equals the latency
+	// over a run's mean time a step, so a bench that keeps fewer runs in
+	// flight than it asked for (while they start, or as the last ones
+	// end) does not pass for a pipeline that serialises them.
 	LittlesLawFraction float64 `json:"littles_law_fraction"`
+	// RunsInFlight is how many runs were in flight on average over the
+	// measurement: each run's time from its request to its result, summed,
+	// over the time the scenario took (llm-bound; -1 otherwise).
+	RunsInFlight float64 `json:"runs_in_flight"`
 
 	samples []time.Duration // the latencies p50 and p99 come from, for the charts
 }
@@ -313,7 +322,7 @@ func (r Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "  resumed p50 %.1f ms p99 %.1f ms, all in %.0f ms", s.ResumedP50ms, s.ResumedP99ms, s.AllResumedMs)
 		}
 		if s.LittlesLawFraction >= 0 {
-			fmt.Fprintf(w, "  %3.0f %% of the Little's-law bound", 100*s.LittlesLawFraction)
+			fmt.Fprintf(w, "  %3.0f %% of the Little's-law bound with %.0f runs in flight", 100*s.LittlesLawFraction, s.RunsInFlight)
 		}
 		fmt.Fprintln(w)
 	}

@@ -37,10 +37,10 @@ func TestBench_reports_every_field_of_each_scenario(t *testing.T) {
 		dec.ResumedP50ms <= 0 || dec.ResumedP99ms < dec.ResumedP50ms || dec.AllResumedMs < dec.ResumedP99ms || dec.ResumedP99ms > dec.P99ms {
 		t.Errorf("decisions: %+v", dec)
 	}
-	if lat := rep.Scenarios[0]; lat.ResumedP50ms != -1 || lat.AllResumedMs != -1 {
+	if lat := rep.Scenarios[0]; lat.ResumedP50ms != -1 || lat.AllResumedMs != -1 || lat.RunsInFlight != -1 {
 		t.Errorf("latency reports resume times: %+v", lat)
 	}
-	if llm := rep.Scenarios[4]; llm.Steps != 9 || llm.LittlesLawFraction <= 0 || llm.LittlesLawFraction > 1 {
+	if llm := rep.Scenarios[4]; llm.Steps != 9 || llm.LittlesLawFraction <= 0 || llm.LittlesLawFraction > 1 || llm.RunsInFlight <= 0 || llm.RunsInFlight > 3 {
 		t.Errorf("llm-bound: %+v", llm)
 	}
 	for _, s := range rep.Scenarios[:2] {

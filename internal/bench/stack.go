@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -98,15 +99,17 @@ type inFlight struct {
 
 // run is a whole scenario's workload, unmeasured (a warm-up): its batch,
 // or its parking and decisions.
-func (s *stack) run(ctx context.Context, sc Scenario, n int, progress io.Writer) ([]time.Duration, int, error) {
+func (s *stack) run(ctx context.Context, sc Scenario, n int) error {
 	if !sc.decides {
-		return s.batch(ctx, sc, n, progress)
+		_, _, _, err := s.batch(ctx, sc, n, nil)
+		return err
 	}
 	parked, err := s.park(ctx, sc, n)
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
-	return s.decide(ctx, sc, parked, make([]time.Time, len(parked)), progress)
+	_, _, err = s.decide(ctx, sc, parked, make([]time.Time, len(parked)), nil)
+	return err
 }
 
 // park requests n runs of sc and waits until each waits for its decision.
@@ -163,23 +166,28 @@ func (s *stack) decide(ctx context.Context, sc Scenario, parked []inFlight, sent
 }
 
 // batch runs n runs of sc (all at once, or one at a time) and returns the
-// per-step latency of each run and the steps they took. "All at once" is
-// one requester after the other, about a millisecond a run: 1,000 runs
-// start over about a second.
-func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Writer) ([]time.Duration, int, error) {
+// per-step latency of each run, the steps they took and the sum of their
+// times from request to result. "All at once" is one requester after the
+// other, about a millisecond a run: 1,000 runs start over about a second;
+// the runs of a scenario that asks for them together start as a
+// gateway's batch does (startTogether).
+func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Writer) ([]time.Duration, int, time.Duration, error) {
 	var lat []time.Duration
+	var busy time.Duration
 	steps := 0
 	wait := func(f inFlight) error {
 		if sc.parks {
 			return s.awaitWaiting(ctx, f.r, func(d time.Duration) {
 				steps++
 				lat = append(lat, d)
+				busy += d
 			})
 		}
 		select {
 		case e := <-f.done:
 			steps += e.steps
 			lat = append(lat, e.at.Sub(f.r.start)/time.Duration(e.steps))
+			busy += e.at.Sub(f.r.start)
 			if progress != nil && (len(lat)%10 == 0 || len(lat) == n) {
 				fmt.Fprintf(progress, "\r%s: %d/%d runs", sc.Name, len(lat), n)
 			}
@@ -191,17 +199,23 @@ func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Write
 		}
 	}
 	var flights []inFlight
-	for range n {
+	if sc.together {
+		var err error
+		if flights, err = s.requestTogether(ctx, sc, n); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	for range n - len(flights) {
 		id := newRunID()
 		done := s.await(id)
 		r, err := s.request(ctx, sc, id)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		f := inFlight{r, done}
 		if sc.sequential {
 			if err := wait(f); err != nil {
-				return nil, 0, err
+				return nil, 0, 0, err
 			}
 			continue
 		}
@@ -209,20 +223,45 @@ func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Write
 	}
 	for _, f := range flights {
 		if err := wait(f); err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 	}
 	if progress != nil {
 		fmt.Fprintln(progress)
 	}
-	return lat, steps, nil
+	return lat, steps, busy, nil
+}
+
+// startTogether is how many runs requestTogether requests at a time: the
+// gateway's batch endpoint's default (gateway.DefaultBatchConcurrency).
+const startTogether = 32
+
+// requestTogether requests n runs of sc, startTogether at a time, as the
+// gateway's batch endpoint starts a batch's runs.
+func (s *stack) requestTogether(ctx context.Context, sc Scenario, n int) ([]inFlight, error) {
+	flights := make([]inFlight, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, startTogether)
+	var wg sync.WaitGroup
+	for i := range flights {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			id := newRunID()
+			done := s.await(id)
+			r, err := s.request(ctx, sc, id)
+			flights[i], errs[i] = inFlight{r, done}, err
+		})
+	}
+	wg.Wait()
+	return flights, errors.Join(errs...)
 }
 
 // measure warms the stack up with a few runs, then runs the scenario with
 // every counter reset, and computes its Result. A decisions scenario
 // parks its runs first, unmeasured, and measures their decisions.
 func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Writer) (Result, error) {
-	if _, _, err := s.run(ctx, sc, min(n, 5), nil); err != nil {
+	if err := s.run(ctx, sc, min(n, 5)); err != nil {
 		return Result{}, err
 	}
 	var parked []inFlight
@@ -241,12 +280,13 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	start := time.Now()
 	var lat []time.Duration
 	var steps int
+	var busy time.Duration // the runs' times in flight, summed
 	var err error
 	sent := make([]time.Time, len(parked)) // when each parked run's decision was published
 	if sc.decides {
 		lat, steps, err = s.decide(ctx, sc, parked, sent, progress)
 	} else {
-		lat, steps, err = s.batch(ctx, sc, n, progress)
+		lat, steps, busy, err = s.batch(ctx, sc, n, progress)
 	}
 	if err != nil {
 		return Result{}, err
@@ -263,11 +303,12 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		RedisRoundTripsPerStep: per(float64(s.trips.Count())), KafkaPublishesPerStep: per(float64(s.pubs.Count() - int64(n))),
 		AllocBytesPerStep:    per(float64(m1.TotalAlloc - m0.TotalAlloc)),
 		RedisCommandsPerStep: -1, RedisCPUmsPerStep: -1, RedisBusiestCPUmsPerStep: -1, RedisBytesPerParkedCall: -1, LittlesLawFraction: -1,
-		ResumedP50ms: -1, ResumedP99ms: -1, AllResumedMs: -1,
+		RunsInFlight: -1, ResumedP50ms: -1, ResumedP99ms: -1, AllResumedMs: -1,
 		samples: lat,
 	}
 	if sc.latency > 0 {
-		res.LittlesLawFraction = res.StepsPerS / (float64(n) / sc.latency.Seconds())
+		res.RunsInFlight = busy.Seconds() / elapsed.Seconds()
+		res.LittlesLawFraction = res.StepsPerS / (res.RunsInFlight / sc.latency.Seconds())
 	}
 	if before.OK && after.OK {
 		res.RedisCommandsPerStep = per(float64(after.Commands - before.Commands - 3*int64(len(after.NodeCPU)))) // less the first reading's three INFOs a node
