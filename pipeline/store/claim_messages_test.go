@@ -3,7 +3,13 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
@@ -81,4 +87,62 @@ var claimMessagesCases = []contractCase{
 			t.Fatalf("conversation at step 3 = %+v, want Redis's, read again", msgs)
 		}
 	}},
+}
+
+// breakRead fails the first pipelined read of a conversation after its
+// reply came, as a connection that breaks between a claim's reply and its
+// read's would: the claim holds, its read does not.
+type breakRead struct{ broken atomic.Bool }
+
+func (*breakRead) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*breakRead) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (b *breakRead) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if c.Name() == "lrange" && strings.HasSuffix(fmt.Sprint(c.Args()[1]), ":msgs") && b.broken.CompareAndSwap(false, true) {
+				c.SetErr(io.ErrUnexpectedEOF)
+			}
+		}
+		return err
+	}
+}
+
+// A claim whose conversation read fails reads it again rather than leave
+// the step it claimed to its lease (30 s by default: nobody else runs it
+// before): the claim of a step, and the end of a step that claims the next.
+func TestStore_a_claim_whose_conversation_read_failed_reads_it_again(t *testing.T) {
+	rdb := testinfra.RedisServerClient(t)
+	hook := &breakRead{}
+	rdb.AddHook(hook)
+	f := &fixture{st: store.New(rdb), rdb: rdb, prefix: "sw", ctx: context.Background()}
+	tool := func(id string) store.StepEnd {
+		return store.StepEnd{ToolMessages: []pipeline.Message{{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: id}}}
+	}
+	// Run r0 loads the scripts: a first EVALSHA that finds none is sent
+	// again, with its read.
+	for _, id := range []string{"r0", "r1"} {
+		f.created(t, id)
+	}
+	if _, _, err := f.st.ClaimStepWithMessages(f.ctx, "r0", 0, lease("w1", at(30)), at(1)); err != nil {
+		t.Fatal(err)
+	}
+	f.commit(t, "r0", 0, "w1", "c0")
+	f.done(t, "r0", "c0")
+	if _, _, err := f.st.EndStepAndClaim(f.ctx, "r0", 0, tool("c0"), lease("w1", at(40)), at(5)); err != nil {
+		t.Fatal(err)
+	}
+
+	hook.broken.Store(false)
+	run, msgs, err := f.st.ClaimStepWithMessages(f.ctx, "r1", 0, lease("w1", at(30)), at(1))
+	if !hook.broken.Load() || err != nil || run.Attempts != 1 || len(msgs) != 1 || msgs[0].Content != "hello" {
+		t.Fatalf("claim = %+v, %+v, %v (read broken: %v)", run, msgs, err, hook.broken.Load())
+	}
+	f.commit(t, "r1", 0, "w1", "c1")
+	f.done(t, "r1", "c1")
+	hook.broken.Store(false)
+	_, claimed, err := f.st.EndStepAndClaim(f.ctx, "r1", 0, tool("c1"), lease("w1", at(40)), at(5))
+	if !hook.broken.Load() || err != nil || claimed == nil || len(claimed.Messages) != 3 || claimed.Messages[2].ToolCallID != "c1" {
+		t.Fatalf("end and claim = %+v, %v (read broken: %v)", claimed, err, hook.broken.Load())
+	}
 }

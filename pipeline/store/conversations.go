@@ -101,14 +101,15 @@ func (s *Store) readConversation(ctx context.Context, p redis.Pipeliner, runID s
 // after it, when cached is of this run (its creation time) and its last
 // turn is what Redis holds; otherwise the whole conversation, read again
 // if the read did not start at its beginning.
+//
+// A read that failed beside a claim that did not (the connection broke
+// between their replies) is made again, whole: the claimed step is the
+// caller's, and nobody else would run it before its lease ran out.
 func (s *Store) joinConversation(ctx context.Context, run pipeline.Run, cached conversation, read *redis.StringSliceCmd) ([]pipeline.Message, error) {
-	if err := read.Err(); err != nil {
-		return nil, fmt.Errorf("messages of run %s: %w", run.ID, err)
-	}
-	created, raw := toMillis(run.CreatedAt), read.Val()
-	if cached.created != created || len(raw) < len(cached.last) || !slices.Equal(raw[:len(cached.last)], cached.last) {
-		if len(cached.msgs) > len(cached.last) { // the read began after the start
-			var err error
+	raw, err := read.Result()
+	created := toMillis(run.CreatedAt)
+	if err != nil || cached.created != created || len(raw) < len(cached.last) || !slices.Equal(raw[:len(cached.last)], cached.last) {
+		if err != nil || len(cached.msgs) > len(cached.last) { // the read failed, or began after the start
 			if raw, err = s.rdb.LRange(ctx, s.msgsKey(run.ID), 0, -1).Result(); err != nil {
 				return nil, fmt.Errorf("messages of run %s: %w", run.ID, err)
 			}

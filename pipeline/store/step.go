@@ -476,9 +476,6 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 		if err != nil || next == nil {
 			return run, held, nil, err
 		}
-		if err := read.Err(); err != nil {
-			return run, held, nil, fmt.Errorf("%s: read the conversation: %w", what, err)
-		}
 		msgs, err := s.joinConversation(ctx, run, cached, read)
 		if err != nil {
 			return run, held, nil, err
