@@ -87,7 +87,10 @@ func (w *toolWorkers) ready(ctx context.Context, s *app.Stack, n int) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("after a minute, %d of %d tool workers hold partitions of %s (%v)", got, n, topic, err)
+			if err != nil {
+				return fmt.Errorf("after a minute, the tool workers' consumer group %s cannot be read: %w", group, err)
+			}
+			return fmt.Errorf("after a minute, %d members of consumer group %s hold partitions of %s, not the %d started (do other tool workers consume it?)", got, group, topic, n)
 		}
 		select {
 		case <-ctx.Done():
