@@ -2,15 +2,17 @@ package store
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
-// newEvent writes by hand what json.Marshal of a storedEvent writes; for
-// every kind of input the two must be the same bytes.
-func TestNewEvent_writes_what_json_Marshal_writes(t *testing.T) {
+// newEvent writes the array decodeStored reads back as the same event, for
+// every kind of input: ids and types that need escaping, data of any kind,
+// times in any zone, to the nanosecond.
+func TestNewEvent_is_read_back_as_written(t *testing.T) {
 	at := time.Date(2026, 11, 25, 23, 9, 3, 483135576, time.UTC)
 	cases := []struct {
 		step   int
@@ -23,26 +25,90 @@ func TestNewEvent_writes_what_json_Marshal_writes(t *testing.T) {
 		{-1, "call_0_0", pipeline.EventToolCallFinished, at, map[string]any{"status": "succeeded", "result": json.RawMessage(`{"n":1}`)}},
 		{12, "c1", pipeline.EventStepStarted, at.Truncate(time.Second), json.RawMessage(`{"attempt":0}`)},
 		{3, `call "<a&b>"`, pipeline.EventToolCallCreated, at.In(time.FixedZone("x", 3600)), struct{ A string }{"<é>"}},
-		{1, "call_é", pipeline.EventTextDelta, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "text"},
+		{1, "call_é\x00,-1,", pipeline.EventTextDelta, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "text"},
 	}
 	for _, c := range cases {
-		got, err := newEvent(c.step, c.callID, c.typ, c.now, c.data)
+		raw, err := newEvent(c.step, c.callID, c.typ, c.now, c.data)
 		if err != nil {
 			t.Fatalf("newEvent(%+v): %v", c, err)
 		}
-		ev := storedEvent{Type: c.typ, Step: c.step, CallID: c.callID, At: c.now.UTC()}
+		got, err := decodeStored(raw)
+		if err != nil {
+			t.Fatalf("decodeStored(%s): %v", raw, err)
+		}
+		var data json.RawMessage
 		if c.data != nil {
-			ev.Data, _ = json.Marshal(c.data)
+			data, _ = json.Marshal(c.data)
 		}
-		want, _ := json.Marshal(ev)
-		if got != string(want) {
-			t.Errorf("newEvent(%+v)\n got %s\nwant %s", c, got, want)
+		if got.Type != c.typ || got.Step != c.step || got.CallID != c.callID || !got.At.Equal(c.now) || got.At.Location() != time.UTC ||
+			string(got.Data) != string(data) {
+			t.Errorf("newEvent(%+v) = %s, read back as %+v", c, raw, got)
 		}
+	}
+	plain, _ := newEvent(2, "c1", pipeline.EventToolCallStarted, at, json.RawMessage(`{"attempt":1}`))
+	if want := `["tool_call.started",2,"c1",1795648143483135576,{"attempt":1}]`; plain != want {
+		t.Errorf("newEvent = %s, want %s", plain, want)
 	}
 	if _, err := newEvent(0, "", pipeline.EventStepStarted, at, json.RawMessage(`{"attempt":`)); err == nil {
 		t.Error("newEvent took data that is not JSON")
 	}
-	if ev, err := newEvent(0, "", pipeline.EventStepStarted, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), nil); err == nil {
-		t.Errorf("newEvent wrote a time JSON cannot hold: %s", ev)
+	if ev, err := newEvent(0, "", pipeline.EventStepStarted, time.Date(2263, 1, 1, 0, 0, 0, 0, time.UTC), nil); err == nil {
+		t.Errorf("newEvent wrote a time unix nanoseconds cannot hold: %s", ev)
 	}
+}
+
+// The events of the stores before 2026-11-26, objects, are still read, and
+// their deltas still trimmed: a run goes on across the upgrade.
+func TestDecodeStored_reads_the_objects_of_earlier_stores(t *testing.T) {
+	old := `{"type":"tool_call.finished","step":3,"call_id":"c1","at":"2026-11-25T23:09:03.483135576Z","data":{"status":"succeeded"}}`
+	ev, err := decodeStored(old)
+	want := time.Date(2026, 11, 25, 23, 9, 3, 483135576, time.UTC)
+	if err != nil || ev.Type != pipeline.EventToolCallFinished || ev.Step != 3 || ev.CallID != "c1" || !ev.At.Equal(want) ||
+		string(ev.Data) != `{"status":"succeeded"}` {
+		t.Fatalf("decodeStored(%s) = %+v, %v", old, ev, err)
+	}
+	if !strings.HasPrefix(`{"type":"message.delta","step":0,"at":"2026-11-25T23:09:03Z","data":{"text":"hi"}}`, objectDeltaPrefix) {
+		t.Errorf("objectDeltaPrefix %q is not how an earlier store's delta began", objectDeltaPrefix)
+	}
+	for _, bad := range []string{`[]`, `["run.started",0,"",1,{},2]`, `["run.started","0","",1]`, `[`, `{`} {
+		if _, err := decodeStored(bad); err == nil {
+			t.Errorf("decodeStored(%s) took it", bad)
+		}
+	}
+}
+
+// The templates scripts fill in are events once filled, whatever the call
+// id: the step hole, the sibling's id hole and the attempt hole.
+func TestEventTemplates_filled_in_are_events(t *testing.T) {
+	at := time.Date(2026, 11, 25, 23, 9, 3, 483135576, time.UTC)
+	check := func(raw string, typ pipeline.EventType, step int, callID, data string) {
+		t.Helper()
+		ev, err := decodeStored(raw)
+		if err != nil || ev.Type != typ || ev.Step != step || ev.CallID != callID || !ev.At.Equal(at) || string(ev.Data) != data {
+			t.Errorf("%s read as %+v, %v", raw, ev, err)
+		}
+	}
+	for _, id := range []string{"c1", `call ",-1, "`} {
+		a, err := newCallAttemptEvents(id, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(a.retried[0]+"7"+a.retried[1]+"3"+a.retried[2], pipeline.EventToolCallRetried, 7, id, `{"attempt":3}`)
+		s, err := newSiblingStartedEvent(at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, _ := json.Marshal(id)
+		check(s[0]+"4"+s[1]+string(enc)+s[2], pipeline.EventToolCallStarted, 4, id, `{"attempt":1}`)
+		h, err := newHoledEvent(id, pipeline.EventToolCallFinished, at, map[string]string{"status": ""}, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(h[0]+"5"+h[1]+"failed"+h[2], pipeline.EventToolCallFinished, 5, id, `{"status":"failed"}`)
+	}
+	st, err := newStepEvent(pipeline.EventRunFinished, at, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(st[0]+"11"+st[1], pipeline.EventRunFinished, 11, "", "")
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -121,21 +120,26 @@ func (s *Store) Forget(ctx context.Context, runID string) error {
 // lib is the Lua library the scripts that end runs, write to ended ones or
 // trim deltas start with (scripts/lib.lua), after the constants it reads.
 func lib(retention time.Duration) string {
-	return fmt.Sprintf("local retention_ms = %d\nlocal delta_prefix = '%s'\n", retention.Milliseconds(), deltaPrefix) + libLua
+	return fmt.Sprintf("local retention_ms = %d\nlocal delta_prefixes = {'%s', '%s'}\n", retention.Milliseconds(), deltaPrefix, objectDeltaPrefix) + libLua
 }
 
 // deltaPrefix is how the JSON of every message.delta event begins: its
-// first field, the type. trim_deltas tells deltas by it; a JSON string
+// first element, the type. trim_deltas tells deltas by it; a JSON string
 // cannot hold it unescaped, so no other event's data can fake it at the
 // start.
 var deltaPrefix = func() string {
-	b, err := json.Marshal(storedEvent{Type: pipeline.EventTextDelta})
+	ev, err := newEvent(0, "", pipeline.EventTextDelta, time.Unix(0, 0), nil)
 	if err != nil {
 		panic(err)
 	}
-	p, _, ok := strings.Cut(string(b), ",")
-	if !ok || !strings.HasPrefix(p, `{"type":`) || strings.ContainsAny(p, `'\`) {
-		panic("store: an event's JSON does not begin with its type: " + string(b))
+	p, _, ok := strings.Cut(ev, ",")
+	if !ok || !strings.HasPrefix(p, `["`) || strings.ContainsAny(p, `'\`) {
+		panic("store: an event's JSON does not begin with its type: " + ev)
 	}
 	return p + ","
 }()
+
+// objectDeltaPrefix is deltaPrefix of the events stores before 2026-11-26
+// wrote (objects; decodeStored): a step streamed by one of them and
+// committed by this one has its deltas trimmed too.
+const objectDeltaPrefix = `{"type":"message.delta",`

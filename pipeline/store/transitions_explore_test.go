@@ -113,8 +113,8 @@ func readView(ctx context.Context, rdb *redis.Client, st *store.Store, prefix st
 	var evs []pipeline.Event
 	for _, m := range stream.Val() {
 		raw, _ := m.Values["e"].(string)
-		var ev pipeline.Event
-		if err := json.Unmarshal([]byte(raw), &ev); err != nil {
+		ev, err := store.DecodeStoredEvent(raw)
+		if err != nil {
 			return view{}, nil, fmt.Errorf("event %s: %w", m.ID, err)
 		}
 		evs = append(evs, ev)

@@ -2,7 +2,8 @@
 -- them; a script cannot include another). It is preceded by two constants
 -- the store writes from its settings:
 --   retention_ms   how long an ended run's keys live (0: for good)
---   delta_prefix   how every message.delta event's JSON begins
+--   delta_prefixes how a message.delta event's JSON begins (as this
+--                  store writes it, and as the stores before 2026-11-26 did)
 
 -- compact rebuilds the stream `stream` at its exact size, for a stream that
 -- will not grow for a while (its run waits for a decision, or has ended and
@@ -94,6 +95,16 @@ local function outcome(run, decision_id, call_id, what, reason)
   inherit(run, key)
 end
 
+-- is_delta reports whether an event's JSON is a message.delta event's.
+local function is_delta(ev)
+  for _, p in ipairs(delta_prefixes) do
+    if string.sub(ev, 1, #p) == p then
+      return true
+    end
+  end
+  return false
+end
+
 -- trim_deltas deletes the message.delta events of the run's current step
 -- from its event stream, once the step's turn is committed (its message
 -- then holds the whole text): from the first delta's id, from (which
@@ -106,7 +117,7 @@ local function trim_deltas(run, events, from)
   local ids = {}
   for _, entry in ipairs(redis.call('XRANGE', events, from, '+')) do
     local fields = entry[2]
-    if fields[1] == 'e' and string.sub(fields[2], 1, #delta_prefix) == delta_prefix then
+    if fields[1] == 'e' and is_delta(fields[2]) then
       ids[#ids + 1] = entry[1]
       if #ids == 1000 then -- unpack's limit is a few thousand values
         redis.call('XDEL', events, unpack(ids))
