@@ -66,9 +66,9 @@ chaos-rolling:
 
 ## fuzz: every fuzz target (the decoders of each topic's message, the HTTP
 ## bodies, the configuration, ask_when conditions, script models, the
-## fan-in's view of a step) for FUZZTIME each; their seed corpora run with
-## `make test` too. FUZZTIME is an
-## execution count (Nx), not a duration: a wall-clock -fuzztime races Go's
+## fan-in's view of a step, the event log's writer) for FUZZTIME each;
+## their seed corpora run with `make test` too. FUZZTIME is an execution
+## count (Nx), not a duration: a wall-clock -fuzztime races Go's
 ## fuzz coordinator and fails with "context deadline exceeded" (golang/go#75804).
 ## An input the fuzzer finds lands in the package's testdata/fuzz: commit it,
 ## it is a regression test from then on.

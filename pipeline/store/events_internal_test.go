@@ -1,10 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 )
@@ -111,4 +114,48 @@ func TestEventTemplates_filled_in_are_events(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(st[0]+"11"+st[1], pipeline.EventRunFinished, 11, "", "")
+}
+
+// Any event newEvent writes is read back as written, and the sibling's
+// template filled with any call id is that call's event: call ids come
+// from models, so they may hold anything.
+func FuzzNewEvent(f *testing.F) {
+	f.Add(2, "c1", "tool_call.started", int64(1795648143483135576), []byte(`{"attempt":1}`))
+	f.Add(-1, `",-1,"\u0000`, `message.delta`, int64(0), []byte(`"text"`))
+	f.Add(0, "", "run.created", int64(-1), []byte{})
+	f.Fuzz(func(t *testing.T, step int, callID, typ string, ns int64, data []byte) {
+		if !utf8.ValidString(callID) || !utf8.ValidString(typ) {
+			t.Skip("JSON strings hold UTF-8; json.Marshal replaces what is not")
+		}
+		now := time.Unix(0, ns)
+		var d any
+		if len(data) > 0 {
+			if !json.Valid(data) {
+				t.Skip()
+			}
+			d = json.RawMessage(data)
+		}
+		raw, err := newEvent(step, callID, pipeline.EventType(typ), now, d)
+		if err != nil {
+			t.Fatalf("newEvent: %v", err)
+		}
+		ev, err := decodeStored(raw)
+		if err != nil {
+			t.Fatalf("decodeStored(%s): %v", raw, err)
+		}
+		// The data is taken as it is; as a value of the array it is read
+		// without the blanks around it.
+		if string(ev.Type) != typ || ev.Step != step || ev.CallID != callID || !ev.At.Equal(now) || string(ev.Data) != string(bytes.TrimSpace(data)) {
+			t.Fatalf("%s read back as %+v", raw, ev)
+		}
+		s, err := newSiblingStartedEvent(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, _ := json.Marshal(callID)
+		filled := s[0] + strconv.Itoa(step) + s[1] + string(enc) + s[2]
+		if ev, err := decodeStored(filled); err != nil || ev.CallID != callID || ev.Step != step || string(ev.Data) != `{"attempt":1}` {
+			t.Fatalf("the sibling's template filled: %s read as %+v, %v", filled, ev, err)
+		}
+	})
 }
