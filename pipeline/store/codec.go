@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -88,10 +89,13 @@ func decodeRun(runID string, h fields) (pipeline.Run, error) {
 
 // callFields is the hash of a call as CommitStep writes it, as HSET
 // arguments: the record, its gate, its parking when parked, and the mark of
-// a call its committer marked as being sent (DispatchedBy). Lease and
-// attempts start cleared. Its ids are not in it: its key names them
-// (decodeCall takes them from the caller). Its empty fields are left out (withoutEmpty: a
-// new call has no result, lease owner or decision yet).
+// a call its committer marked as being sent (DispatchedBy). Its ids are
+// not in it: its key names them (decodeCall takes them from the caller).
+// Nor are the fields a new call has at their defaults, which a missing
+// field reads as (a field missing from a hash reads as "", a number as 0,
+// in Go and in the scripts): its attempts, lease, decision, a parking's
+// deadline, and its empty fields (withoutEmpty: no result yet). About a
+// dozen bytes a field, for every call a run keeps.
 func callFields(c pipeline.ToolCall) []any {
 	f := []any{
 		"step", c.Step,
@@ -102,38 +106,37 @@ func callFields(c pipeline.ToolCall) []any {
 		"args", string(c.Arguments),
 		"result", string(c.Result),
 		"error", c.Error,
-		"attempts", 0,
-		"lease_owner", "",
-		"lease_until", 0,
 		"updated_at", toMillis(c.UpdatedAt),
 		"gate", string(c.Gate),
-		"orig_args", "",
-		"dec_id", "",
-		"dec_action", "",
-		"dec_by", "",
-		"dec_reason", "",
-		"dec_timeout", "0",
 	}
 	if c.DispatchedBy != "" { // the committer publishes it right after the commit
 		f = append(f, "sent", beingSentMark(generation(c), c.DispatchedAt, c.DispatchedBy))
 	}
-	var p pipeline.Parking
 	if c.Parking != nil {
-		p = *c.Parking
+		f = append(f, parkingFields(*c.Parking)...)
 	}
-	return withoutEmpty(append(f, parkingFields(p)...))
+	return withoutEmpty(f, "deadline")
 }
 
 // withoutEmpty drops from HSET arguments of a new record the fields whose
-// value is the empty string: a missing field reads as "" in Go (fields,
-// and the `, _ :=` of an HMGET's nil) and as false in Lua, where the
-// scripts take it for "". About ten bytes a field.
-func withoutEmpty(f []any) []any {
+// value is the empty string, and those named in zero whose value is the
+// number 0: a missing field reads as "" in Go (fields, and the `, _ :=` of
+// an HMGET's nil) and as false in Lua, where the scripts take it for ""
+// (or 0). About ten bytes a field.
+func withoutEmpty(f []any, zero ...string) []any {
 	set := f[:0]
 	for i := 0; i < len(f); i += 2 {
-		if v, ok := f[i+1].(string); !ok || v != "" {
-			set = append(set, f[i], f[i+1])
+		switch v := f[i+1].(type) {
+		case string:
+			if v == "" {
+				continue
+			}
+		case int64:
+			if v == 0 && slices.Contains(zero, f[i].(string)) {
+				continue
+			}
 		}
+		set = append(set, f[i], f[i+1])
 	}
 	return set
 }

@@ -11,6 +11,34 @@ import (
 )
 
 var gateCases = []contractCase{
+	{"a_new_call_keeps_no_field_at_its_default", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		c := suspendedCommit(pipeline.ResumeReplay, "c1", "c2")
+		c.Calls[1].Parking.Deadline = time.Time{} // parked with no deadline
+		if _, _, err := f.st.CommitStep(f.ctx, "r1", 0, "w1", c, at(2)); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"c1", "c2"} {
+			h, err := f.rdb.HGetAll(f.ctx, f.prefix+":{r1}:call:"+id).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, field := range []string{"attempts", "lease_owner", "lease_until", "dec_timeout", "dec_id", "orig_args", "result"} {
+				if v, ok := h[field]; ok {
+					t.Errorf("call %s keeps %s = %q", id, field, v)
+				}
+			}
+			if _, ok := h["deadline"]; ok != (id == "c1") {
+				t.Errorf("call %s: deadline %q, want one only for c1", id, h["deadline"])
+			}
+		}
+		// They read as the defaults they left out.
+		c1, c2 := f.call(t, "r1", "c1"), f.call(t, "r1", "c2")
+		if c1.Attempts != 0 || c1.LeaseOwner != "" || !c1.LeaseUntil.IsZero() || c1.Decision != nil || c1.Parking == nil ||
+			!c1.Parking.Deadline.Equal(at(600)) || c2.Parking == nil || !c2.Parking.Deadline.IsZero() {
+			t.Fatalf("calls read back as %+v and %+v", c1, c2)
+		}
+	}},
 	{"a_waiting_run_keeps_its_event_stream_exactly_sized_and_whole", func(t *testing.T, f *fixture) {
 		f.claimed(t, "r1")
 		if _, _, err := f.st.CommitStep(f.ctx, "r1", 0, "w1", suspendedCommit(pipeline.ResumeReplay, "c1"), at(2)); err != nil {
