@@ -29,8 +29,9 @@ import (
 // workers.
 func (s *Stack) catalog() *catalog.Catalog { return catalog.New(s.Redis, "") }
 
-// Consumer groups: one per worker kind, under the topic prefix.
-func (s *Stack) group(kind string) string { return s.Config.Kafka.TopicPrefix + kind }
+// ConsumerGroup is the consumer group of a kind of worker ("stepworker",
+// "toolworker"): one per kind, under the topic prefix.
+func (s *Stack) ConsumerGroup(kind string) string { return s.Config.Kafka.TopicPrefix + kind }
 
 // router builds a router for one program, consuming as group.
 func (s *Stack) router(group string) (*message.Router, message.Subscriber, error) {
@@ -92,7 +93,7 @@ func (s *Stack) RunStepWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r, sub, err := s.router(s.group("stepworker"))
+	r, sub, err := s.router(s.ConsumerGroup("stepworker"))
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func (s *Stack) RunStepWorker(ctx context.Context) error {
 	r.AddNoPublisherHandler("step", s.Names.RunSteps(), sub, worker.Warm(w.HandleStep))
 	r.AddNoPublisherHandler("step_end", s.Names.ToolResults(), sub, worker.Warm(w.HandleToolResult))
 	r.AddNoPublisherHandler("decision", s.Names.Decisions(), sub, worker.Warm(w.HandleDecision))
-	s.measureLag(s.group("stepworker"), []string{s.Names.RunSteps(), s.Names.ToolResults(), s.Names.Decisions()})
+	s.measureLag(s.ConsumerGroup("stepworker"), []string{s.Names.RunSteps(), s.Names.ToolResults(), s.Names.Decisions()})
 	go w.RunSweeper(ctx)
 	err = r.Run(ctx)
 	w.Drain(s.Config.StepWorker.ShutdownGrace.Duration)
@@ -134,7 +135,7 @@ func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
 	if err := s.transport.ensureTopics(ctx, extra); err != nil {
 		return fmt.Errorf("create queue topics: %w", err)
 	}
-	r, sub, err := s.router(s.group("toolworker"))
+	r, sub, err := s.router(s.ConsumerGroup("toolworker"))
 	if err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func (s *Stack) RunToolWorker(ctx context.Context, queues []string) error {
 		topics[i] = s.Names.ToolCalls(q)
 		r.AddNoPublisherHandler("tool_"+q, topics[i], sub, worker.Warm(w.HandleToolCall))
 	}
-	s.measureLag(s.group("toolworker"), topics)
+	s.measureLag(s.ConsumerGroup("toolworker"), topics)
 	err = r.Run(ctx)
 	w.Drain(s.Config.ToolWorker.ShutdownGrace.Duration)
 	return err

@@ -196,6 +196,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	if o.ToolWorkers < 0 {
+		return Report{}, fmt.Errorf("%d tool worker processes: give 0 (the tools run in the bench's process) or more", o.ToolWorkers)
+	}
 	cfg, err := config.Parse([]byte(benchConfig))
 	if err != nil {
 		return Report{}, err

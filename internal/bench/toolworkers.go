@@ -72,7 +72,7 @@ func startToolWorkers(ctx context.Context, s *app.Stack, command []string, n int
 // ready waits until n members of the tool workers' consumer group hold
 // partitions of the default queue, for at most a minute.
 func (w *toolWorkers) ready(ctx context.Context, s *app.Stack, n int) error {
-	group, topic := s.Config.Kafka.TopicPrefix+"toolworker", s.Names.ToolCalls("default")
+	group, topic := s.ConsumerGroup("toolworker"), s.Names.ToolCalls("default")
 	deadline := time.Now().Add(time.Minute)
 	for {
 		for i, p := range w.procs {

@@ -69,4 +69,8 @@ func TestBench_says_why_its_tool_worker_processes_did_not_start(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "9 tool worker processes for 8 partitions") {
 		t.Errorf("more tool workers than partitions: %v", err)
 	}
+	if _, err := bench.Run(context.Background(), bench.Options{Scenarios: []string{"fanout"}, ToolWorkers: -1}); err == nil ||
+		!strings.Contains(err.Error(), "-1 tool worker processes") {
+		t.Errorf("a negative count of tool workers: %v", err)
+	}
 }

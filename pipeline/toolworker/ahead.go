@@ -13,30 +13,34 @@ import (
 // it has forgotten (past aheadTTL, a restart, a partition that moved) is
 // claimed as any other, and refused or reported again as before.
 type ahead struct {
-	mu    sync.Mutex
-	calls map[string]time.Time // run id "|" call id → when claimed
+	mu      sync.Mutex
+	calls   map[string]time.Time // run id "|" call id → when claimed
+	pruneAt int                  // the size at which add prunes next
 }
 
 const (
 	// aheadTTL is how long an entry waits for its request, which normally
 	// comes right behind the request that claimed it.
 	aheadTTL = 10 * time.Minute
-	// aheadPrune is the size at which adding prunes entries past aheadTTL.
+	// aheadPrune is the least size at which adding prunes entries past
+	// aheadTTL; after a prune the next is at twice what is left, so that
+	// entries that are not yet old are not scanned at every add.
 	aheadPrune = 4096
 )
 
-func newAhead() *ahead { return &ahead{calls: map[string]time.Time{}} }
+func newAhead() *ahead { return &ahead{calls: map[string]time.Time{}, pruneAt: aheadPrune} }
 
 // add notes that runID's callID was claimed ahead of its request at now.
 func (a *ahead) add(runID, callID string, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.calls) >= aheadPrune {
+	if len(a.calls) >= a.pruneAt {
 		for k, at := range a.calls {
 			if now.Sub(at) > aheadTTL {
 				delete(a.calls, k)
 			}
 		}
+		a.pruneAt = max(aheadPrune, 2*len(a.calls))
 	}
 	a.calls[runID+"|"+callID] = now
 }
