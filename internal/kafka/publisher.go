@@ -20,6 +20,14 @@ import (
 // not one per message), so a handler that publishes several at once — the
 // calls of a step — waits once. It may be called from many goroutines at
 // once. Close the publisher when done; Publish after Close fails.
+//
+// The producer keeps one produce request in flight per broker (Sarama's
+// default is five): what is published while a request is out goes in the
+// next one, together. Unloaded, a message leaves at once as before; under
+// load, the messages of many handlers share a request instead of each
+// taking its own, which nearly halves the produce requests of the
+// ten-steps benchmark and the CPU they cost the client and the broker
+// (docs/benchmarks.md).
 type Publisher struct {
 	producer sarama.SyncProducer
 	closed   atomic.Bool
@@ -31,7 +39,9 @@ func NewPublisher(c Cluster, _ watermill.LoggerAdapter) (message.Publisher, erro
 	if len(c.Brokers) == 0 {
 		return nil, errors.New("kafka publisher: no brokers given")
 	}
-	producer, err := sarama.NewSyncProducer(c.Brokers, c.SaramaConfig())
+	cfg := c.SaramaConfig()
+	cfg.Net.MaxOpenRequests = 1
+	producer, err := sarama.NewSyncProducer(c.Brokers, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kafka publisher on %s: %w", c, err)
 	}
