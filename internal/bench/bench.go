@@ -157,14 +157,11 @@ type Result struct {
 	CallsPerS              float64 `json:"calls_per_s"`
 	P50ms                  float64 `json:"p50_ms"` // of a step: a run's time from request to result over its steps (decisions: from the decision's publish to the result)
 	P99ms                  float64 `json:"p99_ms"`
-	RedisRoundTripsPerStep float64 `json:"redis_round_trips_per_step"` // as the callers wait for them
-	// RedisWritesPerStep is what the client sent: a pipeline that carries
-	// the commands of several callers at once counts once (ADR 0028).
-	RedisWritesPerStep    float64 `json:"redis_writes_per_step"`
-	KafkaPublishesPerStep float64 `json:"kafka_publishes_per_step"`
-	AllocBytesPerStep     float64 `json:"alloc_bytes_per_step"` // of this whole process: client, workers and broker
-	RedisCommandsPerStep  float64 `json:"redis_commands_per_step"`
-	RedisCPUmsPerStep     float64 `json:"redis_cpu_ms_per_step"` // summed over a cluster's primaries
+	RedisRoundTripsPerStep float64 `json:"redis_round_trips_per_step"`
+	KafkaPublishesPerStep  float64 `json:"kafka_publishes_per_step"`
+	AllocBytesPerStep      float64 `json:"alloc_bytes_per_step"` // of this whole process: client, workers and broker
+	RedisCommandsPerStep   float64 `json:"redis_commands_per_step"`
+	RedisCPUmsPerStep      float64 `json:"redis_cpu_ms_per_step"` // summed over a cluster's primaries
 	// RedisBusiestCPUmsPerStep is the CPU a step cost the primary that
 	// worked most: the one Redis core that bounds the throughput, so
 	// 1000 / it is the most steps a second the Redis can carry.
@@ -314,8 +311,8 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	for _, s := range r.Scenarios {
-		fmt.Fprintf(w, "%-10s %5d runs  %8.0f steps/s  %8.0f calls/s  step p50 %6.1f ms  p99 %6.1f ms  %5.1f round trips (%4.1f writes)  %5.1f publishes  %6.1f commands  %7.0f B allocated a step",
-			s.Scenario, s.Runs, s.StepsPerS, s.CallsPerS, s.P50ms, s.P99ms, s.RedisRoundTripsPerStep, s.RedisWritesPerStep, s.KafkaPublishesPerStep, s.RedisCommandsPerStep, s.AllocBytesPerStep)
+		fmt.Fprintf(w, "%-10s %5d runs  %8.0f steps/s  %8.0f calls/s  step p50 %6.1f ms  p99 %6.1f ms  %5.1f round trips  %5.1f publishes  %6.1f commands  %7.0f B allocated a step",
+			s.Scenario, s.Runs, s.StepsPerS, s.CallsPerS, s.P50ms, s.P99ms, s.RedisRoundTripsPerStep, s.KafkaPublishesPerStep, s.RedisCommandsPerStep, s.AllocBytesPerStep)
 		if s.RedisBytesPerParkedCall >= 0 {
 			fmt.Fprintf(w, "  %6.0f B of Redis a parked call", s.RedisBytesPerParkedCall)
 		}

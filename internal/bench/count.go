@@ -9,27 +9,18 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
 // RoundTrips is a go-redis hook that counts the client's round trips to
-// Redis as its callers wait for them: one per command sent alone (blocking
-// XREADs excluded: they wait, they are not work; so are the bench's own
-// INFO reads), one per pipeline, and one per caller whose commands the
-// store sent in a pipeline with others' (store.Coalesced). Writes counts
-// what went to Redis: a pipeline once, however many callers it carries.
-type RoundTrips struct{ n, writes atomic.Int64 }
+// Redis: one per command sent alone (blocking XREADs excluded: they wait,
+// they are not work; so are the bench's own INFO reads), one per pipeline.
+type RoundTrips struct{ n atomic.Int64 }
 
 // Count is the round trips so far.
 func (c *RoundTrips) Count() int64 { return c.n.Load() }
 
-// Writes is the commands sent alone and pipelines sent so far, the
-// coalesced ones once each.
-func (c *RoundTrips) Writes() int64 { return c.writes.Load() }
-
-// Reset sets the counts to zero.
-func (c *RoundTrips) Reset() { c.n.Store(0); c.writes.Store(0) }
+// Reset sets the count to zero.
+func (c *RoundTrips) Reset() { c.n.Store(0) }
 
 func (c *RoundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -37,7 +28,6 @@ func (c *RoundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if name := cmd.Name(); name != "xread" && name != "info" {
 			c.n.Add(1)
-			c.writes.Add(1)
 		}
 		return next(ctx, cmd)
 	}
@@ -45,8 +35,7 @@ func (c *RoundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (c *RoundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(max(1, store.Coalesced(ctx))))
-		c.writes.Add(1)
+		c.n.Add(1)
 		return next(ctx, cmds)
 	}
 }

@@ -22,7 +22,7 @@ const aliveKeep = time.Hour
 // dropped on the way.
 func (s *Store) Heartbeat(ctx context.Context, worker string, now time.Time, ttl time.Duration) (map[string]bool, error) {
 	var live *redis.StringSliceCmd
-	_, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, s.aliveKey(), redis.Z{Score: float64(toMillis(now)), Member: worker})
 		p.ZRemRangeByScore(ctx, s.aliveKey(), "-inf", "("+strconv.FormatInt(toMillis(now.Add(-aliveKeep)), 10))
 		live = p.ZRangeByScore(ctx, s.aliveKey(), &redis.ZRangeBy{Min: strconv.FormatInt(toMillis(now.Add(-ttl)), 10), Max: "+inf"})

@@ -73,7 +73,7 @@ func (s *Store) RunStatuses(ctx context.Context, runIDs []string) ([]RunStatus, 
 	for start := 0; start < len(runIDs); start += page {
 		ids := runIDs[start:min(start+page, len(runIDs))]
 		cmds := make([]*redis.SliceCmd, len(ids))
-		_, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {
 				cmds[i] = p.HMGet(ctx, s.runKey(id), "status", "term_reason", "in_tok", "out_tok", "cost")
 			}

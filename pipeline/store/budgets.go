@@ -98,7 +98,7 @@ return 0
 // first budget and what it has spent.
 func (s *Store) SetBatchBudget(ctx context.Context, batch string, limit Amounts) error {
 	key := s.budgetKey(BudgetKey{Kind: "batch", Name: batch})
-	_, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSetNX(ctx, key, "limit", limit.Tokens)
 		p.HSetNX(ctx, key, "limit_cost", limit.Cost)
 		if s.retention > 0 {

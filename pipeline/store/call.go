@@ -26,7 +26,7 @@ func (s *Store) GetCall(ctx context.Context, runID, callID string) (pipeline.Too
 // getCalls reads calls by id in one round trip, in the order given.
 func (s *Store) getCalls(ctx context.Context, runID string, ids []string) ([]pipeline.ToolCall, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	_, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			cmds[i] = p.HGetAll(ctx, s.callKey(runID, id))
 		}
@@ -316,7 +316,7 @@ func (s *Store) decodeCallReply(runID, callID string, v any) (pipeline.ToolCall,
 // call is the zero ToolCall.
 func (s *Store) ResumeTarget(ctx context.Context, runID, callID string, sweepAt time.Time) (pipeline.Run, pipeline.ToolCall, error) {
 	var run, call *redis.MapStringStringCmd
-	_, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(sweepAt)), Member: runID})
 		run = p.HGetAll(ctx, s.runKey(runID))
 		call = p.HGetAll(ctx, s.callKey(runID, callID))

@@ -118,7 +118,7 @@ func (s *Store) cancelView(ctx context.Context, runID string) (int, []string, ma
 	}
 	var ids *redis.StringSliceCmd
 	var held *redis.MapStringStringCmd
-	_, err = s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		ids = p.LRange(ctx, s.stepKey(runID, step), 0, -1)
 		held = p.HGetAll(ctx, s.heldKey(runID))
 		return nil

@@ -17,7 +17,7 @@ type Counts struct {
 // Count reads the sizes of the active and pending indexes.
 func (s *Store) Count(ctx context.Context) (Counts, error) {
 	var active, parked *redis.IntCmd
-	_, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		active = p.ZCard(ctx, s.activeKey())
 		parked = p.ZCard(ctx, s.pendingKey())
 		return nil

@@ -362,7 +362,7 @@ func (s *Store) decodeDecisionReply(runID, callID string, v any) (DecisionResult
 func (s *Store) HeldDecisions(ctx context.Context, runID string) ([]HeldDecision, error) {
 	var exists *redis.IntCmd
 	var held *redis.MapStringStringCmd
-	_, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		exists = p.Exists(ctx, s.runKey(runID))
 		held = p.HGetAll(ctx, s.heldKey(runID))
 		return nil

@@ -116,7 +116,7 @@ func (s *Store) indexPage(ctx context.Context, cur indexEntry, count int) ([]ind
 // the store (an index entry left behind) has no entry in the result.
 func (s *Store) getRuns(ctx context.Context, entries []indexEntry) (map[int]pipeline.Run, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(entries))
-	_, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, e := range entries {
 			cmds[i] = p.HGetAll(ctx, s.runKey(e.member))
 		}

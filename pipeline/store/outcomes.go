@@ -73,7 +73,7 @@ func (s *Store) OutcomesSent(ctx context.Context, runID string, sent []Outcome) 
 	for i, o := range sent {
 		ids[i] = o.ID
 	}
-	_, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.XDel(ctx, s.outcomesKey(runID), ids...)
 		p.Del(ctx, s.outcomesClaimKey(runID))
 		return nil

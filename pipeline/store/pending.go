@@ -118,7 +118,7 @@ func (s *Store) loadPending(ctx context.Context, members []string) ([]PendingCal
 	if len(entries) == 0 {
 		return nil, stale, nil
 	}
-	_, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range entries {
 			e := &entries[i]
 			e.call = p.HGetAll(ctx, s.callKey(e.runID, e.callID))

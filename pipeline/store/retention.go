@@ -65,7 +65,7 @@ func (s *Store) TrimRetired(ctx context.Context, now time.Time, limit int64) (in
 		return 0, wrapTrim(err)
 	}
 	ttls := make([]*redis.DurationCmd, len(ids))
-	if _, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			ttls[i] = p.PTTL(ctx, s.runKey(id))
 		}
@@ -74,7 +74,7 @@ func (s *Store) TrimRetired(ctx context.Context, now time.Time, limit int64) (in
 		return 0, wrapTrim(err)
 	}
 	var gone []any
-	_, err = s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			switch ttl := ttls[i].Val(); {
 			case ttl == -2: // no such key: expired
@@ -105,7 +105,7 @@ func wrapTrim(err error) error {
 // Forget takes a run that is gone (expired, or scheduled and never
 // created) out of every index that names it by id.
 func (s *Store) Forget(ctx context.Context, runID string) error {
-	_, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZRem(ctx, s.activeKey(), runID)
 		p.ZRem(ctx, s.runsKey(), runID)
 		p.ZRem(ctx, s.retiredKey(), runID)

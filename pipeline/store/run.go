@@ -87,7 +87,7 @@ func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.M
 	}
 	var v any
 	if s.cluster {
-		_, _ = s.pipelined(ctx, func(p redis.Pipeliner) error { index(p); return nil })
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { index(p); return nil })
 		if err := indexErr(); err != nil {
 			return pipeline.Run{}, false, err
 		}
@@ -127,7 +127,7 @@ func (s *Store) GetRun(ctx context.Context, runID string) (pipeline.Run, error) 
 func (s *Store) Messages(ctx context.Context, runID string) ([]pipeline.Message, error) {
 	var exists *redis.IntCmd
 	var list *redis.StringSliceCmd
-	_, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		exists = p.Exists(ctx, s.runKey(runID))
 		list = p.LRange(ctx, s.msgsKey(runID), 0, -1)
 		return nil
@@ -195,7 +195,7 @@ func (s *Store) MarkPublished(ctx context.Context, runID string, now time.Time) 
 		if _, err = s.eval(ctx, s.scripts.markSent, what, keys, args...); err != nil {
 			return err
 		}
-		_, _ = s.pipelined(ctx, func(p redis.Pipeliner) error { retire(p); return nil })
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { retire(p); return nil })
 	} else if _, err = s.evalAmong(ctx, s.scripts.markSent, keys, args, func(p redis.Pipeliner, eval func()) { eval(); retire(p) }); err != nil {
 		return scriptError(err, what)
 	}

@@ -608,7 +608,7 @@ func (s *Store) SetWaiting(ctx context.Context, runID string, step int, sequenti
 func (s *Store) StepCalls(ctx context.Context, runID string, step int) ([]pipeline.ToolCall, error) {
 	var exists *redis.IntCmd
 	var ids *redis.StringSliceCmd
-	_, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		exists = p.Exists(ctx, s.runKey(runID))
 		ids = p.LRange(ctx, s.stepKey(runID, step), 0, -1)
 		return nil
@@ -637,7 +637,7 @@ func (s *Store) RunCalls(ctx context.Context, runID string) ([]pipeline.ToolCall
 		return nil, fmt.Errorf("calls of run %s: step %q: %w", runID, stepStr, err)
 	}
 	lists := make([]*redis.StringSliceCmd, last+1)
-	_, err = s.pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for step := range lists {
 			lists[step] = p.LRange(ctx, s.stepKey(runID, step), 0, -1)
 		}

@@ -38,7 +38,6 @@ type Store struct {
 	busyCalls      string // call statuses that keep a run running (derive_run_status)
 	finishableRuns string // run statuses that may move to done
 
-	co            *coalescer    // sends callers' commands together (coalesce.go)
 	viewKey       viewKey       // authenticates fan-in views (view.go)
 	conversations conversations // read for claims (conversations.go)
 }
@@ -56,7 +55,7 @@ func WithPrefix(p string) Option {
 // The scripts are loaded lazily (EVALSHA, falling back to EVAL once).
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	_, cluster := rdb.(*redis.ClusterClient)
-	s := &Store{rdb: rdb, prefix: DefaultPrefix, cluster: cluster, co: newCoalescer(rdb)}
+	s := &Store{rdb: rdb, prefix: DefaultPrefix, cluster: cluster}
 	for _, o := range opts {
 		o(s)
 	}
@@ -143,7 +142,7 @@ func scriptError(err error, what string) error {
 func (s *Store) evalAmong(ctx context.Context, sc *redis.Script, keys []string, args []any, fill func(p redis.Pipeliner, eval func())) (any, error) {
 	for attempt := 0; ; attempt++ {
 		var cmd *redis.Cmd
-		_, _ = s.pipelined(ctx, func(p redis.Pipeliner) error {
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			fill(p, func() { cmd = sc.EvalSha(ctx, p, keys, args...) })
 			return nil
 		})
@@ -158,21 +157,9 @@ func (s *Store) evalAmong(ctx context.Context, sc *redis.Script, keys []string, 
 	}
 }
 
-// pipelined sends what fn adds to a pipeline, as go-redis's Pipelined
-// does, coalesced with what other callers send at the same time
-// (coalesce.go). It returns the commands and the first one's error.
-func (s *Store) pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
-	p := s.rdb.Pipeline()
-	if err := fn(p); err != nil {
-		return nil, err
-	}
-	cmds := p.Cmds()
-	return cmds, s.co.do(ctx, cmds)
-}
-
 // eval runs a script and maps its refusals to sentinels.
 func (s *Store) eval(ctx context.Context, sc *redis.Script, what string, keys []string, args ...any) (any, error) {
-	v, err := s.evalAmong(ctx, sc, keys, args, func(_ redis.Pipeliner, eval func()) { eval() })
+	v, err := sc.Run(ctx, s.rdb, keys, args...).Result()
 	if err != nil {
 		return nil, scriptError(err, what)
 	}

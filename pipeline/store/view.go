@@ -161,7 +161,7 @@ func (s *Store) loadViewKey(ctx context.Context) ([]byte, error) {
 	fresh := make([]byte, 32)
 	rand.Read(fresh)
 	var stored *redis.StringCmd
-	if _, err := s.pipelined(ctx, func(p redis.Pipeliner) error {
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.SetNX(ctx, s.viewKeyKey(), hex.EncodeToString(fresh), 0)
 		stored = p.Get(ctx, s.viewKeyKey())
 		return nil
