@@ -160,8 +160,14 @@ type Result struct {
 	RedisRoundTripsPerStep float64 `json:"redis_round_trips_per_step"`
 	KafkaPublishesPerStep  float64 `json:"kafka_publishes_per_step"`
 	AllocBytesPerStep      float64 `json:"alloc_bytes_per_step"` // of this whole process: client, workers and broker
-	RedisCommandsPerStep   float64 `json:"redis_commands_per_step"`
-	RedisCPUmsPerStep      float64 `json:"redis_cpu_ms_per_step"` // summed over a cluster's primaries
+	// ProcessCPUmsPerStep is the CPU (user and system) this whole process
+	// used a step: client, workers and an embedded broker, not separate
+	// tool worker processes (-1 where the system does not say). With
+	// RedisCPUmsPerStep it is what a step costs the machine, steadier
+	// between runs than the rates when others share the cores.
+	ProcessCPUmsPerStep  float64 `json:"process_cpu_ms_per_step"`
+	RedisCommandsPerStep float64 `json:"redis_commands_per_step"`
+	RedisCPUmsPerStep    float64 `json:"redis_cpu_ms_per_step"` // summed over a cluster's primaries
 	// RedisBusiestCPUmsPerStep is the CPU a step cost the primary that
 	// worked most: the one Redis core that bounds the throughput, so
 	// 1000 / it is the most steps a second the Redis can carry.
@@ -313,6 +319,9 @@ func (r Report) WriteText(w io.Writer) error {
 	for _, s := range r.Scenarios {
 		fmt.Fprintf(w, "%-10s %5d runs  %8.0f steps/s  %8.0f calls/s  step p50 %6.1f ms  p99 %6.1f ms  %5.1f round trips  %5.1f publishes  %6.1f commands  %7.0f B allocated a step",
 			s.Scenario, s.Runs, s.StepsPerS, s.CallsPerS, s.P50ms, s.P99ms, s.RedisRoundTripsPerStep, s.KafkaPublishesPerStep, s.RedisCommandsPerStep, s.AllocBytesPerStep)
+		if s.ProcessCPUmsPerStep >= 0 {
+			fmt.Fprintf(w, "  CPU %.3f ms a step", s.ProcessCPUmsPerStep)
+		}
 		if s.RedisBytesPerParkedCall >= 0 {
 			fmt.Fprintf(w, "  %6.0f B of Redis a parked call", s.RedisBytesPerParkedCall)
 		}

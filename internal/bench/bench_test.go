@@ -45,7 +45,7 @@ func TestBench_reports_every_field_of_each_scenario(t *testing.T) {
 	}
 	for _, s := range rep.Scenarios[:2] {
 		if s.StepsPerS <= 0 || s.P50ms <= 0 || s.P99ms < s.P50ms || s.RedisRoundTripsPerStep <= 0 || s.KafkaPublishesPerStep <= 0 ||
-			s.AllocBytesPerStep <= 0 || s.RedisCommandsPerStep <= s.RedisRoundTripsPerStep || s.RedisCPUmsPerStep < 0 {
+			s.AllocBytesPerStep <= 0 || s.RedisCommandsPerStep <= s.RedisRoundTripsPerStep || s.RedisCPUmsPerStep < 0 || s.ProcessCPUmsPerStep <= 0 {
 			t.Errorf("%s: %+v", s.Scenario, s)
 		}
 	}

@@ -277,6 +277,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	before := ReadServerStats(ctx, s.stack.Redis)
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	cpu0, cpuOK := processCPU()
 	start := time.Now()
 	var lat []time.Duration
 	var steps int
@@ -292,6 +293,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		return Result{}, err
 	}
 	elapsed := time.Since(start)
+	cpu1, _ := processCPU()
 	var m1 runtime.MemStats
 	runtime.ReadMemStats(&m1)
 	after := ReadServerStats(ctx, s.stack.Redis)
@@ -303,8 +305,11 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		RedisRoundTripsPerStep: per(float64(s.trips.Count())), KafkaPublishesPerStep: per(float64(s.pubs.Count() - int64(n))),
 		AllocBytesPerStep:    per(float64(m1.TotalAlloc - m0.TotalAlloc)),
 		RedisCommandsPerStep: -1, RedisCPUmsPerStep: -1, RedisBusiestCPUmsPerStep: -1, RedisBytesPerParkedCall: -1, LittlesLawFraction: -1,
-		RunsInFlight: -1, ResumedP50ms: -1, ResumedP99ms: -1, AllResumedMs: -1,
+		ProcessCPUmsPerStep: -1, RunsInFlight: -1, ResumedP50ms: -1, ResumedP99ms: -1, AllResumedMs: -1,
 		samples: lat,
+	}
+	if cpuOK {
+		res.ProcessCPUmsPerStep = per(float64((cpu1 - cpu0).Microseconds()) / 1000)
 	}
 	if sc.latency > 0 {
 		res.RunsInFlight = busy.Seconds() / elapsed.Seconds()
