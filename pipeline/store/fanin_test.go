@@ -142,6 +142,37 @@ var viewCases = []contractCase{
 			t.Fatalf("view = %+v, want nothing held, nothing waiting, no sweep time", snap)
 		}
 	}},
+	{"the_only_call_of_a_step_brings_the_step_as_a_call_of_an_earlier_store_does", func(t *testing.T, f *fixture) {
+		// The commit marks the only call of a step "alone", and its finish
+		// reads the run whole at once rather than twice (finish_call.lua);
+		// a call written before the mark existed goes the longer way. Both
+		// views are the step as a snapshot reads it.
+		for _, id := range []string{"marked", "unmarked"} {
+			f.committed(t, id, "c1")
+			key := f.prefix + ":{" + id + "}:call:c1"
+			if n := f.rdb.HExists(f.ctx, key, "alone").Val(); !n {
+				t.Fatalf("%s: the commit did not mark the step's only call", id)
+			}
+			if id == "unmarked" {
+				f.rdb.HDel(f.ctx, key, "alone")
+			}
+			fin := f.finish(t, id, "c1", "t1", succeeded)
+			if !fin.FanIn || fin.View == nil {
+				t.Fatalf("%s: fan in %v, view %s; want both", id, fin.FanIn, fin.View)
+			}
+			snap, err := f.st.DecodeView(f.ctx, id, fin.View, fin.ViewMAC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := f.st.Snapshot(f.ctx, id, 0, at(4))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(want.Run, snap.Run) || !reflect.DeepEqual(want.Calls, snap.Calls) {
+				t.Fatalf("%s: the view is not a snapshot read after the finish:\nview     %+v\nsnapshot %+v", id, snap, want)
+			}
+		}
+	}},
 	{"a_step_that_goes_on_or_waits_brings_no_view", func(t *testing.T, f *fixture) {
 		f.committedSequential(t, "r1", "c1", "c2")
 		if fin := f.finish(t, "r1", "c1", "t1", succeeded); !fin.FanIn || fin.View != nil {

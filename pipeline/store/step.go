@@ -247,6 +247,9 @@ func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommi
 			return nil, nil, nil, err
 		}
 		fields := callFields(rec)
+		if len(c.Calls) == 1 {
+			fields = append(fields, "alone", 1) // its finish ends the step (finish_call.lua)
+		}
 		written = append(written, writtenCall{call.ID, fields})
 		keys = append(keys, s.callKey(runID, call.ID))
 		args = append(args, call.ID, len(fields))

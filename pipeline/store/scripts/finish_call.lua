@@ -50,10 +50,23 @@ end
 local fanin = 1
 -- The run's few fields the fan-in needs, not the whole run: most finishes
 -- of a wide step need no more (a script's cost grows with the data it
--- reads, docs/benchmarks.md).
-local run = redis.call('HMGET', KEYS[3], 'step', 'open', 'status', 'step_state')
+-- reads, docs/benchmarks.md). The only call of its step (the commit marks
+-- it "alone") reads the run whole at once instead: its finish ends the
+-- step, whose view needs the run whole and the step's one call id, which
+-- is this call's.
+local whole, wat
+local run
+if call[at.alone] and ARGV[10] ~= '' and ARGV[3] ~= 'suspended' then
+  whole, wat = read_hash(KEYS[3])
+  run = {whole[wat.step], whole[wat.open], whole[wat.status], whole[wat.step_state]}
+else
+  run = redis.call('HMGET', KEYS[3], 'step', 'open', 'status', 'step_state')
+end
 if run[2] and tonumber(run[1]) == tonumber(step) then
   local open = redis.call('HINCRBY', KEYS[3], 'open', -1)
+  if whole then
+    patch(whole, wat, 'open', open)
+  end
   if open > 0 and ARGV[3] ~= 'suspended' then
     fanin = 0
   end
@@ -76,7 +89,12 @@ local function view()
     return ''
   end
   local base = string.sub(KEYS[3], 1, -4)
-  local ids = redis.call('LRANGE', base .. 'step:' .. step, 0, -1)
+  local ids
+  if whole then
+    ids = {string.sub(KEYS[1], #base + #'call:' + 1)}
+  else
+    ids = redis.call('LRANGE', base .. 'step:' .. step, 0, -1)
+  end
   if #ids > tonumber(ARGV[12]) then
     return ''
   end
@@ -106,7 +124,7 @@ local function view()
       and (redis.call('XLEN', base .. 'outcomes') > 0 or redis.call('EXISTS', base .. 'held') > 0) then
     return ''
   end
-  local runh = redis.call('HGETALL', KEYS[3])
+  local runh = whole or redis.call('HGETALL', KEYS[3])
   for j = 1, #runh do
     size = size + #runh[j]
   end
