@@ -173,6 +173,33 @@ var viewCases = []contractCase{
 			}
 		}
 	}},
+	{"the_end_of_a_step_with_one_call_reads_that_call_alone_and_still_checks_it", func(t *testing.T, f *fixture) {
+		// end_step takes the only call of its step, as commit_step marked
+		// it, for the whole step list (end_step.lua); a call written before
+		// the mark goes by the list. Either way a call in flight keeps the
+		// step from ending, and the end of a caller that read the list
+		// before the commit, or gives another step's call, reads it again.
+		for _, id := range []string{"marked", "unmarked"} {
+			f.claimed(t, id)
+			early := store.StepEnd{CallIDs: []string{}} // read before the commit
+			f.commit(t, id, 0, "w1", "c1")
+			if id == "unmarked" {
+				f.rdb.HDel(f.ctx, f.prefix+":{"+id+"}:call:c1", "alone")
+			}
+			if _, _, err := f.st.EndStepAndClaim(f.ctx, id, 0, store.StepEnd{CallIDs: []string{"c1"}}, lease("w1", at(40)), at(5)); !errors.Is(err, store.ErrStale) {
+				t.Fatalf("%s: the end of a step whose call is new: %v, want ErrStale", id, err)
+			}
+			f.done(t, id, "c1")
+			if _, claimed, err := f.st.EndStepAndClaim(f.ctx, id, 0, early, lease("w1", at(40)), at(5)); err != nil || claimed == nil {
+				t.Fatalf("%s: EndStepAndClaim with the list read before the commit = %+v, %v", id, claimed, err)
+			}
+			// The only call of an earlier step is not this step's list.
+			f.commit(t, id, 1, "w1", "c2")
+			if _, _, err := f.st.EndStepAndClaim(f.ctx, id, 1, store.StepEnd{CallIDs: []string{"c1"}}, lease("w1", at(40)), at(6)); !errors.Is(err, store.ErrStale) {
+				t.Fatalf("%s: the end of step 1 with step 0's call for its list: %v, want ErrStale (c2 is new)", id, err)
+			}
+		}
+	}},
 	{"a_step_that_goes_on_or_waits_brings_no_view", func(t *testing.T, f *fixture) {
 		f.committedSequential(t, "r1", "c1", "c2")
 		if fin := f.finish(t, "r1", "c1", "t1", succeeded); !fin.FanIn || fin.View != nil {
