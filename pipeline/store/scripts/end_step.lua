@@ -37,9 +37,10 @@ local argEnd = #ARGV - 1 - 2 * nstate
 if #KEYS - 5 ~= n then
   return redis.error_reply('RETRY step list changed')
 end
--- The statuses of the step's calls, checked against the step list. The
--- only call of its step (commit_step marks it "alone") of this step is the
--- whole list, one read for both; any other step reads its list.
+-- The statuses of the step's calls, checked against the step list. A call
+-- commit_step marked "alone" (the only call of its step) is the whole list
+-- when its step is this one: one read gives both. Any other step reads its
+-- list.
 local ids, statuses
 local only = n == 1 and redis.call('HMGET', KEYS[5], 'status', 'alone', 'step')
 if only and only[2] and tonumber(only[3]) == tonumber(step) then
