@@ -27,7 +27,7 @@ type Scenario struct {
 	steps       int    // steps of one run
 	calls       int    // tool calls of one run
 	sequential  bool   // one run at a time (latency) rather than all at once
-	together    bool   // its runs are requested together, startTogether at a time, as the gateway's batch endpoint does
+	together    bool   // its runs are requested together, as the gateway's batch endpoint starts them (requestTogether)
 	parks       bool   // its runs park a call and wait: measured once all wait
 	decides     bool   // its runs park call D, then are decided at once: the decisions are measured
 	agent       string // the runs' agent when not the script model's "assistant": no model of their own

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/gateway"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -170,7 +171,7 @@ func (s *stack) decide(ctx context.Context, sc Scenario, parked []inFlight, sent
 // times from request to result. "All at once" is one requester after the
 // other, about a millisecond a run: 1,000 runs start over about a second;
 // the runs of a scenario that asks for them together start as a
-// gateway's batch does (startTogether).
+// gateway's batch does (requestTogether).
 func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Writer) ([]time.Duration, int, time.Duration, error) {
 	var lat []time.Duration
 	var busy time.Duration
@@ -232,16 +233,12 @@ func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Write
 	return lat, steps, busy, nil
 }
 
-// startTogether is how many runs requestTogether requests at a time: the
-// gateway's batch endpoint's default (gateway.DefaultBatchConcurrency).
-const startTogether = 32
-
-// requestTogether requests n runs of sc, startTogether at a time, as the
-// gateway's batch endpoint starts a batch's runs.
+// requestTogether requests n runs of sc as many at a time as the gateway's
+// batch endpoint starts of a batch by default.
 func (s *stack) requestTogether(ctx context.Context, sc Scenario, n int) ([]inFlight, error) {
 	flights := make([]inFlight, n)
 	errs := make([]error, n)
-	sem := make(chan struct{}, startTogether)
+	sem := make(chan struct{}, gateway.DefaultBatchConcurrency)
 	var wg sync.WaitGroup
 	for i := range flights {
 		sem <- struct{}{}
