@@ -249,6 +249,19 @@ var viewCases = []contractCase{
 			}
 		}
 	}},
+	{"a_run_of_an_earlier_store_is_checked_for_decisions_before_its_view", func(t *testing.T, f *fixture) {
+		// A run created before runs said they had no decision yet (nodec)
+		// is looked at for held decisions and outcomes as before.
+		f.committed(t, "r1", "c1")
+		f.rdb.HDel(f.ctx, f.prefix+":{r1}:run", "nodec")
+		if _, err := f.st.ClaimCall(f.ctx, "r1", "c1", lease("t1", at(60)), at(3)); err != nil {
+			t.Fatal(err)
+		}
+		f.rdb.HSet(f.ctx, f.prefix+":{r1}:held", "c9", `{"decision_id":"d9"}`)
+		if fin, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1", succeeded, at(4)); err != nil || !fin.FanIn || fin.View != nil {
+			t.Fatalf("with a decision held: fan in %v, view %s, %v; want a fan in without a view", fin.FanIn, fin.View, err)
+		}
+	}},
 	{"a_run_whose_decision_outcomes_were_sent_brings_views_again", func(t *testing.T, f *fixture) {
 		// A decided run's outbox stays as an empty stream once its outcomes
 		// are sent; its later steps must still end from their views.

@@ -9,7 +9,8 @@
 --       tokens, 7 assistant message JSON, 8 message.assistant event JSON,
 --       9 cost in millionths of a USD (0: none), 10 the call statuses that
 --       are in flight (",new,..."; "" when the step runs its calls one at
---       a time: then every finished call fans in), then per call, in index
+--       a time: then every finished call fans in, as the only call of a
+--       step does), then per call, in index
 --       order: id, n, n HSET arguments (the whole call hash), m, m event
 --       JSON (tool_call.created and what follows it), then k state updates as key, value pairs ("" deletes) and last k
 -- Returns {run hash} as the commit leaves it; the calls are as the caller
@@ -63,10 +64,14 @@ if ARGV[9] ~= '0' then
 end
 -- open: how many calls of a step that runs them in parallel are in flight
 -- (finish_call counts down, a resume counts up); the call that brings it
--- to 0 fans in, and the others need not.
-if ARGV[10] == '' then
-  redis.call('HDEL', KEYS[1], 'open')
-  patch(run, at, 'open', false)
+-- to 0 fans in, and the others need not. A step of one call needs no
+-- count, as a sequential one: its call always fans in, so its finish need
+-- not write one. A count an earlier step left goes.
+if ARGV[10] == '' or #calls < 2 then
+  if run[at.open] then
+    redis.call('HDEL', KEYS[1], 'open')
+    patch(run, at, 'open', false)
+  end
 else
   local open = 0
   for _, c in ipairs(calls) do

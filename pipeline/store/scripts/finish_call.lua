@@ -58,9 +58,9 @@ local whole, wat
 local run
 if call[at.alone] and ARGV[10] ~= '' and ARGV[3] ~= 'suspended' then
   whole, wat = read_hash(KEYS[3])
-  run = {whole[wat.step], whole[wat.open], whole[wat.status], whole[wat.step_state]}
+  run = {whole[wat.step], whole[wat.open], whole[wat.status], whole[wat.step_state], whole[wat.nodec]}
 else
-  run = redis.call('HMGET', KEYS[3], 'step', 'open', 'status', 'step_state')
+  run = redis.call('HMGET', KEYS[3], 'step', 'open', 'status', 'step_state', 'nodec')
 end
 if run[2] and tonumber(run[1]) == tonumber(step) then
   local open = redis.call('HINCRBY', KEYS[3], 'open', -1)
@@ -119,8 +119,9 @@ local function view()
   end
   -- An outbox whose outcomes were all sent stays, an empty stream: only an
   -- outcome in it, or a held decision, needs the reconcile. (A hash goes
-  -- with its last field.)
-  if redis.call('EXISTS', base .. 'held', base .. 'outcomes') > 0
+  -- with its last field.) A run that has had no decision says so (nodec,
+  -- lib.lua's outcome): it has neither.
+  if not run[5] and redis.call('EXISTS', base .. 'held', base .. 'outcomes') > 0
       and (redis.call('XLEN', base .. 'outcomes') > 0 or redis.call('EXISTS', base .. 'held') > 0) then
     return ''
   end
