@@ -68,8 +68,9 @@ const (
 	// 33.7 since the finish of a step's only call reads the run once, and
 	// not the step list; 32.8 since its end reads the call once for its
 	// status and for the list; 31.0 since a step of one call keeps no
-	// count of calls in flight and a run that has had no decision says so
-	// (the goal is 16).
+	// count of calls in flight and a run that has had no decision says so;
+	// 30.8 since a run's retirement gives its event stream its time to
+	// live as it compacts it (the goal is 16).
 	maxRoundTripsPerOneCallStep = 4.2
 	maxCommandsPerOneCallStep   = 32.0
 )

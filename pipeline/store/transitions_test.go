@@ -145,7 +145,8 @@ var statusWrites = map[string]scriptWrites{
 		// retention; compact: a waiting run's event stream is rebuilt as it
 		// is. They move no status.
 		sites: []string{
-			"PEXPIRE base .. k retention_ms", "PEXPIRE k retention_ms", "PEXPIRE list retention_ms", "PEXPIRE base .. 'call:' .. id retention_ms",
+			"PEXPIRE base .. 'run' retention_ms", "PEXPIRE base .. 'msgs' retention_ms", "PEXPIRE base .. 'events' retention_ms",
+			"PEXPIRE k retention_ms", "PEXPIRE list retention_ms", "PEXPIRE base .. 'call:' .. id retention_ms",
 			"PEXPIRE key ttl", "RESTORE stream ttl dump 'REPLACE'",
 			"HDEL state ARGV[i]", "HSET state ARGV[i]", // set_state: the plugin state hash
 		},

@@ -11,19 +11,16 @@
 -- new stream node room for stream-node-max-bytes (4 KB by default) at once:
 -- most of a small stream's memory, kept for as long as the stream lives.
 -- DUMP and RESTORE rebuild it from its serialized form, exactly sized, with
--- its entries, last id and time to live; a reader blocked on it stays
--- blocked until a new entry. A Redis that cannot (miniredis) leaves it as
--- it is.
-local function compact(stream)
+-- its entries and last id, and ttl (ms) to live (0: for good; a run's keys
+-- have none until it ends); a reader blocked on it stays blocked until a
+-- new entry. It returns whether it did: a Redis that cannot (miniredis)
+-- leaves the stream as it is.
+local function compact(stream, ttl)
   local dump = redis.pcall('DUMP', stream)
   if type(dump) ~= 'string' then
-    return
+    return false
   end
-  local ttl = redis.call('PTTL', stream)
-  if ttl < 0 then
-    ttl = 0
-  end
-  redis.pcall('RESTORE', stream, ttl, dump, 'REPLACE')
+  return type(redis.pcall('RESTORE', stream, ttl, dump, 'REPLACE')) == 'table'
 end
 
 -- retire compacts the event stream of the run whose hash is run
@@ -35,12 +32,14 @@ end
 -- in its cluster slot.
 local function retire(run, step)
   local base = string.sub(run, 1, -4)
-  compact(base .. 'events')
+  local compacted = compact(base .. 'events', math.max(retention_ms, 0))
   if retention_ms <= 0 then
     return
   end
-  for _, k in ipairs({'run', 'msgs', 'events'}) do
-    redis.call('PEXPIRE', base .. k, retention_ms)
+  redis.call('PEXPIRE', base .. 'run', retention_ms)
+  redis.call('PEXPIRE', base .. 'msgs', retention_ms)
+  if not compacted then
+    redis.call('PEXPIRE', base .. 'events', retention_ms)
   end
   -- Most runs have no plugin state, decision or outcome: one read tells.
   local rare = {base .. 'state', base .. 'decisions', base .. 'held', base .. 'outcomes'}

@@ -53,5 +53,5 @@ end
 redis.call('HSET', KEYS[1], 'status', 'waiting', 'term_reason', 'suspended', 'term_code', '', 'term_detail', '',
   'updated_at', ARGV[2])
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[4])
-compact(KEYS[2])
+compact(KEYS[2], 0) -- a waiting run's keys have no time to live
 return redis.call('HGETALL', KEYS[1])
