@@ -70,9 +70,11 @@ const (
 	// status and for the list; 31.0 since a step of one call keeps no
 	// count of calls in flight and a run that has had no decision says so;
 	// 30.8 since a run's retirement gives its event stream its time to
-	// live as it compacts it (the goal is 16).
+	// live as it compacts it; 30.0 since it deletes the step lists in one
+	// command rather than give each its time to live (ADR 0029; the goal
+	// is 16).
 	maxRoundTripsPerOneCallStep = 4.2
-	maxCommandsPerOneCallStep   = 32.0
+	maxCommandsPerOneCallStep   = 31.0
 )
 
 // What a step costs, counted by package bench on four of its scenarios:

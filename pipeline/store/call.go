@@ -23,7 +23,8 @@ func (s *Store) GetCall(ctx context.Context, runID, callID string) (pipeline.Too
 	return decodeCall(runID, callID, mapFields(h))
 }
 
-// getCalls reads calls by id in one round trip, in the order given.
+// getCalls reads calls by id in one round trip, in the order given. An id
+// that names no call of the run is passed over.
 func (s *Store) getCalls(ctx context.Context, runID string, ids []string) ([]pipeline.ToolCall, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -37,6 +38,9 @@ func (s *Store) getCalls(ctx context.Context, runID string, ids []string) ([]pip
 	}
 	out := make([]pipeline.ToolCall, 0, len(ids))
 	for i, c := range cmds {
+		if len(c.Val()) == 0 {
+			continue
+		}
 		call, err := decodeCall(runID, ids[i], mapFields(c.Val()))
 		if err != nil {
 			return nil, err

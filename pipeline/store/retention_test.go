@@ -109,7 +109,9 @@ func (f *fixture) twoSteps(t *testing.T, id string) {
 	}
 }
 
-var everyKeyOfTwoSteps = []string{"run", "msgs", "events", "state", "held", "outcomes", "step:0", "call:c1", "call:c2"}
+// everyKeyOfTwoSteps are the keys of an ended twoSteps run: its step lists
+// are gone (lib.lua's retire).
+var everyKeyOfTwoSteps = []string{"run", "msgs", "events", "state", "held", "outcomes", "call:c1", "call:c2"}
 
 var retentionCases = []contractCase{
 	{"a_run_that_ends_with_its_step_expires_whole", func(t *testing.T, f *fixture) {
@@ -123,7 +125,16 @@ var retentionCases = []contractCase{
 		}, at(7)); err != nil {
 			t.Fatal(err)
 		}
-		f.expiring(t, "r1", append(everyKeyOfTwoSteps, "step:1", "call:c3")...)
+		f.expiring(t, "r1", append(everyKeyOfTwoSteps, "call:c3")...)
+		// Its calls are still there to read, found by its conversation.
+		all, err := f.st.RunCalls(f.ctx, "r1")
+		if err != nil || len(all) != 3 || all[0].ID != "c1" || all[1].ID != "c2" || all[2].ID != "c3" {
+			t.Fatalf("RunCalls of the ended run = %+v, %v; want c1, c2, c3", all, err)
+		}
+		step0, err := f.st.StepCalls(f.ctx, "r1", 0)
+		if err != nil || len(step0) != 2 || step0[0].ID != "c1" || step0[1].ID != "c2" {
+			t.Fatalf("StepCalls(0) of the ended run = %+v, %v; want c1, c2", step0, err)
+		}
 		// Its event stream is rebuilt at its exact size (lib.lua, compact):
 		// its entries and about 900 bytes of structure, where a stream node
 		// is given 4 KB at once. miniredis knows no MEMORY USAGE.
@@ -149,7 +160,7 @@ var retentionCases = []contractCase{
 		if r := f.decide(t, "r1", store.Decision{ID: "d-late", CallID: "c3", Action: store.ActionResume}, at(8)); r.Outcome != store.DecisionRejected {
 			t.Fatalf("decision = %+v, want rejected", r)
 		}
-		f.expiring(t, "r1", "run", "msgs", "events", "state", "decisions", "outcomes", "step:0", "call:c1", "call:c2", "step:1", "call:c3")
+		f.expiring(t, "r1", "run", "msgs", "events", "state", "decisions", "outcomes", "call:c1", "call:c2", "call:c3")
 	}},
 	{"a_finished_run_expires_whole", func(t *testing.T, f *fixture) {
 		f = f.retaining(retention)
@@ -167,7 +178,7 @@ var retentionCases = []contractCase{
 		}
 		// Cancelling rejects the held decision: its id is recorded, the
 		// held hash is gone.
-		f.expiring(t, "r1", "run", "msgs", "events", "state", "decisions", "outcomes", "step:0", "call:c1", "call:c2")
+		f.expiring(t, "r1", "run", "msgs", "events", "state", "decisions", "outcomes", "call:c1", "call:c2")
 	}},
 	{"without_a_retention_an_ended_run_stays", func(t *testing.T, f *fixture) {
 		f.twoSteps(t, "r1")

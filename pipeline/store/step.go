@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -607,7 +607,9 @@ func (s *Store) SetWaiting(ctx context.Context, runID string, step int, sequenti
 }
 
 // StepCalls returns the calls of one step in index order. An unknown run is
-// ErrNotFound; a step without calls gives an empty slice.
+// ErrNotFound; a step without calls gives an empty slice. A running run's
+// step names its calls in its list; an ended run's lists are gone (lib.lua's
+// retire), and its calls are found as RunCalls finds them.
 func (s *Store) StepCalls(ctx context.Context, runID string, step int) ([]pipeline.ToolCall, error) {
 	var exists *redis.IntCmd
 	var ids *redis.StringSliceCmd
@@ -622,36 +624,42 @@ func (s *Store) StepCalls(ctx context.Context, runID string, step int) ([]pipeli
 	if exists.Val() == 0 {
 		return nil, fmt.Errorf("%w: run %s", ErrNotFound, runID)
 	}
-	return s.getCalls(ctx, runID, ids.Val())
+	if len(ids.Val()) > 0 {
+		return s.getCalls(ctx, runID, ids.Val())
+	}
+	all, err := s.RunCalls(ctx, runID)
+	return slices.DeleteFunc(all, func(c pipeline.ToolCall) bool { return c.Step != step }), err
 }
 
-// RunCalls returns the calls of every step 0..run.step, ordered by step then
-// index. An unknown run is ErrNotFound.
+// RunCalls returns every call of the run, ordered by step then index. An
+// unknown run is ErrNotFound. The calls are those its conversation's
+// assistant messages name (CommitStep writes each call with the message
+// that names it), which outlive the step lists; an id that names no call
+// of the run (a message of the input, given by its creator) is passed
+// over.
 func (s *Store) RunCalls(ctx context.Context, runID string) ([]pipeline.ToolCall, error) {
-	stepStr, err := s.rdb.HGet(ctx, s.runKey(runID), "step").Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("%w: run %s", ErrNotFound, runID)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("calls of run %s: %w", runID, err)
-	}
-	last, err := strconv.Atoi(stepStr)
-	if err != nil {
-		return nil, fmt.Errorf("calls of run %s: step %q: %w", runID, stepStr, err)
-	}
-	lists := make([]*redis.StringSliceCmd, last+1)
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for step := range lists {
-			lists[step] = p.LRange(ctx, s.stepKey(runID, step), 0, -1)
-		}
+	var exists *redis.IntCmd
+	var raw *redis.StringSliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		exists = p.Exists(ctx, s.runKey(runID))
+		raw = p.LRange(ctx, s.msgsKey(runID), 0, -1)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("calls of run %s: %w", runID, err)
 	}
+	if exists.Val() == 0 {
+		return nil, fmt.Errorf("%w: run %s", ErrNotFound, runID)
+	}
+	msgs, err := decodeMessages(runID, raw.Val())
+	if err != nil {
+		return nil, err
+	}
 	var ids []string
-	for _, l := range lists {
-		ids = append(ids, l.Val()...)
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			ids = append(ids, c.ID)
+		}
 	}
 	calls, err := s.getCalls(ctx, runID, ids)
 	if err != nil {

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -121,6 +122,26 @@ func readView(ctx context.Context, rdb *redis.Client, st *store.Store, prefix st
 		v.stream = append(v.stream, m)
 		v.lastID = m.ID
 	}
+	if v.run["status"] == string(pipeline.RunDone) {
+		// An ended run's step lists are gone (lib.lua's retire); its calls
+		// stay, in the order of their steps and indexes.
+		for i, l := range lists {
+			if len(l.Val()) > 0 {
+				return view{}, nil, fmt.Errorf("the ended run keeps the list of step %d", i)
+			}
+		}
+		for i := range maxCalls {
+			id := fmt.Sprintf("c%d", i)
+			if h := calls[id].Val(); len(h) > 0 {
+				h["id"] = id // the key names the call; its hash does not
+				v.calls = append(v.calls, h)
+			}
+		}
+		slices.SortStableFunc(v.calls, func(a, b map[string]string) int {
+			return cmp.Or(cmp.Compare(atoi(a["step"]), atoi(b["step"])), cmp.Compare(atoi(a["idx"]), atoi(b["idx"])))
+		})
+		return v, evs, v.readHeld(ctx, st, nheld.Val())
+	}
 	for _, l := range lists {
 		for _, id := range l.Val() {
 			c, ok := calls[id]
@@ -137,12 +158,22 @@ func readView(ctx context.Context, rdb *redis.Client, st *store.Store, prefix st
 			return view{}, nil, fmt.Errorf("call %s has a record but is on no step's list", id)
 		}
 	}
-	if nheld.Val() > 0 {
-		if v.held, err = st.HeldDecisions(ctx, tRun); err != nil {
-			return view{}, nil, err
-		}
+	return v, evs, v.readHeld(ctx, st, nheld.Val())
+}
+
+// readHeld reads the run's held decisions into v, when it has any (n).
+func (v *view) readHeld(ctx context.Context, st *store.Store, n int64) error {
+	if n == 0 {
+		return nil
 	}
-	return v, evs, nil
+	var err error
+	v.held, err = st.HeldDecisions(ctx, tRun)
+	return err
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // statuses maps "run" and "call <id>" to their statuses.

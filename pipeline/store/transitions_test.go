@@ -142,11 +142,11 @@ var statusWrites = map[string]scriptWrites{
 	},
 	"lib.lua": {
 		// retire and inherit: an ended run's records expire whole after the
-		// retention; compact: a waiting run's event stream is rebuilt as it
-		// is. They move no status.
+		// retention, and its step lists go; compact: a waiting run's event
+		// stream is rebuilt as it is. They move no status.
 		sites: []string{
 			"PEXPIRE base .. 'run' retention_ms", "PEXPIRE base .. 'msgs' retention_ms", "PEXPIRE base .. 'events' retention_ms",
-			"PEXPIRE k retention_ms", "PEXPIRE list retention_ms", "PEXPIRE base .. 'call:' .. id retention_ms",
+			"PEXPIRE k retention_ms", "DEL unpack(lists, i, math.min(i + 999, #lists))", "PEXPIRE base .. 'call:' .. id retention_ms",
 			"PEXPIRE key ttl", "RESTORE stream ttl dump 'REPLACE'",
 			"HDEL state ARGV[i]", "HSET state ARGV[i]", // set_state: the plugin state hash
 		},

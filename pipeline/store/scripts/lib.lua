@@ -24,39 +24,52 @@ local function compact(stream, ttl)
 end
 
 -- retire compacts the event stream of the run whose hash is run
--- ("<p>:{<id>}:run") and gives every key of the run retention_ms to live:
--- the record, messages, event stream, plugin state, decision ids, held
--- decisions, outcome outbox, and every step list up to the run's step (the
--- caller's step, when it knows it; else read) with the calls it names.
+-- ("<p>:{<id>}:run"), gives its keys retention_ms to live (above 0; else
+-- they are kept for good): the record, messages, event stream, plugin
+-- state, decision ids, held decisions, outcome outbox, and the calls of
+-- every step up to the run's step (the caller's step, when it knows it;
+-- else read); and deletes the steps' lists.
 -- The keys are derived from run's name: they share its hash tag, so they are
 -- in its cluster slot.
 local function retire(run, step)
   local base = string.sub(run, 1, -4)
+  local keep = retention_ms > 0
   local compacted = compact(base .. 'events', math.max(retention_ms, 0))
-  if retention_ms <= 0 then
-    return
-  end
-  redis.call('PEXPIRE', base .. 'run', retention_ms)
-  redis.call('PEXPIRE', base .. 'msgs', retention_ms)
-  if not compacted then
-    redis.call('PEXPIRE', base .. 'events', retention_ms)
-  end
-  -- Most runs have no plugin state, decision or outcome: one read tells.
-  local rare = {base .. 'state', base .. 'decisions', base .. 'held', base .. 'outcomes'}
-  if redis.call('EXISTS', unpack(rare)) > 0 then
-    for _, k in ipairs(rare) do
-      redis.call('PEXPIRE', k, retention_ms)
+  if keep then
+    redis.call('PEXPIRE', base .. 'run', retention_ms)
+    redis.call('PEXPIRE', base .. 'msgs', retention_ms)
+    if not compacted then
+      redis.call('PEXPIRE', base .. 'events', retention_ms)
+    end
+    -- Most runs have no plugin state, decision or outcome: one read tells.
+    local rare = {base .. 'state', base .. 'decisions', base .. 'held', base .. 'outcomes'}
+    if redis.call('EXISTS', unpack(rare)) > 0 then
+      for _, k in ipairs(rare) do
+        redis.call('PEXPIRE', k, retention_ms)
+      end
     end
   end
+  -- The step lists only serve a running run; the calls they name are
+  -- kept, and found from then on by the conversation that names them
+  -- (RunCalls). The lists go, in one command (a step without calls has
+  -- none, and a run kept for good need not read them).
+  local lists = {}
   for s = 0, tonumber(step or redis.call('HGET', run, 'step') or '0') do
     local list = base .. 'step:' .. s
-    local ids = redis.call('LRANGE', list, 0, -1)
-    for _, id in ipairs(ids) do
-      redis.call('PEXPIRE', base .. 'call:' .. id, retention_ms)
+    local n = 1
+    if keep then
+      local ids = redis.call('LRANGE', list, 0, -1)
+      for _, id in ipairs(ids) do
+        redis.call('PEXPIRE', base .. 'call:' .. id, retention_ms)
+      end
+      n = #ids
     end
-    if #ids > 0 then -- a step without calls has no list
-      redis.call('PEXPIRE', list, retention_ms)
+    if n > 0 then
+      lists[#lists + 1] = list
     end
+  end
+  for i = 1, #lists, 1000 do -- unpack's limit is a few thousand values
+    redis.call('DEL', unpack(lists, i, math.min(i + 999, #lists)))
   end
 end
 
