@@ -638,20 +638,7 @@ func (s *Store) StepCalls(ctx context.Context, runID string, step int) ([]pipeli
 // of the run (a message of the input, given by its creator) is passed
 // over.
 func (s *Store) RunCalls(ctx context.Context, runID string) ([]pipeline.ToolCall, error) {
-	var exists *redis.IntCmd
-	var raw *redis.StringSliceCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		exists = p.Exists(ctx, s.runKey(runID))
-		raw = p.LRange(ctx, s.msgsKey(runID), 0, -1)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("calls of run %s: %w", runID, err)
-	}
-	if exists.Val() == 0 {
-		return nil, fmt.Errorf("%w: run %s", ErrNotFound, runID)
-	}
-	msgs, err := decodeMessages(runID, raw.Val())
+	msgs, err := s.Messages(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
