@@ -3,6 +3,7 @@ package stepworker
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
@@ -24,6 +25,9 @@ func (w *Worker) phases(ctx context.Context, run pipeline.Run, msgs []pipeline.M
 		if state, err = w.store.RunState(ctx, run.ID); err != nil {
 			return nil, err
 		}
+		// Hooks are anyone's code: they get a copy of the conversation, which
+		// the store shares with its cache (store.Claimed).
+		msgs = slices.Clone(msgs)
 	}
 	return &phases{set: set, pc: &plugin.Context{Run: run, State: state, Messages: msgs}}, nil
 }

@@ -117,7 +117,13 @@ func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent 
 	if err := ph.run(ctx, pipeline.PhaseStepStart); err != nil {
 		return nil, err
 	}
-	ph.pc.Request = &plugin.Request{System: agent.System, Messages: slices.Clone(ph.pc.Messages), Tools: specs}
+	// The request's messages are the hooks' to change (a copy of theirs);
+	// without hooks, only the model reads them.
+	msgs := ph.pc.Messages
+	if !ph.set.Empty() {
+		msgs = slices.Clone(msgs)
+	}
+	ph.pc.Request = &plugin.Request{System: agent.System, Messages: msgs, Tools: specs}
 	if err := ph.run(ctx, pipeline.PhaseBeforeInference); err != nil {
 		return nil, err
 	}

@@ -87,6 +87,29 @@ var claimMessagesCases = []contractCase{
 			t.Fatalf("conversation at step 3 = %+v, want Redis's, read again", msgs)
 		}
 	}},
+	{"a_claimed_conversation_has_no_room_to_append_in_place", func(t *testing.T, f *fixture) {
+		// The conversation a claim gives is the store's cached one: a
+		// caller that appends to it (a request's context messages) must get
+		// a copy, whatever room the cache's array has grown.
+		f.created(t, "r1")
+		if _, _, err := f.st.ClaimStepWithMessages(f.ctx, "r1", 0, lease("w1", at(30)), at(1)); err != nil {
+			t.Fatal(err)
+		}
+		for step := range 3 {
+			id := fmt.Sprintf("c%d", step)
+			f.commit(t, "r1", step, "w1", id)
+			f.done(t, "r1", id)
+			tool := pipeline.Message{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: id}
+			_, claimed, err := f.st.EndStepAndClaim(f.ctx, "r1", step, store.StepEnd{ToolMessages: []pipeline.Message{tool}}, lease("w1", at(40)), at(5))
+			if err != nil || claimed == nil {
+				t.Fatalf("EndStepAndClaim(step %d) = %+v, %v", step, claimed, err)
+			}
+			msgs := claimed.Messages
+			if len(msgs) != 3+2*step || cap(msgs) != len(msgs) {
+				t.Fatalf("the conversation at step %d: %d messages, room for %d; want %d and no more", step+1, len(msgs), cap(msgs), 3+2*step)
+			}
+		}
+	}},
 }
 
 // breakRead fails the first pipelined read of a conversation after its

@@ -135,5 +135,5 @@ func (s *Store) joinConversation(ctx context.Context, run pipeline.Run, cached c
 	}
 	whole.last = slices.Clone(raw[turn:])
 	s.conversations.put(run.ID, whole)
-	return slices.Clone(whole.msgs), nil
+	return slices.Clip(whole.msgs), nil // shared with the cache: see Claimed
 }

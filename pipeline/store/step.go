@@ -40,7 +40,8 @@ func (s *Store) ClaimStep(ctx context.Context, runID string, step int, lease Lea
 
 // ClaimStepWithMessages is ClaimStep, and the run's conversation read
 // after the claim in the same round trip: what a step worker needs to
-// infer. The messages are nil when the claim is refused.
+// infer. The messages are nil when the claim is refused; they are shared
+// as Claimed's are.
 func (s *Store) ClaimStepWithMessages(ctx context.Context, runID string, step int, lease Lease, now time.Time) (pipeline.Run, []pipeline.Message, error) {
 	keys, args, err := s.claimStepArgs(runID, step, lease, now)
 	if err != nil {
@@ -416,7 +417,10 @@ func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd
 }
 
 // Claimed is a step claimed together with the end of the step before it:
-// the run as the claim left it and its conversation.
+// the run as the claim left it and its conversation. The conversation is
+// shared with the store's cache of the conversations it read, as every
+// claim's is: a caller reads it, and may append to it (which copies: its
+// capacity is its length), but does not change its messages.
 type Claimed struct {
 	Run      pipeline.Run
 	Messages []pipeline.Message
