@@ -49,17 +49,7 @@ var claimMessagesCases = []contractCase{
 		}
 	}}, {"a_claim_reads_the_last_turn_and_what_follows_unless_the_last_turn_changed", func(t *testing.T, f *fixture) {
 		msgsKey := f.prefix + ":{r1}:msgs"
-		next := func(step int, callID string) []pipeline.Message { // commit step with one call, finish it, end the step and claim the next
-			t.Helper()
-			f.commit(t, "r1", step, "w1", callID)
-			f.done(t, "r1", callID)
-			tool := pipeline.Message{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: callID}
-			_, claimed, err := f.st.EndStepAndClaim(f.ctx, "r1", step, store.StepEnd{ToolMessages: []pipeline.Message{tool}}, lease("w1", at(40)), at(5))
-			if err != nil || claimed == nil {
-				t.Fatalf("EndStepAndClaim(step %d) = %+v, %v", step, claimed, err)
-			}
-			return claimed.Messages
-		}
+		next := func(step int, callID string) []pipeline.Message { return f.nextStep(t, "r1", step, callID) }
 		f.created(t, "r1")
 		if _, msgs, err := f.st.ClaimStepWithMessages(f.ctx, "r1", 0, lease("w1", at(30)), at(1)); err != nil || len(msgs) != 1 {
 			t.Fatalf("claim of step 0 = %+v, %v", msgs, err)
@@ -96,20 +86,27 @@ var claimMessagesCases = []contractCase{
 			t.Fatal(err)
 		}
 		for step := range 3 {
-			id := fmt.Sprintf("c%d", step)
-			f.commit(t, "r1", step, "w1", id)
-			f.done(t, "r1", id)
-			tool := pipeline.Message{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: id}
-			_, claimed, err := f.st.EndStepAndClaim(f.ctx, "r1", step, store.StepEnd{ToolMessages: []pipeline.Message{tool}}, lease("w1", at(40)), at(5))
-			if err != nil || claimed == nil {
-				t.Fatalf("EndStepAndClaim(step %d) = %+v, %v", step, claimed, err)
-			}
-			msgs := claimed.Messages
+			msgs := f.nextStep(t, "r1", step, fmt.Sprintf("c%d", step))
 			if len(msgs) != 3+2*step || cap(msgs) != len(msgs) {
 				t.Fatalf("the conversation at step %d: %d messages, room for %d; want %d and no more", step+1, len(msgs), cap(msgs), 3+2*step)
 			}
 		}
 	}},
+}
+
+// nextStep commits step of run id (claimed by w1) with one call, callID,
+// finishes the call, ends the step and claims the next: the next step's
+// conversation.
+func (f *fixture) nextStep(t *testing.T, id string, step int, callID string) []pipeline.Message {
+	t.Helper()
+	f.commit(t, id, step, "w1", callID)
+	f.done(t, id, callID)
+	tool := pipeline.Message{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: callID}
+	_, claimed, err := f.st.EndStepAndClaim(f.ctx, id, step, store.StepEnd{ToolMessages: []pipeline.Message{tool}}, lease("w1", at(40)), at(5))
+	if err != nil || claimed == nil {
+		t.Fatalf("EndStepAndClaim(step %d) = %+v, %v", step, claimed, err)
+	}
+	return claimed.Messages
 }
 
 // breakRead fails the first pipelined read of a conversation after its
