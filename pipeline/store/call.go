@@ -182,9 +182,7 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 	// script; the script confirms they are unchanged (a decision may have
 	// replaced them since the read), else the read is repeated. Other
 	// outcomes read nothing first.
-	finished, err := newHoledEvent(callID, pipeline.EventToolCallFinished, now, finishedData{
-		Status: o.Status, Result: o.Result, Error: o.Error,
-	}, "")
+	finished, err := newHoledEvent(callID, pipeline.EventToolCallFinished, now, finishedOf(o.Status, o.Result, o.Error), "")
 	if err != nil {
 		return Finished{}, err
 	}
@@ -248,6 +246,23 @@ type finishedData struct {
 	Status pipeline.ToolCallStatus `json:"status"`
 	Result json.RawMessage         `json:"result,omitempty"`
 	Error  string                  `json:"error,omitempty"`
+	// InCall says the result is the call's, not the stored event's
+	// (finishedOf); the event as read holds it again (Store.decodeEvents).
+	InCall bool `json:"result_in_call,omitempty"`
+}
+
+// maxInlineResult is the largest result a tool_call.finished event keeps
+// itself. A larger one is kept once, in the call's hash, which lives as long
+// as the event: a tool's result is often most of what a run holds (a page,
+// a file), and the call, the event and the tool message each held it.
+const maxInlineResult = 512
+
+// finishedOf is the data of a call's tool_call.finished event as stored.
+func finishedOf(status pipeline.ToolCallStatus, result json.RawMessage, errText string) finishedData {
+	if len(result) > maxInlineResult {
+		return finishedData{Status: status, Error: errText, InCall: true}
+	}
+	return finishedData{Status: status, Result: result, Error: errText}
 }
 
 // checkOutcome lets a tool worker set only what the domain allows a running

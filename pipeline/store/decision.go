@@ -242,10 +242,11 @@ func decisionEvents(runID string, d Decision, holdUntil, now time.Time) ([]holed
 	case d.Action == ActionResume && d.Block != "":
 		finished = finishedData{Status: pipeline.CallFailed, Error: d.Block}
 	case d.Action == ActionResume:
-		finished = finishedData{Status: pipeline.CallSucceeded, Result: d.Payload}
-		if finished.Result == nil {
-			finished.Result = json.RawMessage("null")
+		result := d.Payload
+		if result == nil {
+			result = json.RawMessage("null")
 		}
+		finished = finishedOf(pipeline.CallSucceeded, result, "")
 	}
 	specs := []struct {
 		typ  pipeline.EventType

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -14,6 +15,45 @@ import (
 )
 
 var eventCases = []contractCase{
+	{"a_big_result_is_kept_once_in_its_call_and_read_back_into_its_event", func(t *testing.T, f *fixture) {
+		big := `"` + strings.Repeat("x", 600) + `"`
+		f.committed(t, "r1", "c1", "c2")
+		f.finish(t, "r1", "c1", "t1", store.CallOutcome{Status: pipeline.CallSucceeded, Result: json.RawMessage(big)})
+		f.finish(t, "r1", "c2", "t1", store.CallOutcome{Status: pipeline.CallSucceeded, Result: json.RawMessage(`{"ok":true}`)})
+		// As stored: the small result in its event, the big one only in its
+		// call.
+		entries, err := f.rdb.XRange(f.ctx, f.prefix+":{r1}:events", "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored []string
+		for _, e := range entries {
+			if raw := e.Values["e"].(string); strings.Contains(raw, string(pipeline.EventToolCallFinished)) {
+				stored = append(stored, raw)
+			}
+		}
+		if len(stored) != 2 || strings.Contains(stored[0], "xxx") || !strings.Contains(stored[0], `"result_in_call":true`) ||
+			!strings.Contains(stored[1], `"result":{"ok":true}`) {
+			t.Fatalf("tool_call.finished as stored = %q; want the big result out, the small one in", stored)
+		}
+		// As read, by both reads: each event whole, as if it held it.
+		wait, err := f.st.WaitEvents(f.ctx, "r1", "", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, evs := range [][]pipeline.Event{f.events(t, "r1"), wait} {
+			var finished []string
+			for _, ev := range evs {
+				if ev.Type == pipeline.EventToolCallFinished {
+					finished = append(finished, ev.CallID+" "+string(ev.Data))
+				}
+			}
+			want := []string{`c1 {"status":"succeeded","result":` + big + `}`, `c2 {"status":"succeeded","result":{"ok":true}}`}
+			if !slices.Equal(finished, want) {
+				t.Fatalf("tool_call.finished as read = %.200q, want %.200q", finished, want)
+			}
+		}
+	}},
 	{"a_run_logs_each_transition_once_in_order", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1", "c1")
 		f.done(t, "r1", "c1")

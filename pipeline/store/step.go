@@ -343,9 +343,7 @@ func newCallRecord(runID string, step int, call pipeline.ToolCall, now time.Time
 	case rec.Status == pipeline.CallSuspended:
 		next, err = newEvent(step, call.ID, pipeline.EventToolCallParked, now, rec.Parking)
 	case rec.Status.Terminal():
-		next, err = newEvent(step, call.ID, pipeline.EventToolCallFinished, now, finishedData{
-			Status: rec.Status, Result: rec.Result, Error: rec.Error,
-		})
+		next, err = newEvent(step, call.ID, pipeline.EventToolCallFinished, now, finishedOf(rec.Status, rec.Result, rec.Error))
 	}
 	if err != nil {
 		return pipeline.ToolCall{}, nil, err
