@@ -247,22 +247,8 @@ type finishedData struct {
 	Result json.RawMessage         `json:"result,omitempty"`
 	Error  string                  `json:"error,omitempty"`
 	// InCall says the result is the call's, not the stored event's
-	// (finishedOf); the event as read holds it again (Store.decodeEvents).
+	// (finishedOf, incall.go).
 	InCall bool `json:"result_in_call,omitempty"`
-}
-
-// maxInlineResult is the largest result a tool_call.finished event keeps
-// itself. A larger one is kept once, in the call's hash, which lives as long
-// as the event: a tool's result is often most of what a run holds (a page,
-// a file), and the call, the event and the tool message each held it.
-const maxInlineResult = 512
-
-// finishedOf is the data of a call's tool_call.finished event as stored.
-func finishedOf(status pipeline.ToolCallStatus, result json.RawMessage, errText string) finishedData {
-	if len(result) > maxInlineResult {
-		return finishedData{Status: status, Error: errText, InCall: true}
-	}
-	return finishedData{Status: status, Result: result, Error: errText}
 }
 
 // checkOutcome lets a tool worker set only what the domain allows a running

@@ -334,13 +334,10 @@ func (s *Store) WaitEvents(ctx context.Context, runID, afterID string, block tim
 	}
 }
 
-// decodeEvents reads the run's stream entries msgs as events, with the
-// results that tool_call.finished events keep in their calls (finishedOf)
-// read back in one round trip. A result its call no longer holds (the run
-// expiring as it is read) is left out.
+// decodeEvents reads the run's stream entries msgs as events, with what
+// events keep in their calls read back (incall.go).
 func (s *Store) decodeEvents(ctx context.Context, runID string, msgs []redis.XMessage) ([]pipeline.Event, error) {
 	out := make([]pipeline.Event, 0, len(msgs))
-	var inCall []int
 	for _, m := range msgs {
 		raw, _ := m.Values[eventField].(string)
 		ev, err := decodeStored(raw)
@@ -348,39 +345,9 @@ func (s *Store) decodeEvents(ctx context.Context, runID string, msgs []redis.XMe
 			return nil, fmt.Errorf("decode event %s of run %s: %w", m.ID, runID, err)
 		}
 		ev.ID, ev.RunID = m.ID, runID
-		if ev.Type == pipeline.EventToolCallFinished && strings.Contains(string(ev.Data), `"result_in_call":true`) {
-			inCall = append(inCall, len(out))
-		}
 		out = append(out, ev)
 	}
-	if len(inCall) == 0 {
-		return out, nil
-	}
-	results := make([]*redis.StringCmd, len(inCall))
-	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, at := range inCall {
-			results[i] = p.HGet(ctx, s.callKey(runID, out[at].CallID), "result")
-		}
-		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("results of the events of run %s: %w", runID, err)
-	}
-	for i, at := range inCall {
-		var d finishedData
-		if err := json.Unmarshal(out[at].Data, &d); err != nil {
-			return nil, fmt.Errorf("decode event %s of run %s: %w", out[at].ID, runID, err)
-		}
-		d.InCall = false
-		if r := results[i].Val(); r != "" {
-			d.Result = json.RawMessage(r)
-		}
-		data, err := json.Marshal(d)
-		if err != nil {
-			return nil, fmt.Errorf("event %s of run %s: %w", out[at].ID, runID, err)
-		}
-		out[at].Data = data
-	}
-	return out, nil
+	return out, s.fillFromCalls(ctx, runID, out)
 }
 
 // decodeStored reads an event as a stream entry holds it: the array

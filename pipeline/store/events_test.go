@@ -15,6 +15,63 @@ import (
 )
 
 var eventCases = []contractCase{
+	{"big_arguments_are_kept_once_in_their_call_and_the_event_reads_the_first_ones", func(t *testing.T, f *fixture) {
+		big := `{"text":"` + strings.Repeat("y", 600) + `"}`
+		f.claimed(t, "r1")
+		c := suspendedCommit(pipeline.ResumePassDecisionToTool, "c1", "c2", "c3")
+		c.Calls[0].Arguments, c.Assistant.ToolCalls[0].Arguments = json.RawMessage(big), json.RawMessage(big)
+		mark := json.RawMessage(`{"arguments_in_call":true}`) // arguments that read like the mark, kept in the event
+		c.Calls[2].Arguments, c.Assistant.ToolCalls[2].Arguments = mark, mark
+		if _, _, err := f.st.CommitStep(f.ctx, "r1", 0, "w1", c, at(2)); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := f.rdb.XRange(f.ctx, f.prefix+":{r1}:events", "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored []string
+		for _, e := range raw {
+			s := e.Values["e"].(string)
+			if strings.Contains(s, string(pipeline.EventToolCallCreated)) {
+				stored = append(stored, s)
+			}
+			// The message that proposes them is in the conversation, at index 1.
+			if strings.Contains(s, string(pipeline.EventAssistantMessage)) && !strings.HasSuffix(s, `{"message_at":1}]`) {
+				t.Fatalf("message.assistant as stored = %.300q; want where the message is", s)
+			}
+		}
+		if len(stored) != 3 || strings.Contains(stored[0], "yyy") || !strings.Contains(stored[0], `"arguments_in_call":true`) ||
+			!strings.Contains(stored[1], `"arguments":{"n":1}`) {
+			t.Fatalf("tool_call.created as stored = %.300q; want the big arguments out, the small ones in", stored)
+		}
+		// A decision that gives the tool other arguments leaves the event
+		// with the ones the call was created with.
+		d := resume("d1", "c1")
+		d.Payload = json.RawMessage(`{"text":"shorter"}`)
+		if r := f.decide(t, "r1", d, at(3)); r.Outcome != store.DecisionApplied {
+			t.Fatalf("decision = %+v", r)
+		}
+		var created []string
+		for _, ev := range f.events(t, "r1") {
+			switch ev.Type {
+			case pipeline.EventToolCallCreated:
+				created = append(created, string(ev.Data))
+			case pipeline.EventAssistantMessage:
+				want, err := json.Marshal(c.Assistant)
+				if err != nil || string(ev.Data) != string(want) {
+					t.Fatalf("message.assistant as read = %.300s, want %.300s (%v)", ev.Data, want, err)
+				}
+			}
+		}
+		want := []string{
+			`{"tool":"echo","queue":"default","index":0,"arguments":` + big + `,"status":"suspended","gate":"suspend"}`,
+			`{"tool":"echo","queue":"default","index":1,"arguments":{"n":1},"status":"suspended","gate":"suspend"}`,
+			`{"tool":"echo","queue":"default","index":2,"arguments":{"arguments_in_call":true},"status":"suspended","gate":"suspend"}`,
+		}
+		if !slices.Equal(created, want) {
+			t.Fatalf("tool_call.created as read = %.300q, want %.300q", created, want)
+		}
+	}},
 	{"a_big_result_is_kept_once_in_its_call_and_read_back_into_its_event", func(t *testing.T, f *fixture) {
 		big := `"` + strings.Repeat("x", 600) + `"`
 		f.committed(t, "r1", "c1", "c2")

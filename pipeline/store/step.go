@@ -227,7 +227,7 @@ func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommi
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: assistant message: %v", ErrInvalid, err)
 	}
-	evAssistant, err := newEvent(step, "", pipeline.EventAssistantMessage, now, json.RawMessage(msg))
+	evAssistant, err := assistantEvent(step, now, msg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -305,6 +305,9 @@ type createdData struct {
 	Arguments json.RawMessage         `json:"arguments"`
 	Status    pipeline.ToolCallStatus `json:"status"`
 	Gate      pipeline.GateAction     `json:"gate,omitempty"`
+	// InCall says the arguments are the call's, not the stored event's
+	// (createdOf, incall.go).
+	InCall bool `json:"arguments_in_call,omitempty"`
 }
 
 // newCallRecord completes a call of a commit into the record the store
@@ -331,9 +334,9 @@ func newCallRecord(runID string, step int, call pipeline.ToolCall, now time.Time
 		}
 		rec.Parking = &p
 	}
-	created, err := newEvent(step, call.ID, pipeline.EventToolCallCreated, now, createdData{
+	created, err := newEvent(step, call.ID, pipeline.EventToolCallCreated, now, createdOf(createdData{
 		Tool: rec.Tool, Queue: rec.Queue, Index: rec.Index, Arguments: rec.Arguments, Status: rec.Status, Gate: rec.Gate,
-	})
+	}))
 	if err != nil {
 		return pipeline.ToolCall{}, nil, err
 	}

@@ -6,7 +6,9 @@
 --       5.. one call hash per call, in index order, then last the run's
 --       plugin state hash
 -- ARGV: 1 step, 2 owner, 3 now (ms), 4 run id, 5 input tokens, 6 output
---       tokens, 7 assistant message JSON, 8 message.assistant event JSON,
+--       tokens, 7 assistant message JSON, 8 message.assistant event JSON
+--       (for a big message, the template of one that names its index in the
+--       messages list, cut by a NUL byte where the index goes),
 --       9 cost in millionths of a USD (0: none), 10 the call statuses that
 --       are in flight (",new,..."; "" when the step runs its calls one at
 --       a time: then every finished call fans in, as the only call of a
@@ -53,7 +55,7 @@ for i, c in ipairs(calls) do
     return redis.error_reply('CONFLICT call ' .. c.id .. ' already has a record')
   end
 end
-redis.call('RPUSH', KEYS[3], ARGV[7])
+local nmsgs = redis.call('RPUSH', KEYS[3], ARGV[7])
 -- The run's fields the commit writes, its totals and open count included,
 -- in one HSET.
 local set = {'step_state', 'tools', 'lease_owner', '', 'lease_until', '0', 'updated_at', ARGV[3],
@@ -85,7 +87,14 @@ else
 end
 redis.call('HSET', KEYS[1], unpack(set))
 patch(run, at, unpack(set))
-redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
+-- A big message's event says where the message is (incall.go): its
+-- template is cut by a NUL byte where the index goes.
+local head, tail = string.match(ARGV[8], '^(.-)%z(.*)$')
+if head then
+  redis.call('XADD', KEYS[2], '*', 'e', head .. (nmsgs - 1) .. tail)
+else
+  redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
+end
 trim_deltas(KEYS[1], KEYS[2], run[at.delta_from])
 patch(run, at, 'delta_from', false)
 set_state(KEYS[#KEYS], argEnd + 1, #ARGV - 1)
