@@ -145,8 +145,8 @@ if nstatus == 'resuming' and redis.call('HEXISTS', KEYS[1], 'open') == 1 then
 end
 redis.call('XADD', KEYS[3], '*', 'e', ARGV[18] .. step .. ARGV[19] .. applied .. ARGV[20])
 if rstatus == 'waiting' then
-  redis.call('HSET', KEYS[1], 'status', 'running', 'term_reason', '', 'term_code', '', 'term_detail', '',
-    'updated_at', ARGV[9])
+  -- A waiting run's termination is its reason alone (set_waiting.lua).
+  redis.call('HSET', KEYS[1], 'status', 'running', 'term_reason', '', 'updated_at', ARGV[9])
   redis.call('XADD', KEYS[3], '*', 'e', ARGV[21] .. run[2] .. ARGV[22])
 end
 if nstatus ~= 'resuming' then

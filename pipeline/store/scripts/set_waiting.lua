@@ -50,8 +50,9 @@ end
 if parked == 0 then
   return redis.error_reply('STALE no call of step ' .. step .. ' is suspended')
 end
-redis.call('HSET', KEYS[1], 'status', 'waiting', 'term_reason', 'suspended', 'term_code', '', 'term_detail', '',
-  'updated_at', ARGV[2])
+-- A running run has no termination code or detail to clear (only an
+-- ended one has them): the reason says it waits.
+redis.call('HSET', KEYS[1], 'status', 'waiting', 'term_reason', 'suspended', 'updated_at', ARGV[2])
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[4])
 compact(KEYS[2], 0) -- a waiting run's keys have no time to live
 return redis.call('HGETALL', KEYS[1])
