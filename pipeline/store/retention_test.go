@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 )
@@ -340,4 +341,25 @@ func runIDs(runs []pipeline.Run) []string {
 		out[i] = r.ID
 	}
 	return out
+}
+
+// A Redis whose user may DUMP but not RESTORE (an ACL) cannot compact an
+// ended run's event stream: the stream is left as it is, and still goes
+// with the run.
+func TestStore_a_stream_that_cannot_be_restored_still_expires_with_its_run(t *testing.T) {
+	admin := testinfra.RedisServerClient(t)
+	ctx := context.Background()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "norestore", "on", ">pw", "~*", "+@all", "-restore").Err(); err != nil {
+		t.Fatal(err)
+	}
+	opts := *admin.Options()
+	opts.Username, opts.Password = "norestore", "pw"
+	rdb := redis.NewClient(&opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	f := &fixture{st: store.New(rdb, store.WithPrefix("acl"), store.WithRetention(retention)), rdb: rdb, prefix: "acl", ctx: ctx}
+	f.twoSteps(t, "r1")
+	if _, err := f.st.FinishRun(f.ctx, "r1", pipeline.Termination{Reason: pipeline.ReasonError, Detail: "boom"}, at(7)); err != nil {
+		t.Fatal(err)
+	}
+	f.expiring(t, "r1", everyKeyOfTwoSteps...)
 }

@@ -20,7 +20,8 @@ local function compact(stream, ttl)
   if type(dump) ~= 'string' then
     return false
   end
-  return type(redis.pcall('RESTORE', stream, ttl, dump, 'REPLACE')) == 'table'
+  local restored = redis.pcall('RESTORE', stream, ttl, dump, 'REPLACE')
+  return type(restored) == 'table' and restored.ok ~= nil -- an error is a table too
 end
 
 -- retire compacts the event stream of the run whose hash is run
