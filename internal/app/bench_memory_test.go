@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,14 +37,23 @@ const parksAtOnce = `{"provider":"script","turns":[
 	{"text":"I need a person to approve this.","tool_calls":[{"name":"approve","arguments":{"order":"A-1017","amount":250}}]},
 	{"text":"done"}]}`
 
+// echoes2KB echoes 2 KB in each of three steps, then answers: a run whose
+// calls carry what real tools often do (a page, a file), kept once where
+// it can be (ADR 0030).
+var echoes2KB = func() string {
+	turn := `{"text":"step","tool_calls":[{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 2048) + `"}}]},`
+	return `{"provider":"script","turns":[` + strings.Repeat(turn, 3) + `{"text":"done"}]}`
+}()
+
 // BenchmarkRedisMemory measures the Redis memory one run takes: Redis's
 // used_memory before and after a batch of benchRuns runs, divided by the
 // runs. "finished" runs threeSteps to its end (3 steps, 4 tool calls, the
-// retention not yet passed); "parked" stops at its first step with one
-// call awaiting a decision. It also reports the share of the run's event
-// stream (MEMORY USAGE of one run's keys). See docs/benchmarks.md.
+// retention not yet passed); "finished-2KB" runs echoes2KB to its end;
+// "parked" stops at its first step with one call awaiting a decision. It
+// also reports the share of the run's event stream (MEMORY USAGE of one
+// run's keys). See docs/benchmarks.md.
 func BenchmarkRedisMemory(b *testing.B) {
-	for _, kind := range []string{"finished", "parked"} {
+	for _, kind := range []string{"finished", "finished-2KB", "parked"} {
 		b.Run(kind, func(b *testing.B) {
 			cfg, err := config.Parse([]byte(memoryConfig))
 			if err != nil {
@@ -81,10 +91,7 @@ func BenchmarkRedisMemory(b *testing.B) {
 func memoryBatch(b *testing.B, stack *app.Stack, kind string, results <-chan string) string {
 	b.Helper()
 	ctx := context.Background()
-	script := threeSteps
-	if kind == "parked" {
-		script = parksAtOnce
-	}
+	script := map[string]string{"finished": threeSteps, "finished-2KB": echoes2KB, "parked": parksAtOnce}[kind]
 	now := time.Now()
 	pending := map[string]bool{}
 	var last string
@@ -106,7 +113,7 @@ func memoryBatch(b *testing.B, stack *app.Stack, kind string, results <-chan str
 		if time.Now().After(deadline) {
 			b.Fatalf("%d runs did not %s", len(pending), kind)
 		}
-		if kind == "finished" {
+		if kind != "parked" {
 			select {
 			case id := <-results:
 				delete(pending, id)
