@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -637,20 +638,45 @@ func (s *Store) StepCalls(ctx context.Context, runID string, step int) ([]pipeli
 }
 
 // RunCalls returns every call of the run, ordered by step then index. An
-// unknown run is ErrNotFound. The calls are those its conversation's
-// assistant messages name (CommitStep writes each call with the message
-// that names it), which outlive the step lists; an id that names no call
-// of the run (a message of the input, given by its creator) is passed
-// over.
+// unknown run is ErrNotFound. A running run's step lists name its calls;
+// an ended run's are gone (lib.lua's retire), and the assistant messages of
+// its conversation name them (CommitStep writes each call with the message
+// that names it; an id that names no call of the run, in a message of the
+// input, is passed over).
 func (s *Store) RunCalls(ctx context.Context, runID string) ([]pipeline.ToolCall, error) {
-	msgs, err := s.Messages(ctx, runID)
+	stepStr, err := s.rdb.HGet(ctx, s.runKey(runID), "step").Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: run %s", ErrNotFound, runID)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("calls of run %s: %w", runID, err)
+	}
+	last, err := strconv.Atoi(stepStr)
+	if err != nil {
+		return nil, fmt.Errorf("calls of run %s: step %q: %w", runID, stepStr, err)
+	}
+	// The status after the lists: a run retired before the status was read
+	// may have lost its lists before they were; one that was not, did not.
+	lists := make([]*redis.StringSliceCmd, last+1)
+	var status *redis.StringCmd
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for step := range lists {
+			lists[step] = p.LRange(ctx, s.stepKey(runID, step), 0, -1)
+		}
+		status = p.HGet(ctx, s.runKey(runID), "status")
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("calls of run %s: %w", runID, err)
 	}
 	var ids []string
-	for _, m := range msgs {
-		for _, c := range m.ToolCalls {
-			ids = append(ids, c.ID)
+	if status.Val() == string(pipeline.RunDone) {
+		if ids, err = s.conversationCallIDs(ctx, runID); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, l := range lists {
+			ids = append(ids, l.Val()...)
 		}
 	}
 	calls, err := s.getCalls(ctx, runID, ids)
@@ -664,4 +690,20 @@ func (s *Store) RunCalls(ctx context.Context, runID string) ([]pipeline.ToolCall
 		return calls[i].Index < calls[j].Index
 	})
 	return calls, nil
+}
+
+// conversationCallIDs are the ids of the tool calls the assistant messages
+// of the run's conversation propose, in order.
+func (s *Store) conversationCallIDs(ctx context.Context, runID string) ([]string, error) {
+	msgs, err := s.Messages(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids, nil
 }
