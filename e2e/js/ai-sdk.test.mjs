@@ -131,6 +131,19 @@ for (const [name, sdk] of [['ai 7', ai7], ['ai 6', ai6]]) {
   });
 }
 
+test('ai 7: a big tool input and output come through the stream whole', async () => {
+  const chat = newChat(ai7, { agent: 'bigecho' });
+  await chat.sendMessage({ text: 'Echo this.' });
+  await until('the answer', () => finished(chat, 'Echoed.'));
+  assert.deepEqual(texts(last(chat)), ['Echoing it.', 'Echoed.']);
+  const [echo] = tools(last(chat));
+  const text = '0123456789'.repeat(60);
+  assert.equal(echo.toolName, 'echo');
+  assert.equal(echo.state, 'output-available');
+  assert.deepEqual(echo.input, { text });
+  assert.deepEqual(echo.output, { text }, 'echo returns its arguments');
+});
+
 test('ai 7: a new user message continues the conversation in the next turn', async () => {
   const chat = newChat(ai7, { agent: 'echo' });
   await chat.sendMessage({ text: 'hello' });
