@@ -1,6 +1,7 @@
 // @ag-ui/client's HttpAgent against POST /v1/ag-ui/run of `stepwise dev`:
 // a run that interrupts for an approval, is resumed, and finishes; one
-// whose interrupt is cancelled; and a thread that goes on.
+// with a big tool call and result; one whose interrupt is cancelled; and a
+// thread that goes on.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { HttpAgent } from '@ag-ui/client';
@@ -59,6 +60,20 @@ test('a run that interrupts for an approval is resumed and finishes', async () =
   assert.deepEqual(JSON.parse(result.content), { order_id: 'A-1001', amount: 250 });
   assert.deepEqual(texts(agent), ['Looking the order up.', 'Refunding it now.', 'The refund is done.']);
   assert.equal((await getRun(dev, agent.threadId)).status, 'done');
+});
+
+test('a big tool call and its result come through whole', async () => {
+  const { agent, events } = newAgent();
+  say(agent, 'Echo this.');
+  await agent.runAgent({ forwardedProps: { agent: 'bigecho' } });
+  for (const e of events) EventSchema.parse(e);
+  assert.equal(events.at(-1).outcome.type, 'success');
+  const text = '0123456789'.repeat(60);
+  const echo = agent.messages.flatMap((m) => m.toolCalls ?? []).find((c) => c.function.name === 'echo');
+  assert.deepEqual(JSON.parse(echo.function.arguments), { text });
+  const result = events.find((e) => e.type === 'TOOL_CALL_RESULT' && e.toolCallId === echo.id);
+  assert.deepEqual(JSON.parse(result.content), { text }, 'echo returns its arguments');
+  assert.deepEqual(texts(agent), ['Echoing it.', 'Echoed.']);
 });
 
 test('a cancelled interrupt cancels the call and the run goes on', async () => {
