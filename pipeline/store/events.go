@@ -347,7 +347,10 @@ func (s *Store) decodeEvents(ctx context.Context, runID string, msgs []redis.XMe
 		ev.ID, ev.RunID = m.ID, runID
 		out = append(out, ev)
 	}
-	return out, s.fillFromCalls(ctx, runID, out)
+	if err := s.fillFromCalls(ctx, runID, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // decodeStored reads an event as a stream entry holds it: the array

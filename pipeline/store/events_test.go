@@ -74,11 +74,15 @@ var eventCases = []contractCase{
 	}},
 	{"a_big_result_is_kept_once_in_its_call_and_read_back_into_its_event", func(t *testing.T, f *fixture) {
 		big := `"` + strings.Repeat("x", 600) + `"`
-		f.committed(t, "r1", "c1", "c2")
+		f.committed(t, "r1", "c1", "c2", "c3")
 		f.finish(t, "r1", "c1", "t1", store.CallOutcome{Status: pipeline.CallSucceeded, Result: json.RawMessage(big)})
 		f.finish(t, "r1", "c2", "t1", store.CallOutcome{Status: pipeline.CallSucceeded, Result: json.RawMessage(`{"ok":true}`)})
-		// As stored: the small result in its event, the big one only in its
-		// call.
+		// A call that parks may run again and finish with another result: its
+		// event keeps what it had, however big.
+		f.finish(t, "r1", "c3", "t1", store.CallOutcome{Status: pipeline.CallSuspended, Result: json.RawMessage(big),
+			Parking: parking(pipeline.ResumeReplay)})
+		// As stored: the small result in its event, the big one of a
+		// terminal call only in its call.
 		entries, err := f.rdb.XRange(f.ctx, f.prefix+":{r1}:events", "-", "+").Result()
 		if err != nil {
 			t.Fatal(err)
@@ -89,9 +93,9 @@ var eventCases = []contractCase{
 				stored = append(stored, raw)
 			}
 		}
-		if len(stored) != 2 || strings.Contains(stored[0], "xxx") || !strings.Contains(stored[0], `"result_in_call":true`) ||
-			!strings.Contains(stored[1], `"result":{"ok":true}`) {
-			t.Fatalf("tool_call.finished as stored = %q; want the big result out, the small one in", stored)
+		if len(stored) != 3 || strings.Contains(stored[0], "xxx") || !strings.Contains(stored[0], `"result_in_call":true`) ||
+			!strings.Contains(stored[1], `"result":{"ok":true}`) || !strings.Contains(stored[2], `"result":`+big) {
+			t.Fatalf("tool_call.finished as stored = %.300q; want the big result of c1 out, the others in", stored)
 		}
 		// As read, by both reads: each event whole, as if it held it.
 		wait, err := f.st.WaitEvents(f.ctx, "r1", "", time.Second)
@@ -105,7 +109,8 @@ var eventCases = []contractCase{
 					finished = append(finished, ev.CallID+" "+string(ev.Data))
 				}
 			}
-			want := []string{`c1 {"status":"succeeded","result":` + big + `}`, `c2 {"status":"succeeded","result":{"ok":true}}`}
+			want := []string{`c1 {"status":"succeeded","result":` + big + `}`, `c2 {"status":"succeeded","result":{"ok":true}}`,
+				`c3 {"status":"suspended","result":` + big + `}`}
 			if !slices.Equal(finished, want) {
 				t.Fatalf("tool_call.finished as read = %.200q, want %.200q", finished, want)
 			}

@@ -21,9 +21,10 @@ import (
 const maxInline = 512
 
 // finishedOf is the data of a call's tool_call.finished event as stored: a
-// big result left to the call (a terminal call's result does not change).
+// big result of a terminal call left to the call, whose result then does
+// not change (a call that parks may run again and finish with another).
 func finishedOf(status pipeline.ToolCallStatus, result json.RawMessage, errText string) finishedData {
-	if len(result) > maxInline {
+	if len(result) > maxInline && status.Terminal() {
 		return finishedData{Status: status, Error: errText, InCall: true}
 	}
 	return finishedData{Status: status, Result: result, Error: errText}
@@ -104,7 +105,7 @@ func (s *Store) fillFromCalls(ctx context.Context, runID string, evs []pipeline.
 	if len(fills) == 0 {
 		return nil
 	}
-	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // each read's error is looked at below
 		for i, f := range fills {
 			key := s.callKey(runID, evs[f.at].CallID)
 			switch {
@@ -117,10 +118,15 @@ func (s *Store) fillFromCalls(ctx context.Context, runID string, evs []pipeline.
 			}
 		}
 		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("what the events of run %s keep elsewhere: %w", runID, err)
-	}
+	})
 	for _, f := range fills {
+		var read redis.Cmder = f.msg
+		if f.read != nil {
+			read = f.read
+		}
+		if err := read.Err(); err != nil && !errors.Is(err, redis.Nil) { // nil: no longer there
+			return fmt.Errorf("what event %s of run %s keeps elsewhere: %w", evs[f.at].ID, runID, err)
+		}
 		var data any
 		switch {
 		case f.finished != nil:

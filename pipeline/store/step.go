@@ -617,23 +617,24 @@ func (s *Store) SetWaiting(ctx context.Context, runID string, step int, sequenti
 // step names its calls in its list; an ended run's lists are gone (lib.lua's
 // retire), and its calls are found as RunCalls finds them.
 func (s *Store) StepCalls(ctx context.Context, runID string, step int) ([]pipeline.ToolCall, error) {
-	var exists *redis.IntCmd
+	// The status after the list, as RunCalls reads them.
 	var ids *redis.StringSliceCmd
+	var status *redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		exists = p.Exists(ctx, s.runKey(runID))
 		ids = p.LRange(ctx, s.stepKey(runID, step), 0, -1)
+		status = p.HGet(ctx, s.runKey(runID), "status")
 		return nil
 	})
+	if errors.Is(status.Err(), redis.Nil) {
+		return nil, fmt.Errorf("%w: run %s", ErrNotFound, runID)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("calls of step %d of run %s: %w", step, runID, err)
 	}
-	if exists.Val() == 0 {
-		return nil, fmt.Errorf("%w: run %s", ErrNotFound, runID)
-	}
-	if len(ids.Val()) > 0 {
+	if status.Val() != string(pipeline.RunDone) {
 		return s.getCalls(ctx, runID, ids.Val())
 	}
-	all, err := s.RunCalls(ctx, runID)
+	all, err := s.conversationCalls(ctx, runID)
 	return slices.DeleteFunc(all, func(c pipeline.ToolCall) bool { return c.Step != step }), err
 }
 
@@ -669,17 +670,16 @@ func (s *Store) RunCalls(ctx context.Context, runID string) ([]pipeline.ToolCall
 	if err != nil {
 		return nil, fmt.Errorf("calls of run %s: %w", runID, err)
 	}
-	var ids []string
+	var calls []pipeline.ToolCall
 	if status.Val() == string(pipeline.RunDone) {
-		if ids, err = s.conversationCallIDs(ctx, runID); err != nil {
-			return nil, err
-		}
+		calls, err = s.conversationCalls(ctx, runID)
 	} else {
+		var ids []string
 		for _, l := range lists {
 			ids = append(ids, l.Val()...)
 		}
+		calls, err = s.getCalls(ctx, runID, ids)
 	}
-	calls, err := s.getCalls(ctx, runID, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -692,9 +692,11 @@ func (s *Store) RunCalls(ctx context.Context, runID string) ([]pipeline.ToolCall
 	return calls, nil
 }
 
-// conversationCallIDs are the ids of the tool calls the assistant messages
-// of the run's conversation propose, in order.
-func (s *Store) conversationCallIDs(ctx context.Context, runID string) ([]string, error) {
+// conversationCalls are the calls the assistant messages of the run's
+// conversation propose, in the messages' order: every call of the run (an
+// ended run has no step lists). An id that names no call of the run, in a
+// message of the input, is passed over.
+func (s *Store) conversationCalls(ctx context.Context, runID string) ([]pipeline.ToolCall, error) {
 	msgs, err := s.Messages(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -705,5 +707,5 @@ func (s *Store) conversationCallIDs(ctx context.Context, runID string) ([]string
 			ids = append(ids, c.ID)
 		}
 	}
-	return ids, nil
+	return s.getCalls(ctx, runID, ids)
 }
