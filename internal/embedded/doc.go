@@ -14,5 +14,8 @@
 //	fmt.Println("kafka", strings.Join(k.Addrs(), ","), "redis", r.URL())
 //
 // Both are fakes: close to the real servers for what stepwise uses, not for
-// everything. Neither is for production.
+// everything. Neither is for production. Unlike Kafka, the broker drops the
+// records every consumer group reading them has committed (trim.go,
+// docs/adr/0031-the-embedded-broker-drops-what-is-read.md), so that its
+// memory holds the work still to be read.
 package embedded

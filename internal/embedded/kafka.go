@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
@@ -27,6 +29,7 @@ type kafkaOptions struct {
 	seed       map[string]int32
 	tls        *tls.Config
 	sasl       kafka.SASL
+	trimEvery  time.Duration
 }
 
 // WithTLS serves TLS only, with cfg's certificate: clients must speak TLS
@@ -64,6 +67,14 @@ func WithPartitions(n int) KafkaOption {
 	return func(o *kafkaOptions) { o.partitions = n }
 }
 
+// WithTrimEvery sets how often the broker drops the records every consumer
+// group reading them has committed, and those past their topic's time
+// retention (trim.go); default [DefaultTrimEvery], 0 never (the broker
+// then keeps every record, as kfake does).
+func WithTrimEvery(d time.Duration) KafkaOption {
+	return func(o *kafkaOptions) { o.trimEvery = d }
+}
+
 // WithTopics creates the named topics at start with the default partition
 // count, unless they were reloaded from the data dir.
 func WithTopics(names ...string) KafkaOption {
@@ -79,6 +90,7 @@ func WithTopics(names ...string) KafkaOption {
 type Kafka struct {
 	cluster *kfake.Cluster
 	reaper  *reaper
+	trimmer *trimmer // nil when it never trims
 	addrs   []string
 	close   sync.Once
 }
@@ -95,12 +107,15 @@ type Kafka struct {
 // killed member, and its partitions, in the group for ever (see reaper.go
 // and docs/adr/0006-consumer-group-recovery.md).
 func StartKafka(addr string, opts ...KafkaOption) (*Kafka, error) {
-	o := kafkaOptions{partitions: DefaultPartitions, seed: map[string]int32{}}
+	o := kafkaOptions{partitions: DefaultPartitions, seed: map[string]int32{}, trimEvery: DefaultTrimEvery}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.partitions < 1 {
 		return nil, fmt.Errorf("start kafka: %d partitions, want ≥ 1", o.partitions)
+	}
+	if o.trimEvery < 0 {
+		return nil, fmt.Errorf("start kafka: trim every %v, want ≥ 0", o.trimEvery)
 	}
 	ln, err := listen(addr)
 	if err != nil {
@@ -111,6 +126,7 @@ func StartKafka(addr string, opts ...KafkaOption) (*Kafka, error) {
 	kopts := []kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.DefaultNumPartitions(o.partitions),
+		kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(segmentBytes)}),
 		// kfake asks for 127.0.0.1:<port>; hand it the listener opened on
 		// addr instead.
 		kfake.ListenFn(func(string, string) (net.Listener, error) {
@@ -126,14 +142,14 @@ func StartKafka(addr string, opts ...KafkaOption) (*Kafka, error) {
 	}
 	if o.tls != nil {
 		kopts = append(kopts, kfake.TLS(o.tls))
-		reap.link.TLS = &tls.Config{InsecureSkipVerify: true} // its own listener, in this process
+		reap.admin.link.TLS = &tls.Config{InsecureSkipVerify: true} // its own listener, in this process
 	}
 	if o.sasl != (kafka.SASL{}) {
 		// The reaper logs in as a PLAIN superuser of its own.
-		reap.link.SASL = kafka.SASL{Mechanism: kafka.SASLPlain, User: "stepwise-embedded-reaper", Password: rand.Text()}
+		reap.admin.link.SASL = kafka.SASL{Mechanism: kafka.SASLPlain, User: "stepwise-embedded-reaper", Password: rand.Text()}
 		kopts = append(kopts, kfake.EnableSASL(),
 			kfake.Superuser(o.sasl.Mechanism, o.sasl.User, o.sasl.Password),
-			kfake.Superuser(reap.link.SASL.Mechanism, reap.link.SASL.User, reap.link.SASL.Password))
+			kfake.Superuser(reap.admin.link.SASL.Mechanism, reap.admin.link.SASL.User, reap.admin.link.SASL.Password))
 	}
 	if o.autoCreate {
 		kopts = append(kopts, kfake.AllowAutoTopicCreation())
@@ -148,6 +164,11 @@ func StartKafka(addr string, opts ...KafkaOption) (*Kafka, error) {
 	}
 	k := &Kafka{cluster: cluster, reaper: reap, addrs: cluster.ListenAddrs()}
 	reap.start(cluster, k.addrs[0])
+	if o.trimEvery > 0 {
+		k.trimmer = newTrimmer(o.trimEvery)
+		k.trimmer.admin.link = reap.admin.link // its login too
+		k.trimmer.start(cluster, k.addrs[0])
+	}
 	return k, nil
 }
 
@@ -159,6 +180,9 @@ func (k *Kafka) Addrs() []string { return append([]string(nil), k.addrs...) }
 func (k *Kafka) Close() {
 	k.close.Do(func() {
 		k.reaper.close()
+		if k.trimmer != nil {
+			k.trimmer.close()
+		}
 		k.cluster.Close()
 	})
 }

@@ -9,8 +9,6 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
-
-	"github.com/stepwise-run/stepwise/internal/kafka"
 )
 
 // reaper removes the consumer group members of client processes that died,
@@ -48,8 +46,7 @@ import (
 // rebalance it starts would then wait out its whole rebalance timeout.
 type reaper struct {
 	cluster *kfake.Cluster
-	addr    string        // the broker, for the requests the reaper sends
-	link    kafka.Cluster // TLS and SASL of its connection, when the broker wants them
+	admin   admin         // its connection, for the requests it sends
 	every   time.Duration // how often it looks again while closed connections are pending
 
 	mu     sync.Mutex
@@ -60,9 +57,8 @@ type reaper struct {
 	stop    chan struct{}
 	stopped chan struct{}
 
-	// Owned by run.
-	broker *sarama.Broker
-	done   map[string]string // member ID → its closed address, once handled
+	// Owned by run, as admin is.
+	done map[string]string // member ID → its closed address, once handled
 }
 
 // closedGrace is how long a closed connection's address is kept when no
@@ -72,6 +68,7 @@ const closedGrace = 5 * time.Second
 
 func newReaper() *reaper {
 	return &reaper{
+		admin:   admin{client: "stepwise-embedded-reaper"},
 		every:   250 * time.Millisecond,
 		open:    map[string]int{},
 		closed:  map[string]time.Time{},
@@ -111,13 +108,13 @@ func (r *reaper) connClosed(remote string) {
 
 // start runs the reaper on cluster, reached at addr, until close.
 func (r *reaper) start(cluster *kfake.Cluster, addr string) {
-	r.cluster, r.addr = cluster, addr
+	r.cluster, r.admin.addr = cluster, addr
 	go r.run()
 }
 
 func (r *reaper) run() {
 	defer close(r.stopped)
-	defer r.drop()
+	defer r.admin.drop()
 	tick := time.NewTicker(r.every)
 	defer tick.Stop()
 	for {
@@ -149,7 +146,7 @@ func (r *reaper) sweep() {
 	if len(closed) == 0 {
 		return
 	}
-	groups, err := r.groups()
+	groups, err := r.admin.groups()
 	if err != nil {
 		return // the next tick tries again
 	}
@@ -195,37 +192,16 @@ func (r *reaper) sweep() {
 	}
 }
 
-// groups lists the broker's groups.
-func (r *reaper) groups() ([]string, error) {
-	b, err := r.conn()
-	if err != nil {
-		return nil, err
-	}
-	resp, err := b.ListGroups(&sarama.ListGroupsRequest{})
-	if err != nil {
-		r.drop()
-		return nil, err
-	}
-	if !errors.Is(resp.Err, sarama.ErrNoError) {
-		return nil, resp.Err
-	}
-	names := make([]string, 0, len(resp.Groups))
-	for g := range resp.Groups {
-		names = append(names, g)
-	}
-	return names, nil
-}
-
 // leave removes member from group and reports whether it is done with the
 // member: it has left, or it is no classic member any more.
 func (r *reaper) leave(group, member string) bool {
-	b, err := r.conn()
+	b, err := r.admin.conn()
 	if err != nil {
 		return false
 	}
 	resp, err := b.LeaveGroup(&sarama.LeaveGroupRequest{GroupId: group, MemberId: member})
 	if err != nil {
-		r.drop()
+		r.admin.drop()
 		return false
 	}
 	return !retriable(resp.Err)
@@ -235,13 +211,13 @@ func (r *reaper) leave(group, member string) bool {
 // whether it is done with the member: its session timer now runs (no
 // error, or ErrRebalanceInProgress), or it is no classic member any more.
 func (r *reaper) heartbeat(group, member string, generation int32) bool {
-	b, err := r.conn()
+	b, err := r.admin.conn()
 	if err != nil {
 		return false
 	}
 	resp, err := b.Heartbeat(&sarama.HeartbeatRequest{GroupId: group, MemberId: member, GenerationId: generation})
 	if err != nil {
-		r.drop()
+		r.admin.drop()
 		return false
 	}
 	return !retriable(resp.Err) && !errors.Is(resp.Err, sarama.ErrIllegalGeneration)
@@ -249,38 +225,6 @@ func (r *reaper) heartbeat(group, member string, generation int32) bool {
 
 func retriable(err sarama.KError) bool {
 	return errors.Is(err, sarama.ErrNotCoordinatorForConsumer) || errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable)
-}
-
-// conn returns the reaper's connection to the broker, opening it if needed.
-func (r *reaper) conn() (*sarama.Broker, error) {
-	if r.broker != nil {
-		return r.broker, nil
-	}
-	cfg := r.link.SaramaConfig()
-	cfg.ClientID = "stepwise-embedded-reaper"
-	cfg.Net.DialTimeout = 2 * time.Second
-	cfg.Net.ReadTimeout = 2 * time.Second
-	cfg.Net.WriteTimeout = 2 * time.Second
-	b := sarama.NewBroker(r.addr)
-	if err := b.Open(cfg); err != nil {
-		return nil, err
-	}
-	if ok, err := b.Connected(); !ok {
-		_ = b.Close()
-		if err == nil {
-			err = errors.New("not connected")
-		}
-		return nil, err
-	}
-	r.broker = b
-	return b, nil
-}
-
-func (r *reaper) drop() {
-	if r.broker != nil {
-		_ = r.broker.Close()
-		r.broker = nil
-	}
 }
 
 // tracked is a listener that reports each connection it accepts to
