@@ -99,3 +99,28 @@ func connectCluster(ctx context.Context, shown string, u *neturl.URL, sec RedisS
 	}
 	return rdb, nil
 }
+
+// waitPoolSize bounds the connections a program holds for event waits: the
+// event streams (SSE, the AI SDK and AG-UI streams) of one gateway that can
+// wait on Redis at once. Connections open as streams need them; a stream
+// beyond it waits for one.
+const waitPoolSize = 1024
+
+// waitClient is a client on rdb's Redis, with its own pool, for the reads
+// that block until a run's events arrive (store.WithWaitClient). It opens no
+// connection until a read needs one, so a worker, which never waits on
+// events, costs nothing. nil for a client of another kind (connectRedis
+// makes none): the store then waits on rdb.
+func waitClient(rdb redis.UniversalClient) redis.UniversalClient {
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		o := *c.Options()
+		o.PoolSize = waitPoolSize
+		return redis.NewClusterClient(&o)
+	case *redis.Client:
+		o := *c.Options()
+		o.PoolSize = waitPoolSize
+		return redis.NewClient(&o)
+	}
+	return nil
+}

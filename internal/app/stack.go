@@ -48,6 +48,7 @@ type Stack struct {
 
 	wmLogger  watermill.LoggerAdapter
 	transport transport
+	waits     redis.UniversalClient // the store's client for event waits (redis.go, waitClient); nil: Redis
 }
 
 // Connect loads the configuration, connects to Redis and Kafka, and creates
@@ -129,9 +130,11 @@ func open(ctx context.Context, o Options) (*Stack, error) {
 	}
 	redact := secrets.FromEnv(append(cfg.SecretEnvs(), EnvKafkaPassword, EnvRedisPassword))
 	log = slog.New(secrets.Handler(log.Handler(), redact))
+	waits := waitClient(rdb)
 	return &Stack{
-		Config: cfg, Names: cfg.Kafka.Names(), Redis: rdb, Store: store.New(rdb, store.WithRetention(cfg.Runs.KeepFor())),
-		Logger: log, wmLogger: kafka.Logger(log), Plugins: o.plugins(), Redact: redact, Metrics: metrics.New(),
+		Config: cfg, Names: cfg.Kafka.Names(), Redis: rdb,
+		Store:  store.New(rdb, store.WithRetention(cfg.Runs.KeepFor()), store.WithWaitClient(waits)),
+		Logger: log, wmLogger: kafka.Logger(log), Plugins: o.plugins(), Redact: redact, Metrics: metrics.New(), waits: waits,
 	}, nil
 }
 
@@ -141,9 +144,13 @@ func (s *Stack) Subscriber(group string) (message.Subscriber, error) {
 	return s.transport.subscriber(group)
 }
 
-// Close closes the publisher and the Redis client.
+// Close closes the publisher and the Redis clients.
 func (s *Stack) Close() error {
-	return errors.Join(s.Publisher.Close(), s.Redis.Close())
+	err := errors.Join(s.Publisher.Close(), s.Redis.Close())
+	if s.waits != nil {
+		err = errors.Join(err, s.waits.Close())
+	}
+	return err
 }
 
 func queueTopics(names topics.Names, queues []string) []string {

@@ -310,7 +310,7 @@ func (s *Store) WaitEvents(ctx context.Context, runID, afterID string, block tim
 	go func() {
 		// Not ctx: go-redis does not abort a blocking read on cancel, and a
 		// cancelled ctx must not poison the pooled connection mid-read.
-		streams, err := s.rdb.XRead(context.WithoutCancel(ctx), &redis.XReadArgs{
+		streams, err := s.wait.XRead(context.WithoutCancel(ctx), &redis.XReadArgs{
 			Streams: []string{s.eventsKey(runID), afterID},
 			Block:   block,
 		}).Result()

@@ -24,6 +24,7 @@ const DefaultPrefix = "sw"
 // the stream ids of events come from Redis).
 type Store struct {
 	rdb       redis.UniversalClient
+	wait      redis.UniversalClient // for the reads that block (WithWaitClient); rdb unless set
 	prefix    string
 	retention time.Duration // of ended runs' keys; 0 keeps them (retention.go)
 	cluster   bool          // rdb is a Redis Cluster: global indexes live on other nodes than a run
@@ -51,11 +52,24 @@ func WithPrefix(p string) Option {
 	return func(s *Store) { s.prefix = p }
 }
 
+// WithWaitClient gives the store another client, on the same Redis, for
+// the reads that block until events arrive (WaitEvents): each holds its
+// connection for as long as it waits, so on rdb's pool a few dozen
+// waiting event streams would make every other command queue for a
+// connection. The caller closes it. nil: rdb.
+func WithWaitClient(c redis.UniversalClient) Option {
+	return func(s *Store) {
+		if c != nil {
+			s.wait = c
+		}
+	}
+}
+
 // New returns a Store over rdb. It does not talk to Redis; use Ping for that.
 // The scripts are loaded lazily (EVALSHA, falling back to EVAL once).
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	_, cluster := rdb.(*redis.ClusterClient)
-	s := &Store{rdb: rdb, prefix: DefaultPrefix, cluster: cluster}
+	s := &Store{rdb: rdb, wait: rdb, prefix: DefaultPrefix, cluster: cluster}
 	for _, o := range opts {
 		o(s)
 	}
