@@ -22,7 +22,8 @@ const segmentBytes = 256 << 10
 //
 // Each round it drops, from every partition of a topic that consumer
 // groups read, the records all of those groups have committed (as a
-// DeleteRecords request to the lowest of their offsets does), and then
+// DeleteRecords request to the lowest of their offsets does) but the
+// partition's last, and then
 // applies the topics' time retention (retention.ms, Kafka's 7 days unless
 // a topic sets its own), which kfake applies on its own only to topics that
 // set one. A group reads a topic when it has committed an offset on one of
@@ -115,7 +116,13 @@ func (t *trimmer) trim() {
 	}
 	for topic, groups := range readers {
 		for _, part := range t.cluster.PartitionInfos(topic) {
-			if to, ok := readTo(groups, part.Partition); ok && to > part.LogStartOffset && to <= part.HighWatermark {
+			to, ok := readTo(groups, part.Partition)
+			// The last record stays: a broker restarted on its data
+			// directory learns where a partition ends from what it holds,
+			// and an empty one would start again at offset 0, under its
+			// readers' committed offsets.
+			to = min(to, part.HighWatermark-1)
+			if ok && to > part.LogStartOffset {
 				_ = t.cluster.DeleteRecords(topic, part.Partition, to) // refused only when raced: the next round sees
 			}
 		}
