@@ -166,3 +166,36 @@ func TestStore_a_claim_whose_conversation_read_failed_reads_it_again(t *testing.
 		t.Fatalf("end and claim = %+v, %v (read broken: %v)", claimed, err, hook.broken.Load())
 	}
 }
+
+// A run's conversation stays in the store's cache while the run goes on
+// (its next claim reads only what is new), and leaves it once the run has
+// ended and its result is out: a worker's cache holds the runs it may
+// claim again, not every run it ran.
+func TestStore_an_ended_run_leaves_the_conversation_cache(t *testing.T) {
+	rdb := testinfra.RedisClient(t)
+	f := &fixture{st: store.New(rdb), rdb: rdb, prefix: "sw", ctx: context.Background()}
+	f.created(t, "r")
+	if _, _, err := f.st.ClaimStepWithMessages(f.ctx, "r", 0, lease("w1", at(30)), at(1)); err != nil {
+		t.Fatal(err)
+	}
+	f.commit(t, "r", 0, "w1", "c0")
+	f.done(t, "r", "c0")
+	end := store.StepEnd{ToolMessages: []pipeline.Message{{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: "c0"}}}
+	if _, claimed, err := f.st.EndStepAndClaim(f.ctx, "r", 0, end, lease("w1", at(40)), at(5)); err != nil || claimed == nil {
+		t.Fatalf("end and claim: %+v, %v", claimed, err)
+	}
+	if !store.Caches(f.st, "r") {
+		t.Fatal("the conversation of a run that goes on is not cached")
+	}
+	f.commit(t, "r", 1, "w1")
+	run, _, err := f.st.EndStep(f.ctx, "r", 1, store.StepEnd{Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}}, at(7))
+	if err != nil || run.Status != pipeline.RunDone {
+		t.Fatalf("end: %+v, %v", run, err)
+	}
+	if err := f.st.MarkPublished(f.ctx, "r", at(8)); err != nil {
+		t.Fatal(err)
+	}
+	if store.Caches(f.st, "r") {
+		t.Fatal("the conversation of an ended run is still cached")
+	}
+}

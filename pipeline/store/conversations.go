@@ -88,6 +88,15 @@ func (c *conversations) put(runID string, v conversation) {
 	}
 }
 
+// forget drops the run's conversation: its run has ended, and nothing
+// claims its steps again. Its place in the eviction order goes stale.
+func (c *conversations) forget(runID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bytes -= c.runs[runID].bytes
+	delete(c.runs, runID)
+}
+
 // readConversation queues on p the read of the run's conversation from the
 // last turn this process has cached of it; joinConversation makes the
 // whole conversation of it once the claim beside it has said which run it

@@ -3,3 +3,12 @@ package store
 // DecodeStoredEvent is decodeStored, for the tests of package store_test
 // that read a run's stream entries themselves.
 var DecodeStoredEvent = decodeStored
+
+// Caches reports whether the store holds the run's conversation in its
+// cache (conversations.go).
+func Caches(s *Store, runID string) bool {
+	s.conversations.mu.Lock()
+	defer s.conversations.mu.Unlock()
+	_, ok := s.conversations.runs[runID]
+	return ok
+}

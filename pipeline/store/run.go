@@ -184,8 +184,11 @@ func (s *Store) FinishRun(ctx context.Context, runID string, t pipeline.Terminat
 // outbox); a run found published on the list is marked again, which
 // retires it. A run that is gone is not recreated. The mark goes first: on
 // one Redis in the same pipeline as the retirement (Redis runs it in
-// order), on a cluster one round trip ahead of it.
+// order), on a cluster one round trip ahead of it. Every run that ends
+// comes here, so its conversation leaves the cache here (conversations.go:
+// the cache is for the runs this process may claim again).
 func (s *Store) MarkPublished(ctx context.Context, runID string, now time.Time) error {
+	s.conversations.forget(runID)
 	what := "mark the result of run " + runID + " published"
 	keys, args := []string{s.runKey(runID)}, []any{"published", "1"}
 	var retired []redis.Cmder
