@@ -23,10 +23,9 @@ const segmentBytes = 256 << 10
 // Each round it drops, from every partition of a topic that consumer
 // groups read, the records all of those groups have committed (as a
 // DeleteRecords request to the lowest of their offsets does) but the
-// partition's last, and then
-// applies the topics' time retention (retention.ms, Kafka's 7 days unless
-// a topic sets its own), which kfake applies on its own only to topics that
-// set one. A group reads a topic when it has committed an offset on one of
+// partition's last, and then applies the topics' time retention
+// (retention.ms, Kafka's 7 days unless a topic sets its own), which kfake
+// applies on its own only to topics that set one (ADR 0031). A group reads a topic when it has committed an offset on one of
 // its partitions or a member subscribes to it. A partition one of its
 // readers has committed nothing on yet keeps its records: that reader
 // starts from the oldest (as stepwise's consumers do) and has read none of
