@@ -46,18 +46,17 @@ import (
 // rebalance it starts would then wait out its whole rebalance timeout.
 type reaper struct {
 	cluster *kfake.Cluster
-	admin   admin         // its connection, for the requests it sends
+	admin   admin         // its connection, for the requests it sends (owned by its chore)
 	every   time.Duration // how often it looks again while closed connections are pending
 
 	mu     sync.Mutex
 	open   map[string]int       // remote address → client connections open from it
 	closed map[string]time.Time // remote address of a closed client connection → when
 
-	wake    chan struct{}
-	stop    chan struct{}
-	stopped chan struct{}
+	wake  chan struct{}
+	chore chore
 
-	// Owned by run, as admin is.
+	// Owned by its chore, as admin is.
 	done map[string]string // member ID → its closed address, once handled
 }
 
@@ -68,14 +67,13 @@ const closedGrace = 5 * time.Second
 
 func newReaper() *reaper {
 	return &reaper{
-		admin:   admin{client: "stepwise-embedded-reaper"},
-		every:   250 * time.Millisecond,
-		open:    map[string]int{},
-		closed:  map[string]time.Time{},
-		wake:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		stopped: make(chan struct{}),
-		done:    map[string]string{},
+		admin:  admin{client: "stepwise-embedded-reaper"},
+		every:  250 * time.Millisecond,
+		open:   map[string]int{},
+		closed: map[string]time.Time{},
+		wake:   make(chan struct{}, 1),
+		chore:  newChore(),
+		done:   map[string]string{},
 	}
 }
 
@@ -109,32 +107,11 @@ func (r *reaper) connClosed(remote string) {
 // start runs the reaper on cluster, reached at addr, until close.
 func (r *reaper) start(cluster *kfake.Cluster, addr string) {
 	r.cluster, r.admin.addr = cluster, addr
-	go r.run()
+	r.chore.start(r.every, r.wake, r.sweep, r.admin.drop)
 }
 
-func (r *reaper) run() {
-	defer close(r.stopped)
-	defer r.admin.drop()
-	tick := time.NewTicker(r.every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.stop:
-			return
-		case <-r.wake:
-		case <-tick.C:
-		}
-		r.sweep()
-	}
-}
-
-// close stops the reaper and waits for it. It must come before the
-// cluster's Close: kfake's in-process calls block for ever on a closed
-// cluster.
-func (r *reaper) close() {
-	close(r.stop)
-	<-r.stopped
-}
+// close stops the reaper and waits for it (chore.close).
+func (r *reaper) close() { r.chore.close() }
 
 // sweep handles every member that joined over a closed connection and is
 // not handled yet. It forgets a closed address once the grace period is

@@ -34,49 +34,27 @@ const segmentBytes = 256 << 10
 // records for the time retention.
 type trimmer struct {
 	cluster *kfake.Cluster
-	admin   admin // owned by run
+	admin   admin // owned by its chore
 	every   time.Duration
-
-	stop    chan struct{}
-	stopped chan struct{}
+	chore   chore
 }
 
 func newTrimmer(every time.Duration) *trimmer {
 	return &trimmer{
 		admin: admin{client: "stepwise-embedded-trimmer"},
 		every: every,
-		stop:  make(chan struct{}), stopped: make(chan struct{}),
+		chore: newChore(),
 	}
 }
 
 // start runs the trimmer on cluster, reached at addr, until close.
 func (t *trimmer) start(cluster *kfake.Cluster, addr string) {
 	t.cluster, t.admin.addr = cluster, addr
-	go t.run()
+	t.chore.start(t.every, nil, t.trim, t.admin.drop)
 }
 
-func (t *trimmer) run() {
-	defer close(t.stopped)
-	defer t.admin.drop()
-	tick := time.NewTicker(t.every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-t.stop:
-			return
-		case <-tick.C:
-			t.trim()
-		}
-	}
-}
-
-// close stops the trimmer and waits for it. It must come before the
-// cluster's Close: kfake's in-process calls block for ever on a closed
-// cluster.
-func (t *trimmer) close() {
-	close(t.stop)
-	<-t.stopped
-}
+// close stops the trimmer and waits for it (chore.close).
+func (t *trimmer) close() { t.chore.close() }
 
 // trim runs one round; a round that cannot list the groups trims nothing
 // (the next tries again).
