@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/embedded"
 	"github.com/stepwise-run/stepwise/internal/kafka"
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 )
 
 // trimEvery is the trim period of the brokers in these tests.
@@ -207,4 +208,31 @@ func logSize(t *testing.T, client sarama.Client, topic string) int64 {
 	}
 	t.Fatalf("DescribeLogDirs has no %s/0", topic)
 	return 0
+}
+
+// A broker that speaks only TLS and wants a SASL login trims too: the
+// trimmer logs in as the broker's own housekeeping does.
+func TestKafka_with_TLS_and_SASL_drops_what_its_readers_have_read(t *testing.T) {
+	t.Parallel()
+	certs := testinfra.NewCerts(t)
+	login := kafka.SASL{Mechanism: kafka.SASLScramSHA256, User: "stepwise", Password: "kafka-secret"}
+	k := startKafka(t, "127.0.0.1:0", embedded.WithTLS(certs.Server), embedded.WithSASL(login),
+		embedded.WithTopics("work"), embedded.WithPartitions(1), embedded.WithTrimEvery(trimEvery))
+	cluster := kafka.Cluster{Brokers: k.Addrs(), TLS: certs.Client(t), SASL: login}
+	client, err := sarama.NewClient(k.Addrs(), cluster.SaramaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	prod, err := sarama.NewSyncProducerFromClient(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "work", Partition: 0, Value: sarama.StringEncoder(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(t, client, "g", "work", 20)
+	waitLogStart(t, client, "work", 19)
 }
