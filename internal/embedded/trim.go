@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -109,18 +110,16 @@ func (t *trimmer) trim() {
 
 // readTo is the offset every group reading a topic has read its partition
 // p up to: the lowest they committed on it; false when one of them has
-// committed nothing on it.
+// committed nothing on it. groups is never empty (a topic is in readers
+// for a group that reads it).
 func readTo(groups map[string]map[int32]int64, p int32) (int64, bool) {
-	var low int64
-	first := true
+	low := int64(math.MaxInt64)
 	for _, offsets := range groups {
 		off, ok := offsets[p]
 		if !ok {
 			return 0, false
 		}
-		if first || off < low {
-			low, first = off, false
-		}
+		low = min(low, off)
 	}
-	return low, !first
+	return low, true
 }
