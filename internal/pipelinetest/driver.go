@@ -195,6 +195,7 @@ func (h *Harness) drive(side Side, n int, order Order) (Outcome, bool) {
 			t.Fatalf("%s, %s crashing at %d: the run is stuck: %+v, calls %+v", d.sc.Name, side, n, snap.Run, snap.Calls)
 		}
 		if d.sc.Decision != nil && !d.decided && snap.Run.Status == pipeline.RunWaiting {
+			d.listed(prefix, snap)
 			d.decide()
 			continue
 		}
@@ -216,6 +217,46 @@ func (h *Harness) drive(side Side, n int, order Order) (Outcome, bool) {
 		d.settle(prefix)
 	}
 	return d.outcome(prefix), d.inj.Crashed()
+}
+
+// listed checks that whoever decides finds the waiting run's parked calls
+// where a person or a system looks for them, GET /v1/pending (the
+// store's ListPending, for every tenant and for the run's), by the next
+// look of the sweeper at the latest: a crash between the write that
+// parked a call and the write that indexed it must not hide the call.
+func (d *driver) listed(prefix string, snap store.Snapshot) {
+	t := d.t
+	t.Helper()
+	missing := func() []string {
+		var out []string
+		for _, f := range []store.PendingFilter{{}, {Tenant: snap.Run.Tenant}} {
+			pending, err := d.observer.ListPending(d.ctx, f)
+			if err != nil {
+				t.Fatalf("%s: list pending: %v", d.sc.Name, err)
+			}
+			seen := map[string]bool{}
+			for _, p := range pending {
+				seen[p.Call.ID] = true
+			}
+			for _, c := range snap.Calls {
+				if c.Status == pipeline.CallSuspended && !seen[c.ID] {
+					out = append(out, fmt.Sprintf("%s (filter %+v)", c.ID, f))
+				}
+			}
+		}
+		return out
+	}
+	if len(missing()) == 0 {
+		return
+	}
+	d.clock.advance(d.cfg.StepWorker.Lease.Duration + time.Second)
+	if _, err := d.steps.Sweep(d.ctx); err != nil && !d.crashed(StepWorker) {
+		t.Fatalf("%s: sweep: %v", d.sc.Name, err)
+	}
+	d.settle(prefix)
+	if m := missing(); len(m) > 0 {
+		t.Fatalf("%s, cut at operation %d: the run waits, but its parked calls %v are not pending after a sweep", d.sc.Name, d.inj.At, m)
+	}
 }
 
 // deliver hands one message to its handler, as a consumer would, and waits

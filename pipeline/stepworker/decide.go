@@ -125,7 +125,7 @@ func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
 // which finds it at its first schedule.
 func (w *Worker) afterDecision(d topics.Decision, res store.DecisionResult, sweepAt time.Time) {
 	ctx := w.ctx
-	snap, err := w.store.ReadAfterDecision(ctx, d.RunID, d.CallID, res.Outcome == store.DecisionApplied, sweepAt,
+	snap, err := w.store.ReadAfterDecision(ctx, d.RunID, d.CallID, res, sweepAt,
 		w.settings.Lease.Duration, w.now())
 	if err == nil {
 		err = w.reconcileFrom(ctx, &view{Snapshot: snap, mine: true})

@@ -43,8 +43,9 @@ const reconcileRounds = 16
 //     run once their retry budget is spent;
 //   - then by derive_run_status of the calls ahead: running → publish the
 //     dispatchable calls not marked dispatched and mark them; waiting → set
-//     the run waiting and schedule the next look at its earliest deadline
-//     (none: off the schedule, a decision wakes it); all terminal → StepEnd.
+//     the run waiting, see its parked calls in the pending indexes and
+//     schedule the next look at its earliest deadline (none: off the
+//     schedule, a decision wakes it); all terminal → StepEnd.
 //
 // A message marked sent is published again only when its mark is older
 // than stepworker.dispatch_timeout (a lease, for a claim that died): the
@@ -234,6 +235,11 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 			if err != nil {
 				return nil, err
 			}
+		}
+		// The parked calls are in the pending indexes, also when the
+		// process that parked them died before it indexed them.
+		if err := w.store.IndexPending(ctx, run, calls); err != nil {
+			return nil, err
 		}
 		_, err := w.store.RescheduleIf(ctx, run.ID, snap.Scheduled, nextLook(snap))
 		return nil, err

@@ -94,10 +94,11 @@ var _ interface {
 	FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (Finished, error)
 	ApplyDecision(ctx context.Context, runID string, d Decision, holdUntil, now time.Time) (DecisionResult, error)
 	ApplyDecisionFirst(ctx context.Context, runID string, d Decision, holdUntil, now time.Time) (DecisionResult, error)
-	ReadAfterDecision(ctx context.Context, runID, callID string, applied bool, sweepAt time.Time, claim time.Duration, now time.Time) (Snapshot, error)
+	ReadAfterDecision(ctx context.Context, runID, callID string, res DecisionResult, sweepAt time.Time, claim time.Duration, now time.Time) (Snapshot, error)
 	HeldDecisions(ctx context.Context, runID string) ([]HeldDecision, error)
 	DropHeld(ctx context.Context, runID, callID, decisionID, reason string, now time.Time) error
 	ListPending(ctx context.Context, f PendingFilter) ([]PendingCall, error)
+	IndexPending(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error
 	Snapshot(ctx context.Context, runID string, claim time.Duration, now time.Time) (Snapshot, error)
 	MarkRequested(ctx context.Context, runID string, step int, now time.Time) error
 	MarkDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall, now time.Time) error

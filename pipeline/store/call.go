@@ -186,10 +186,14 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 	if err != nil {
 		return Finished{}, err
 	}
+	var tenant string // of the run, for the pending index of a parked call
 	for range 3 {
 		scriptArgs := append([]any{owner, toMillis(now), string(o.Status), string(o.Result), o.Error}, finished.args()...)
 		if o.Status == pipeline.CallSuspended {
-			step, args, err := s.callStepArgs(ctx, runID, callID)
+			var step int
+			var args string
+			var err error
+			step, args, tenant, err = s.callStepArgs(ctx, runID, callID)
 			if err != nil {
 				return Finished{}, err
 			}
@@ -236,7 +240,7 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 		if f.Call, err = s.decodeCallReply(runID, callID, reply[0]); err != nil {
 			return Finished{}, err
 		}
-		return f, s.indexPending(ctx, runID, f.Call)
+		return f, s.indexPending(ctx, tenant, runID, f.Call)
 	}
 	return Finished{}, fmt.Errorf("%w: %s: the call's arguments kept changing", ErrStale, what)
 }
@@ -268,22 +272,30 @@ func checkOutcome(o CallOutcome) error {
 	return checkJSON("result", o.Result)
 }
 
-// callStepArgs reads the step and the arguments of a call.
-func (s *Store) callStepArgs(ctx context.Context, runID, callID string) (int, string, error) {
-	v, err := s.rdb.HMGet(ctx, s.callKey(runID, callID), "step", "args").Result()
-	if err != nil {
-		return 0, "", fmt.Errorf("call %s of run %s: %w", callID, runID, err)
+// callStepArgs reads the step and the arguments of a call, and the tenant
+// of its run ("" when none is stored), in one round trip.
+func (s *Store) callStepArgs(ctx context.Context, runID, callID string) (step int, args, tenant string, err error) {
+	var call *redis.SliceCmd
+	var owner *redis.StringCmd
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		call = p.HMGet(ctx, s.callKey(runID, callID), "step", "args")
+		owner = p.HGet(ctx, s.runKey(runID), "tenant")
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, "", "", fmt.Errorf("call %s of run %s: %w", callID, runID, err)
 	}
+	v := call.Val()
 	stepStr, ok := v[0].(string)
 	if !ok {
-		return 0, "", fmt.Errorf("%w: call %s of run %s", ErrNotFound, callID, runID)
+		return 0, "", "", fmt.Errorf("%w: call %s of run %s", ErrNotFound, callID, runID)
 	}
-	step, err := strconv.Atoi(stepStr)
+	step, err = strconv.Atoi(stepStr)
 	if err != nil {
-		return 0, "", fmt.Errorf("call %s of run %s: step %q: %w", callID, runID, stepStr, err)
+		return 0, "", "", fmt.Errorf("call %s of run %s: step %q: %w", callID, runID, stepStr, err)
 	}
-	args, _ := v[1].(string)
-	return step, args, nil
+	args, _ = v[1].(string)
+	return step, args, owner.Val(), nil
 }
 
 // currentCall returns the call as it is now together with err, for

@@ -97,7 +97,7 @@ func (s *Store) CancelRun(ctx context.Context, runID, decisionID, by, reason str
 		if err != nil {
 			return pipeline.Run{}, err
 		}
-		return run, s.unindexPending(ctx, runID, ids...)
+		return run, s.unindexPending(ctx, run.Tenant, runID, ids...)
 	}
 	return s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the run's step kept changing", ErrStale, what))
 }

@@ -151,7 +151,7 @@ func (s *Store) ApplyDecision(ctx context.Context, runID string, d Decision, hol
 	if err != nil || res.Outcome != DecisionApplied {
 		return res, err
 	}
-	return res, s.unindexPending(ctx, runID, d.CallID)
+	return res, s.unindexPending(ctx, res.Run.Tenant, runID, d.CallID)
 }
 
 // ApplyDecisionFirst is ApplyDecision without the write to the pending
@@ -162,16 +162,16 @@ func (s *Store) ApplyDecisionFirst(ctx context.Context, runID string, d Decision
 }
 
 // ReadAfterDecision reads the run as Snapshot does, its outcomes claimed
-// for claim, after a decision applied with ApplyDecisionFirst, with the
-// decision's writes to the global indexes ahead of the read in its round
-// trip: an applied decision's call (callID) leaves the pending index, and
-// the run's sweep is scheduled at sweepAt (after the decision's write:
-// stepworker/decide.go says why).
-func (s *Store) ReadAfterDecision(ctx context.Context, runID, callID string, applied bool, sweepAt time.Time, claim time.Duration, now time.Time) (Snapshot, error) {
+// for claim, after decision res on call callID made with
+// ApplyDecisionFirst, with the decision's writes to the global indexes
+// ahead of the read in its round trip: an applied decision's call leaves
+// the pending indexes, and the run's sweep is scheduled at sweepAt (after
+// the decision's write: stepworker/decide.go says why).
+func (s *Store) ReadAfterDecision(ctx context.Context, runID, callID string, res DecisionResult, sweepAt time.Time, claim time.Duration, now time.Time) (Snapshot, error) {
 	return s.snapshot(ctx, runID, claim, now, func(p redis.Pipeliner) []redis.Cmder {
 		var cmds []redis.Cmder
-		if applied {
-			cmds = append(cmds, p.ZRem(ctx, s.pendingKey(), pendingMember(runID, callID)))
+		if res.Outcome == DecisionApplied {
+			cmds = s.unpend(ctx, p, res.Run.Tenant, runID, callID)
 		}
 		return append(cmds, p.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(sweepAt)), Member: runID}))
 	})

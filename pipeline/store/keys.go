@@ -55,6 +55,12 @@ func (s *Store) activeKey() string  { return s.prefix + ":active" }
 func (s *Store) pendingKey() string { return s.prefix + ":pending" }
 func (s *Store) aliveKey() string   { return s.prefix + ":alive" }
 
+// tenantPendingKey is the pending index of the calls of one tenant's runs,
+// for a tenant that has one (tenantIndexed); tenantsIndexedKey marks the
+// calls parked before there were such indexes as added to them (pending.go).
+func (s *Store) tenantPendingKey(tenant string) string { return s.prefix + ":pending:t:" + tenant }
+func (s *Store) tenantsIndexedKey() string             { return s.prefix + ":pending:tenants" }
+
 // pendingMember is a call's member of the pending index: "{<run>}<call>".
 // A run id holds no brace, so the first "}" ends it.
 func pendingMember(runID, callID string) string { return "{" + runID + "}" + callID }

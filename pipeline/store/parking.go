@@ -54,12 +54,14 @@ func parkAt(callID string, p *pipeline.Parking, args json.RawMessage, now time.T
 	return out, nil
 }
 
-// indexPending adds parked calls to the pending index. The index is global
-// (another cluster slot than the run's keys), so it is written after the
-// script that parked them; a process that dies in between leaves a call out
-// of ListPending without a run filter until it is parked again, while
-// ListPending with a run filter reads the run's calls and still shows it.
-func (s *Store) indexPending(ctx context.Context, runID string, calls ...pipeline.ToolCall) error {
+// indexPending adds parked calls of a run of tenant to the pending index,
+// and to its tenant's when the tenant has one (tenantIndexed). The indexes
+// are global (other cluster slots than the run's keys), so they are written
+// after the script that parked the calls; a process that dies in between
+// leaves them out until the run's next reconcile that finds it waiting
+// (IndexPending), while ListPending with a run filter reads the run's
+// calls and shows them all along.
+func (s *Store) indexPending(ctx context.Context, tenant, runID string, calls ...pipeline.ToolCall) error {
 	var zs []redis.Z
 	for _, c := range calls {
 		if c.Status == pipeline.CallSuspended && c.Parking != nil {
@@ -69,25 +71,55 @@ func (s *Store) indexPending(ctx context.Context, runID string, calls ...pipelin
 	if len(zs) == 0 {
 		return nil
 	}
-	if err := s.rdb.ZAdd(ctx, s.pendingKey(), zs...).Err(); err != nil {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, s.pendingKey(), zs...)
+		if tenantIndexed(tenant) {
+			p.ZAdd(ctx, s.tenantPendingKey(tenant), zs...)
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("index pending calls of run %s: %w", runID, err)
 	}
 	return nil
 }
 
-// unindexPending takes calls out of the pending index (absent ones are not
-// an error). Entries it misses are dropped by ListPending when it finds the
-// call no longer suspended.
-func (s *Store) unindexPending(ctx context.Context, runID string, callIDs ...string) error {
+// IndexPending puts the parked calls among calls of run into the pending
+// indexes, as the write that parked them did: the reconcile of a waiting
+// run calls it, so that calls whose parking's process died before it
+// indexed them are listed again. Calls that are not parked are skipped; an
+// indexed call stays as it is.
+func (s *Store) IndexPending(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
+	return s.indexPending(ctx, run.Tenant, run.ID, calls...)
+}
+
+// unindexPending takes calls of a run of tenant out of the pending indexes
+// (absent ones are not an error). Entries it misses are dropped by
+// ListPending when it finds the call no longer suspended.
+func (s *Store) unindexPending(ctx context.Context, tenant, runID string, callIDs ...string) error {
 	if len(callIDs) == 0 {
 		return nil
 	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		s.unpend(ctx, p, tenant, runID, callIDs...)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("unindex pending calls of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// unpend queues in p the removal of calls of a run of tenant from the
+// pending indexes, and returns the commands.
+func (s *Store) unpend(ctx context.Context, p redis.Pipeliner, tenant, runID string, callIDs ...string) []redis.Cmder {
 	members := make([]any, len(callIDs))
 	for i, id := range callIDs {
 		members[i] = pendingMember(runID, id)
 	}
-	if err := s.rdb.ZRem(ctx, s.pendingKey(), members...).Err(); err != nil {
-		return fmt.Errorf("unindex pending calls of run %s: %w", runID, err)
+	cmds := []redis.Cmder{p.ZRem(ctx, s.pendingKey(), members...)}
+	if tenantIndexed(tenant) {
+		cmds = append(cmds, p.ZRem(ctx, s.tenantPendingKey(tenant), members...))
 	}
-	return nil
+	return cmds
 }

@@ -42,13 +42,16 @@ type PendingCall struct {
 // (default 100, at most 1000). Calls of runs that are done are not pending
 // (no decision can apply to them).
 //
-// Without a run filter it walks the pending index, loading each entry's call
+// Without a run filter it walks a pending index, loading each entry's call
 // and its run (one round trip per chunk of entries), and removes entries
 // whose call is no longer suspended or whose run is done or gone; a filter
 // that matches rarely walks the whole index, which holds only the calls
-// awaiting decisions. With a run filter it reads that run's current step
-// instead of the index (an unknown run gives an empty list). A run id with
-// a brace is ErrInvalid.
+// awaiting decisions. The index is the tenant's own for a tenant filter
+// other than the default tenant (tenantIndexed), so that a tenant's list
+// costs what its own calls cost, however many other tenants have; else it
+// is the index of every tenant's calls. With a run filter it reads that
+// run's current step instead of an index (an unknown run gives an empty
+// list). A run id with a brace is ErrInvalid.
 func (s *Store) ListPending(ctx context.Context, f PendingFilter) ([]PendingCall, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -61,11 +64,18 @@ func (s *Store) ListPending(ctx context.Context, f PendingFilter) ([]PendingCall
 		}
 		return s.runPending(ctx, f, limit)
 	}
+	index := s.pendingKey()
+	if tenantIndexed(f.Tenant) {
+		if err := s.indexTenantsOnce(ctx); err != nil {
+			return nil, err
+		}
+		index = s.tenantPendingKey(f.Tenant)
+	}
 	out := []PendingCall{}
 	var stale []any
 	chunk := int64(max(limit, pendingChunk))
 	for offset := int64(0); len(out) < limit; offset += chunk {
-		members, err := s.rdb.ZRange(ctx, s.pendingKey(), offset, offset+chunk-1).Result()
+		members, err := s.rdb.ZRange(ctx, index, offset, offset+chunk-1).Result()
 		if err != nil {
 			return nil, fmt.Errorf("list pending calls: %w", err)
 		}
@@ -88,7 +98,7 @@ func (s *Store) ListPending(ctx context.Context, f PendingFilter) ([]PendingCall
 	}
 	// Removed after the walk, so the offsets of the walk did not shift.
 	if len(stale) > 0 {
-		if err := s.rdb.ZRem(ctx, s.pendingKey(), stale...).Err(); err != nil {
+		if err := s.rdb.ZRem(ctx, index, stale...).Err(); err != nil {
 			return nil, fmt.Errorf("drop stale pending entries: %w", err)
 		}
 	}
@@ -189,4 +199,78 @@ func parkedAt(p PendingCall) int64 {
 func pendingMatches(p PendingCall, f PendingFilter) bool {
 	return (f.Agent == "" || p.Agent == f.Agent) && (f.Tool == "" || p.Call.Tool == f.Tool) &&
 		(f.RunID == "" || p.Call.RunID == f.RunID) && (f.Tenant == "" || p.Tenant == f.Tenant)
+}
+
+// tenantIndexed reports whether a tenant's parked calls have a pending index
+// of their own beside the index of all: those of runs stored with a tenant
+// other than the default one. The default tenant's (every run's, on a
+// gateway without API keys) are listed from the index of all, which they
+// would otherwise double.
+func tenantIndexed(tenant string) bool {
+	return tenant != "" && tenant != pipeline.DefaultTenant
+}
+
+// indexTenantsOnce adds the calls parked before there were tenants'
+// pending indexes to them, once for the Redis: it walks the index of all
+// (read whole, so that calls decided meanwhile shift nothing) and adds each
+// call of a run with an indexed tenant to its tenant's, then marks the
+// Redis as done. Any number of stores may do it at once; an entry it adds
+// for a call decided meanwhile is dropped as stale by the next list.
+func (s *Store) indexTenantsOnce(ctx context.Context) error {
+	if s.tenantsIndexed.Load() {
+		return nil
+	}
+	n, err := s.rdb.Exists(ctx, s.tenantsIndexedKey()).Result()
+	if err != nil {
+		return fmt.Errorf("index pending calls by tenant: %w", err)
+	}
+	if n == 0 {
+		all, err := s.rdb.ZRangeWithScores(ctx, s.pendingKey(), 0, -1).Result()
+		if err != nil {
+			return fmt.Errorf("index pending calls by tenant: %w", err)
+		}
+		for len(all) > 0 {
+			chunk := all[:min(len(all), pendingChunk)]
+			all = all[len(chunk):]
+			if err := s.indexTenantsOf(ctx, chunk); err != nil {
+				return err
+			}
+		}
+		if err := s.rdb.Set(ctx, s.tenantsIndexedKey(), "1", 0).Err(); err != nil {
+			return fmt.Errorf("index pending calls by tenant: %w", err)
+		}
+	}
+	s.tenantsIndexed.Store(true)
+	return nil
+}
+
+// indexTenantsOf adds entries of the index of all to their tenants'
+// indexes: one round trip to read their runs' tenants, one to add them.
+func (s *Store) indexTenantsOf(ctx context.Context, entries []redis.Z) error {
+	tenants := make([]*redis.StringCmd, len(entries))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, z := range entries {
+			runID, _, ok := parsePendingMember(fmt.Sprint(z.Member))
+			if !ok || checkRunID(runID) != nil {
+				runID = "-" // a malformed entry: read nothing of use
+			}
+			tenants[i] = p.HGet(ctx, s.runKey(runID), "tenant")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("index pending calls by tenant: %w", err)
+	}
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, z := range entries {
+			if t := tenants[i].Val(); tenantIndexed(t) {
+				p.ZAdd(ctx, s.tenantPendingKey(t), z)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("index pending calls by tenant: %w", err)
+	}
+	return nil
 }

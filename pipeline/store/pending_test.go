@@ -75,7 +75,7 @@ var pendingCases = []contractCase{
 		if members, err := f.rdb.ZRange(f.ctx, pending, 0, -1).Result(); err != nil || len(members) != 2 {
 			t.Fatalf("pending index = %v, %v; want both calls until the read after the decision", members, err)
 		}
-		snap, err := f.st.ReadAfterDecision(f.ctx, "r1", "c1", true, at(40), time.Minute, at(6))
+		snap, err := f.st.ReadAfterDecision(f.ctx, "r1", "c1", res, at(40), time.Minute, at(6))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ var pendingCases = []contractCase{
 		if err != nil || res.Outcome == store.DecisionApplied {
 			t.Fatalf("a decision id seen before = %+v, %v; want it not applied", res, err)
 		}
-		if _, err := f.st.ReadAfterDecision(f.ctx, "r1", "c2", false, at(41), time.Minute, at(7)); err != nil {
+		if _, err := f.st.ReadAfterDecision(f.ctx, "r1", "c2", res, at(41), time.Minute, at(7)); err != nil {
 			t.Fatal(err)
 		}
 		wantPending(t, f, store.PendingFilter{}, "r1/c2")

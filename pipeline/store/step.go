@@ -292,7 +292,7 @@ func (s *Store) decodeCommit(ctx context.Context, runID, what string, written []
 		}
 		calls = append(calls, stored)
 	}
-	return run, calls, s.indexPending(ctx, runID, calls...)
+	return run, calls, s.indexPending(ctx, run.Tenant, runID, calls...)
 }
 
 // DefaultQueue is the queue of a call whose tool names none.

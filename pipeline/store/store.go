@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,8 +40,9 @@ type Store struct {
 	busyCalls      string // call statuses that keep a run running (derive_run_status)
 	finishableRuns string // run statuses that may move to done
 
-	viewKey       viewKey       // authenticates fan-in views (view.go)
-	conversations conversations // read for claims (conversations.go)
+	viewKey        viewKey       // authenticates fan-in views (view.go)
+	conversations  conversations // read for claims (conversations.go)
+	tenantsIndexed atomic.Bool   // the tenants' pending indexes hold the calls parked before them (pending.go)
 }
 
 // Option configures a Store.
