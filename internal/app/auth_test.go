@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -88,6 +89,18 @@ func TestAuth_tenants_and_deciders_through_the_pipeline(t *testing.T) {
 	if keyDo(t, "approver-key-0001", http.MethodGet, base+"/v1/pending", nil, &pending); len(pending.Pending) != 1 {
 		t.Errorf("shop-approver sees %+v, want shop-1's call", pending)
 	}
+	// shop's list walks shop's own index (ADR 0034), which the decision
+	// below leaves.
+	shopIndex := func() []string {
+		ids, err := stack.Redis.ZRange(context.Background(), "sw:pending:t:shop", 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	if ids := shopIndex(); len(ids) != 1 || ids[0] != "{shop-1}R" {
+		t.Errorf("shop's pending index = %v", ids)
+	}
 	if code := keyDo(t, "shop-key-0001", http.MethodPost, base+"/v1/runs/shop-1/decisions", decision, nil); code != http.StatusForbidden {
 		t.Errorf("shop-backend decides: %d, want 403", code)
 	}
@@ -98,6 +111,9 @@ func TestAuth_tenants_and_deciders_through_the_pipeline(t *testing.T) {
 		keyDo(t, "approver-key-0001", http.MethodGet, base+"/v1/runs/shop-1", nil, &v)
 		return v.Status == pipeline.RunDone
 	}, func() string { return "shop-1 is " + string(v.Status) })
+	if ids := shopIndex(); len(ids) != 0 {
+		t.Errorf("shop's pending index after the decision = %v", ids)
+	}
 	var full struct {
 		ToolCalls []struct {
 			Decision struct {
