@@ -89,17 +89,31 @@ func TestAuth_tenants_and_deciders_through_the_pipeline(t *testing.T) {
 	if keyDo(t, "approver-key-0001", http.MethodGet, base+"/v1/pending", nil, &pending); len(pending.Pending) != 1 {
 		t.Errorf("shop-approver sees %+v, want shop-1's call", pending)
 	}
-	// shop's list walks shop's own index (ADR 0034), which the decision
-	// below leaves.
-	shopIndex := func() []string {
-		ids, err := stack.Redis.ZRange(context.Background(), "sw:pending:t:shop", 0, -1).Result()
+	// shop's lists walk shop's own indexes (ADR 0034); the decision below
+	// takes the call out of its pending index.
+	index := func(key string) []string {
+		ids, err := stack.Redis.ZRange(context.Background(), key, 0, -1).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ids
 	}
-	if ids := shopIndex(); len(ids) != 1 || ids[0] != "{shop-1}R" {
+	if ids := index("sw:pending:t:shop"); len(ids) != 1 || ids[0] != "{shop-1}R" {
 		t.Errorf("shop's pending index = %v", ids)
+	}
+	if ids := index("sw:runs:t:shop"); len(ids) != 1 || ids[0] != "shop-1" {
+		t.Errorf("shop's run index = %v", ids)
+	}
+	var runs struct {
+		Runs []struct {
+			RunID string `json:"run_id"`
+		} `json:"runs"`
+	}
+	if keyDo(t, "shop-key-0001", http.MethodGet, base+"/v1/runs", nil, &runs); len(runs.Runs) != 1 || runs.Runs[0].RunID != "shop-1" {
+		t.Errorf("shop lists %+v, want shop-1", runs)
+	}
+	if keyDo(t, bankKey, http.MethodGet, base+"/v1/runs", nil, &runs); len(runs.Runs) != 0 {
+		t.Errorf("bank lists %+v, want none", runs)
 	}
 	if code := keyDo(t, "shop-key-0001", http.MethodPost, base+"/v1/runs/shop-1/decisions", decision, nil); code != http.StatusForbidden {
 		t.Errorf("shop-backend decides: %d, want 403", code)
@@ -111,7 +125,7 @@ func TestAuth_tenants_and_deciders_through_the_pipeline(t *testing.T) {
 		keyDo(t, "approver-key-0001", http.MethodGet, base+"/v1/runs/shop-1", nil, &v)
 		return v.Status == pipeline.RunDone
 	}, func() string { return "shop-1 is " + string(v.Status) })
-	if ids := shopIndex(); len(ids) != 0 {
+	if ids := index("sw:pending:t:shop"); len(ids) != 0 {
 		t.Errorf("shop's pending index after the decision = %v", ids)
 	}
 	var full struct {

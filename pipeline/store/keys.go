@@ -55,6 +55,14 @@ func (s *Store) activeKey() string  { return s.prefix + ":active" }
 func (s *Store) pendingKey() string { return s.prefix + ":pending" }
 func (s *Store) aliveKey() string   { return s.prefix + ":alive" }
 
+// tenantRunsKey is the run index of one tenant's runs, for a tenant that has
+// one (tenantIndexed); tenantsKey is the set of the tenants that have one;
+// tenantRunsIndexedKey marks the runs created before there were such
+// indexes as added to them (list.go).
+func (s *Store) tenantRunsKey(tenant string) string { return s.prefix + ":runs:t:" + tenant }
+func (s *Store) tenantsKey() string                 { return s.prefix + ":tenants" }
+func (s *Store) tenantRunsIndexedKey() string       { return s.prefix + ":runs:tenants" }
+
 // tenantPendingKey is the pending index of the calls of one tenant's runs,
 // for a tenant that has one (tenantIndexed); tenantsIndexedKey marks the
 // calls parked before there were such indexes as added to them (pending.go).

@@ -30,6 +30,11 @@ const (
 // The cursor names the last entry scanned; the next page continues strictly
 // after it, so runs created between pages neither repeat nor shift entries.
 // A malformed cursor or status is ErrInvalid.
+//
+// A tenant filter other than the default tenant (tenantIndexed) reads the
+// tenant's own run index, so that a tenant's pages hold its runs however
+// many other tenants have; an entry whose run is gone leaves it as the page
+// finds it. Other filters read the index of every run.
 func (s *Store) ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, string, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -45,16 +50,28 @@ func (s *Store) ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, str
 	if err != nil {
 		return nil, "", err
 	}
+	index := s.runsKey()
+	if tenantIndexed(f.Tenant) {
+		if err := s.listTenantsOnce(ctx); err != nil {
+			return nil, "", err
+		}
+		index = s.tenantRunsKey(f.Tenant)
+	}
 	out := []pipeline.Run{}
 	for scanned := 0; scanned < listScanFactor*limit; {
 		chunk := min(limit, listScanFactor*limit-scanned)
-		entries, err := s.indexPage(ctx, cur, chunk)
+		entries, err := s.indexPage(ctx, index, cur, chunk)
 		if err != nil {
 			return nil, "", err
 		}
 		runs, err := s.getRuns(ctx, entries)
 		if err != nil {
 			return nil, "", err
+		}
+		if index != s.runsKey() {
+			if err := s.dropGone(ctx, index, entries, runs); err != nil {
+				return nil, "", err
+			}
 		}
 		for i, e := range entries {
 			scanned++
@@ -84,14 +101,14 @@ type indexEntry struct {
 	member string
 }
 
-// indexPage returns up to count index entries strictly after cur (from the
-// newest when cur is the zero entry).
-func (s *Store) indexPage(ctx context.Context, cur indexEntry, count int) ([]indexEntry, error) {
+// indexPage returns up to count entries of the run index at key strictly
+// after cur (from the newest when cur is the zero entry).
+func (s *Store) indexPage(ctx context.Context, key string, cur indexEntry, count int) ([]indexEntry, error) {
 	score := ""
 	if cur.member != "" {
 		score = strconv.FormatInt(cur.score, 10)
 	}
-	v, err := s.eval(ctx, s.scripts.listRuns, "list runs", []string{s.runsKey()}, score, cur.member, count)
+	v, err := s.eval(ctx, s.scripts.listRuns, "list runs", []string{key}, score, cur.member, count)
 	if err != nil {
 		return nil, err
 	}
@@ -159,4 +176,23 @@ func decodeCursor(c string) (indexEntry, error) {
 		return indexEntry{}, fmt.Errorf("%w: cursor %q", ErrInvalid, c)
 	}
 	return indexEntry{score: n, member: member}, nil
+}
+
+// dropGone takes the entries whose run is gone (no record in runs) out of
+// the run index at key: a tenant's, which the sweeper's trim of expired
+// runs may have missed (a run never written, say).
+func (s *Store) dropGone(ctx context.Context, key string, entries []indexEntry, runs map[int]pipeline.Run) error {
+	var gone []any
+	for i, e := range entries {
+		if _, ok := runs[i]; !ok {
+			gone = append(gone, e.member)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	if err := s.rdb.ZRem(ctx, key, gone...).Err(); err != nil {
+		return fmt.Errorf("list runs: drop gone runs: %w", err)
+	}
+	return nil
 }

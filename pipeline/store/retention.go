@@ -22,7 +22,7 @@ import (
 // expire with the run: MarkPublished, the last write a run gets, moves it
 // from the sweep schedule to the retired index, scored by when its keys
 // expire; the sweeper's TrimRetired takes runs whose time has come out of
-// the runs list and the retired index. The pending index drops a gone run's
+// the runs list, the tenants' run lists and the retired index. The pending index drops a gone run's
 // calls as ListPending walks it.
 
 // WithRetention sets how long an ended run's keys live (default 0: for
@@ -65,10 +65,12 @@ func (s *Store) TrimRetired(ctx context.Context, now time.Time, limit int64) (in
 		return 0, wrapTrim(err)
 	}
 	ttls := make([]*redis.DurationCmd, len(ids))
+	var tenants *redis.StringSliceCmd
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			ttls[i] = p.PTTL(ctx, s.runKey(id))
 		}
+		tenants = p.SMembers(ctx, s.tenantsKey())
 		return nil
 	}); err != nil {
 		return 0, wrapTrim(err)
@@ -86,13 +88,23 @@ func (s *Store) TrimRetired(ctx context.Context, now time.Time, limit int64) (in
 			}
 		}
 		if len(gone) > 0 {
-			p.ZRem(ctx, s.runsKey(), gone...)
+			s.unlist(ctx, p, tenants.Val(), gone...)
 			p.ZRem(ctx, s.activeKey(), gone...)
 			p.ZRem(ctx, s.retiredKey(), gone...)
 		}
 		return nil
 	})
 	return len(gone), wrapTrim(err)
+}
+
+// unlist queues in p the removal of runs that are gone from the run index
+// and from the run index of each of tenants: their tenant went with their
+// record, so every tenant's index is told.
+func (s *Store) unlist(ctx context.Context, p redis.Pipeliner, tenants []string, runIDs ...any) {
+	p.ZRem(ctx, s.runsKey(), runIDs...)
+	for _, t := range tenants {
+		p.ZRem(ctx, s.tenantRunsKey(t), runIDs...)
+	}
 }
 
 func wrapTrim(err error) error {
@@ -105,9 +117,13 @@ func wrapTrim(err error) error {
 // Forget takes a run that is gone (expired, or scheduled and never
 // created) out of every index that names it by id.
 func (s *Store) Forget(ctx context.Context, runID string) error {
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	tenants, err := s.rdb.SMembers(ctx, s.tenantsKey()).Result()
+	if err != nil {
+		return fmt.Errorf("forget run %s: %w", runID, err)
+	}
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZRem(ctx, s.activeKey(), runID)
-		p.ZRem(ctx, s.runsKey(), runID)
+		s.unlist(ctx, p, tenants, runID)
 		p.ZRem(ctx, s.retiredKey(), runID)
 		return nil
 	})

@@ -71,7 +71,11 @@ func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.M
 	what := "create run " + run.ID
 	var indexed []redis.Cmder
 	index := func(p redis.Pipeliner) {
-		indexed = []redis.Cmder{p.ZAddNX(ctx, s.runsKey(), redis.Z{Score: float64(toMillis(now)), Member: run.ID})}
+		z := redis.Z{Score: float64(toMillis(now)), Member: run.ID}
+		indexed = []redis.Cmder{p.ZAddNX(ctx, s.runsKey(), z)}
+		if tenantIndexed(run.Tenant) {
+			indexed = append(indexed, p.ZAddNX(ctx, s.tenantRunsKey(run.Tenant), z), p.SAdd(ctx, s.tenantsKey(), run.Tenant))
+		}
 		if !sweepAt.IsZero() {
 			indexed = append(indexed, p.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(sweepAt)), Member: run.ID}))
 		}

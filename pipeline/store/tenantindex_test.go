@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +15,116 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
-var tenantPendingCases = []contractCase{
+var tenantIndexCases = []contractCase{
+	{"a_tenants_run_list_reads_its_own_index_page_by_page", func(t *testing.T, f *fixture) {
+		for i, c := range []struct{ id, tenant string }{
+			{"a1", "acme"}, {"b1", "beta"}, {"a2", "acme"}, {"d1", ""}, {"b2", "beta"}, {"a3", "acme"}, {"d2", pipeline.DefaultTenant},
+		} {
+			run := newRun(c.id)
+			run.Tenant = c.tenant
+			if _, _, err := f.st.CreateRun(f.ctx, run, input, at(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.wantRunIndex(t, "acme", "a1", "a2", "a3")
+		f.wantRunIndex(t, "beta", "b1", "b2")
+		f.wantRunIndex(t, pipeline.DefaultTenant) // the default tenant's runs are in the index of all only
+		if got, _ := f.list(t, store.ListFilter{Tenant: "acme"}); fmt.Sprint(got) != "[a3 a2 a1]" {
+			t.Errorf("acme lists %v", got)
+		}
+		// Page by page: a page of one scans one entry of acme's index, not
+		// the runs of others in between.
+		var pages []string
+		cursor := ""
+		for range 4 {
+			got, next := f.list(t, store.ListFilter{Tenant: "acme", Limit: 1, Cursor: cursor})
+			pages = append(pages, fmt.Sprint(got))
+			if cursor = next; cursor == "" {
+				break
+			}
+		}
+		if fmt.Sprint(pages) != "[[a3] [a2] [a1] []]" {
+			t.Errorf("acme's pages of one: %v", pages)
+		}
+		if got, _ := f.list(t, store.ListFilter{Tenant: pipeline.DefaultTenant}); fmt.Sprint(got) != "[d2 d1]" {
+			t.Errorf("the default tenant lists %v", got)
+		}
+		if got, _ := f.list(t, store.ListFilter{}); len(got) != 7 {
+			t.Errorf("every tenant lists %v", got)
+		}
+		// The same run created again (a retried request) is listed once.
+		again := newRun("a2")
+		again.Tenant = "acme"
+		if _, _, err := f.st.CreateRun(f.ctx, again, input, at(50)); err != nil {
+			t.Fatal(err)
+		}
+		f.wantRunIndex(t, "acme", "a1", "a2", "a3")
+		// An entry whose run is gone leaves acme's index as a page finds it.
+		f.del(t, f.prefix+":{a2}:run")
+		if got, _ := f.list(t, store.ListFilter{Tenant: "acme"}); fmt.Sprint(got) != "[a3 a1]" {
+			t.Errorf("acme lists %v after a2 went", got)
+		}
+		f.wantRunIndex(t, "acme", "a1", "a3")
+	}},
+	{"expired_and_forgotten_runs_leave_their_tenants_index", func(t *testing.T, f *fixture) {
+		f = f.retaining(retention)
+		for _, c := range []struct{ id, tenant string }{{"a1", "acme"}, {"a2", "acme"}, {"b1", "beta"}} {
+			run := newRun(c.id)
+			run.Tenant = c.tenant
+			if _, _, err := f.st.CreateRun(f.ctx, run, input, t0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.st.FinishRun(f.ctx, c.id, pipeline.Termination{Reason: pipeline.ReasonCancelled}, at(2)); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.st.MarkPublished(f.ctx, c.id, at(3)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// a1 and b1 expire (their keys deleted, as an expiry would).
+		for _, id := range []string{"a1", "b1"} {
+			f.del(t, slices.Collect(mapKeys(f.runKeys(t, id), f.prefix+":{"+id+"}:"))...)
+		}
+		if n, err := f.st.TrimRetired(f.ctx, at(3).Add(retention), 100); err != nil || n != 2 {
+			t.Fatalf("TrimRetired = %d, %v; want a1 and b1 trimmed", n, err)
+		}
+		f.wantRunIndex(t, "acme", "a2")
+		f.wantRunIndex(t, "beta")
+		if err := f.st.Forget(f.ctx, "a2"); err != nil {
+			t.Fatal(err)
+		}
+		f.wantRunIndex(t, "acme")
+	}},
+	{"a_tenants_run_list_finds_the_runs_created_before_its_index", func(t *testing.T, f *fixture) {
+		for i, c := range []struct{ id, tenant string }{{"a1", "acme"}, {"o1", "other"}, {"a2", "acme"}, {"d1", ""}} {
+			run := newRun(c.id)
+			run.Tenant = c.tenant
+			if _, _, err := f.st.CreateRun(f.ctx, run, input, at(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// As a Redis written by a stepwise before tenants' indexes: the
+		// index of all only, with an entry left behind by a crash.
+		f.del(t, f.prefix+":runs:t:acme", f.prefix+":runs:t:other", f.prefix+":tenants")
+		if err := f.rdb.ZAdd(f.ctx, f.prefix+":runs", redis.Z{Score: 1, Member: "ghost"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		upgraded := store.New(f.rdb, store.WithPrefix(f.prefix))
+		runs, _, err := upgraded.ListRuns(f.ctx, store.ListFilter{Tenant: "acme"})
+		if err != nil || fmt.Sprint(runIDs(runs)) != "[a2 a1]" {
+			t.Fatalf("acme's runs after the upgrade = %v, %v", runIDs(runs), err)
+		}
+		f.wantRunIndex(t, "other", "o1")
+		if got, err := f.rdb.SMembers(f.ctx, f.prefix+":tenants").Result(); err != nil || len(got) != 2 {
+			t.Fatalf("tenants = %v, %v; want acme and other, for the trim of expired runs", got, err)
+		}
+		// Once done for the Redis, it is not done again.
+		f.del(t, f.prefix+":runs:t:other")
+		later := store.New(f.rdb, store.WithPrefix(f.prefix))
+		if runs, _, err := later.ListRuns(f.ctx, store.ListFilter{Tenant: "other"}); err != nil || len(runs) != 0 {
+			t.Fatalf("other's runs = %v, %v; want the index as it is", runIDs(runs), err)
+		}
+	}},
 	{"a_tenants_pending_list_reads_its_own_index_which_decisions_and_cancels_leave", func(t *testing.T, f *fixture) {
 		f.parkedFor(t, "b1", "big", at(1), "c1", "c2")
 		f.parkedFor(t, "b2", "big", at(2), "c1")
@@ -120,9 +230,16 @@ var tenantPendingCases = []contractCase{
 // createFor creates run id of tenant at t0, and has w1 claim its step 0.
 func (f *fixture) createFor(t *testing.T, id, tenant string) {
 	t.Helper()
+	f.createdAt(t, id, tenant, t0)
+}
+
+// createdAt creates run id of tenant at created, and has w1 claim its step
+// 0.
+func (f *fixture) createdAt(t *testing.T, id, tenant string, created time.Time) {
+	t.Helper()
 	run := newRun(id)
 	run.Tenant = tenant
-	if _, _, err := f.st.CreateRun(f.ctx, run, input, t0); err != nil {
+	if _, _, err := f.st.CreateRun(f.ctx, run, input, created); err != nil {
 		t.Fatalf("CreateRun(%s): %v", id, err)
 	}
 	if _, err := f.st.ClaimStep(f.ctx, id, 0, lease("w1", at(30)), at(1)); err != nil {
@@ -130,11 +247,17 @@ func (f *fixture) createFor(t *testing.T, id, tenant string) {
 	}
 }
 
-// parkedFor creates run id of tenant and commits its step 0 with callIDs
-// all suspended (replay) at now.
+// parkedFor creates run id of tenant at t0 and commits its step 0 with
+// callIDs all suspended (replay) at now.
 func (f *fixture) parkedFor(t *testing.T, id, tenant string, now time.Time, callIDs ...string) {
 	t.Helper()
-	f.createFor(t, id, tenant)
+	f.parkedAt(t, id, tenant, t0, now, callIDs...)
+}
+
+// parkedAt is parkedFor with the run created at created.
+func (f *fixture) parkedAt(t *testing.T, id, tenant string, created, now time.Time, callIDs ...string) {
+	t.Helper()
+	f.createdAt(t, id, tenant, created)
 	if _, _, err := f.st.CommitStep(f.ctx, id, 0, "w1", suspendedCommit(pipeline.ResumeReplay, callIDs...), now); err != nil {
 		t.Fatalf("CommitStep(%s): %v", id, err)
 	}
@@ -150,6 +273,16 @@ func (f *fixture) del(t *testing.T, keys ...string) {
 	}
 }
 
+// wantRunIndex checks the run index of tenant holds exactly ids, oldest
+// first.
+func (f *fixture) wantRunIndex(t *testing.T, tenant string, ids ...string) {
+	t.Helper()
+	got, err := f.rdb.ZRange(f.ctx, f.prefix+":runs:t:"+tenant, 0, -1).Result()
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(ids) && len(got)+len(ids) > 0 {
+		t.Fatalf("run index of %s = %v, %v; want %v", tenant, got, err, ids)
+	}
+}
+
 // wantIndex checks the pending index of tenant holds exactly members, in
 // order.
 func (f *fixture) wantIndex(t *testing.T, tenant string, members ...string) {
@@ -160,25 +293,39 @@ func (f *fixture) wantIndex(t *testing.T, tenant string, members ...string) {
 	}
 }
 
-// A tenant's list of its pending calls costs Redis what its own calls cost,
-// not what every tenant's do: with 300 calls of another tenant parked, it
-// runs a handful of commands (it ran one per call and run of the index of
-// all, 600 and more, before tenants had indexes of their own).
-func TestStore_a_tenants_pending_list_costs_its_own_calls(t *testing.T) {
+// A tenant's lists cost Redis what its own runs and calls cost, not what
+// every tenant's do. With 300 runs of another tenant, each with a parked
+// call, one tenant's list of its one pending call runs a handful of
+// commands (one per call and run of the index of all, 600 and more, before
+// tenants had indexes of their own), and its list of its runs, in pages of
+// two, finds its two runs on the first page (which scanned the 20 newest
+// runs of every tenant, all the other's, and came back empty).
+func TestStore_a_tenants_lists_cost_its_own_runs_and_calls(t *testing.T) {
 	rdb := testinfra.RedisServerClient(t)
 	var commands atomic.Int64
 	rdb.AddHook(countingHook{&commands})
 	f := &fixture{st: store.New(rdb), rdb: rdb, prefix: store.DefaultPrefix, ctx: context.Background()}
-	for i := range 60 {
-		f.parkedFor(t, fmt.Sprintf("big%02d", i), "big", at(1+i), "c1", "c2", "c3", "c4", "c5")
+	f.parkedAt(t, "small1", "small", t0, at(1), "c1")
+	f.createdAt(t, "small2", "small", t0.Add(time.Millisecond))
+	for i := range 300 { // created after small's: newer
+		f.parkedAt(t, fmt.Sprintf("big%03d", i), "big", at(1).Add(time.Duration(i)*time.Millisecond), at(2), "c1")
 	}
-	f.parkedFor(t, "small1", "small", at(100), "c1")
-	for range 2 { // the first list looks whether calls parked before the tenants' indexes are in them
+	for range 2 { // the first lists look whether what came before the tenants' indexes is in them
 		commands.Store(0)
 		wantPending(t, f, store.PendingFilter{Tenant: "small"}, "small1/c1")
 	}
 	if n := commands.Load(); n > 5 {
 		t.Errorf("listing one tenant's one pending call ran %d commands", n)
+	}
+	for range 2 {
+		commands.Store(0)
+		runs, cursor, err := f.st.ListRuns(f.ctx, store.ListFilter{Tenant: "small", Limit: 2})
+		if err != nil || len(runs) != 2 {
+			t.Fatalf("small's first page of two = %v, cursor %q, %v", runIDs(runs), cursor, err)
+		}
+	}
+	if n := commands.Load(); n > 5 {
+		t.Errorf("listing one tenant's two runs ran %d commands", n)
 	}
 }
 
