@@ -55,6 +55,12 @@ func (s *Store) activeKey() string  { return s.prefix + ":active" }
 func (s *Store) pendingKey() string { return s.prefix + ":pending" }
 func (s *Store) aliveKey() string   { return s.prefix + ":alive" }
 
+// liveKey is the index of the runs that have not ended and been retired,
+// scored as the run index is; liveIndexedKey marks the runs created before
+// there was one as added to it (list.go).
+func (s *Store) liveKey() string        { return s.prefix + ":live" }
+func (s *Store) liveIndexedKey() string { return s.prefix + ":live:indexed" }
+
 // tenantRunsKey is the run index of one tenant's runs, for a tenant that has
 // one (tenantIndexed); tenantsKey is the set of the tenants that have one;
 // tenantRunsIndexedKey marks the runs created before there were such

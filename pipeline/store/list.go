@@ -31,10 +31,13 @@ const (
 // after it, so runs created between pages neither repeat nor shift entries.
 // A malformed cursor or status is ErrInvalid.
 //
-// A tenant filter other than the default tenant (tenantIndexed) reads the
-// tenant's own run index, so that a tenant's pages hold its runs however
-// many other tenants have; an entry whose run is gone leaves it as the page
-// finds it. Other filters read the index of every run.
+// A status filter other than done reads the index of the live runs (those
+// not ended and retired), so that its pages hold running or waiting runs
+// however many ended runs are kept; else a tenant filter other than the
+// default tenant (tenantIndexed) reads the tenant's own run index, so that
+// its pages hold the tenant's runs however many other tenants have. An
+// entry whose run is gone (or, in the live index, ended) leaves the index
+// as a page finds it. Other filters read the index of every run.
 func (s *Store) ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, string, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -51,7 +54,13 @@ func (s *Store) ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, str
 		return nil, "", err
 	}
 	index := s.runsKey()
-	if tenantIndexed(f.Tenant) {
+	switch {
+	case f.Status != "" && f.Status != pipeline.RunDone:
+		if err := s.listLiveOnce(ctx); err != nil {
+			return nil, "", err
+		}
+		index = s.liveKey()
+	case tenantIndexed(f.Tenant):
 		if err := s.listTenantsOnce(ctx); err != nil {
 			return nil, "", err
 		}
@@ -179,12 +188,14 @@ func decodeCursor(c string) (indexEntry, error) {
 }
 
 // dropGone takes the entries whose run is gone (no record in runs) out of
-// the run index at key: a tenant's, which the sweeper's trim of expired
-// runs may have missed (a run never written, say).
+// the run index at key: a tenant's, or the live one, which the sweeper's
+// trim of expired runs may have missed (a run never written, say). From the
+// live index it also takes the runs that have ended (a retirement whose
+// write was lost; or one to come, which then finds nothing to take).
 func (s *Store) dropGone(ctx context.Context, key string, entries []indexEntry, runs map[int]pipeline.Run) error {
 	var gone []any
 	for i, e := range entries {
-		if _, ok := runs[i]; !ok {
+		if r, ok := runs[i]; !ok || key == s.liveKey() && r.Status == pipeline.RunDone {
 			gone = append(gone, e.member)
 		}
 	}

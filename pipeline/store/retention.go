@@ -38,17 +38,18 @@ func (s *Store) Retention() time.Duration { return s.retention }
 // (unix ms).
 func (s *Store) retiredKey() string { return s.prefix + ":retired" }
 
-// retire moves a run whose result is published from the sweep schedule to
-// the retired index (with a retention), in p: two keys of other slots, so
-// a pipeline rather than a transaction. The sweeper finds a run that a
-// crash left on the schedule published, and retires it again. It returns
-// the commands, for their errors.
+// retire moves a run whose result is published from the sweep schedule and
+// the live index to the retired index (with a retention), in p: keys of
+// other slots, so a pipeline rather than a transaction. The sweeper finds
+// a run that a crash left on the schedule published, and retires it again;
+// a run list drops an ended run it finds in the live index. It returns the
+// commands, for their errors.
 func (s *Store) retire(ctx context.Context, p redis.Pipeliner, runID string, now time.Time) []redis.Cmder {
 	var cmds []redis.Cmder
 	if s.retention > 0 {
 		cmds = append(cmds, p.ZAdd(ctx, s.retiredKey(), redis.Z{Score: float64(toMillis(now.Add(s.retention))), Member: runID}))
 	}
-	return append(cmds, p.ZRem(ctx, s.activeKey(), runID))
+	return append(cmds, p.ZRem(ctx, s.activeKey(), runID), p.ZRem(ctx, s.liveKey(), runID))
 }
 
 // TrimRetired takes up to limit retired runs whose keys have expired at now
@@ -97,11 +98,12 @@ func (s *Store) TrimRetired(ctx context.Context, now time.Time, limit int64) (in
 	return len(gone), wrapTrim(err)
 }
 
-// unlist queues in p the removal of runs that are gone from the run index
-// and from the run index of each of tenants: their tenant went with their
-// record, so every tenant's index is told.
+// unlist queues in p the removal of runs that are gone from the run index,
+// the live one and the run index of each of tenants: their tenant went with
+// their record, so every tenant's index is told.
 func (s *Store) unlist(ctx context.Context, p redis.Pipeliner, tenants []string, runIDs ...any) {
 	p.ZRem(ctx, s.runsKey(), runIDs...)
+	p.ZRem(ctx, s.liveKey(), runIDs...)
 	for _, t := range tenants {
 		p.ZRem(ctx, s.tenantRunsKey(t), runIDs...)
 	}

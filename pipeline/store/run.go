@@ -72,7 +72,7 @@ func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.M
 	var indexed []redis.Cmder
 	index := func(p redis.Pipeliner) {
 		z := redis.Z{Score: float64(toMillis(now)), Member: run.ID}
-		indexed = []redis.Cmder{p.ZAddNX(ctx, s.runsKey(), z)}
+		indexed = []redis.Cmder{p.ZAddNX(ctx, s.runsKey(), z), p.ZAddNX(ctx, s.liveKey(), z)}
 		if tenantIndexed(run.Tenant) {
 			indexed = append(indexed, p.ZAddNX(ctx, s.tenantRunsKey(run.Tenant), z), p.SAdd(ctx, s.tenantsKey(), run.Tenant))
 		}

@@ -44,6 +44,7 @@ type Store struct {
 	conversations    conversations // read for claims (conversations.go)
 	tenantsIndexed   atomic.Bool   // the tenants' pending indexes hold the calls parked before them (pending.go)
 	tenantRunsListed atomic.Bool   // the tenants' run indexes hold the runs created before them (list.go)
+	liveListed       atomic.Bool   // the live index holds the live runs created before it (list.go)
 }
 
 // Option configures a Store.

@@ -16,6 +16,56 @@ import (
 )
 
 var tenantIndexCases = []contractCase{
+	{"a_status_list_reads_the_live_index_which_ended_runs_leave", func(t *testing.T, f *fixture) {
+		f.created(t, "c1")
+		f.claimed(t, "r1")
+		f.parked(t, "w1", pipeline.ResumeReplay, at(2), "x")
+		for _, id := range []string{"e1", "e2"} {
+			f.created(t, id)
+			f.finishRun(t, id)
+		}
+		if err := f.st.MarkPublished(f.ctx, "e1", at(3)); err != nil {
+			t.Fatal(err)
+		}
+		// e2 ended and is not yet published (retired): still in the index,
+		// not in a list of live runs.
+		f.wantLive(t, "c1", "e2", "r1", "w1")
+		for _, c := range []struct {
+			status pipeline.RunStatus
+			want   string
+		}{{pipeline.RunCreated, "[c1]"}, {pipeline.RunRunning, "[r1]"}, {pipeline.RunWaiting, "[w1]"}, {pipeline.RunDone, "[e2 e1]"}} {
+			if got, _ := f.list(t, store.ListFilter{Status: c.status}); fmt.Sprint(got) != c.want {
+				t.Errorf("status %s lists %v, want %s", c.status, got, c.want)
+			}
+		}
+		// A page that finds an ended run in the live index takes it out.
+		f.wantLive(t, "c1", "r1", "w1")
+		if err := f.st.MarkPublished(f.ctx, "e2", at(4)); err != nil {
+			t.Fatal(err)
+		}
+		// The last step's end retires its run too.
+		f.finishRun(t, "r1")
+		if err := f.st.MarkPublished(f.ctx, "r1", at(5)); err != nil {
+			t.Fatal(err)
+		}
+		f.wantLive(t, "c1", "w1")
+		if got, _ := f.list(t, store.ListFilter{Status: pipeline.RunRunning}); len(got) != 0 {
+			t.Errorf("running lists %v after r1 ended", got)
+		}
+	}},
+	{"a_status_list_finds_the_runs_created_before_the_live_index", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		f.created(t, "e1")
+		f.finishRun(t, "e1")
+		f.claimed(t, "r2")
+		f.del(t, f.prefix+":live")
+		upgraded := store.New(f.rdb, store.WithPrefix(f.prefix))
+		runs, _, err := upgraded.ListRuns(f.ctx, store.ListFilter{Status: pipeline.RunRunning})
+		if err != nil || fmt.Sprint(runIDs(runs)) != "[r2 r1]" {
+			t.Fatalf("running after the upgrade = %v, %v", runIDs(runs), err)
+		}
+		f.wantLive(t, "r1", "r2")
+	}},
 	{"a_tenants_run_list_reads_its_own_index_page_by_page", func(t *testing.T, f *fixture) {
 		for i, c := range []struct{ id, tenant string }{
 			{"a1", "acme"}, {"b1", "beta"}, {"a2", "acme"}, {"d1", ""}, {"b2", "beta"}, {"a3", "acme"}, {"d2", pipeline.DefaultTenant},
@@ -273,6 +323,25 @@ func (f *fixture) del(t *testing.T, keys ...string) {
 	}
 }
 
+// wantLive checks the live index holds exactly ids (ordered by id: the
+// cases create their runs at one time).
+func (f *fixture) wantLive(t *testing.T, ids ...string) {
+	t.Helper()
+	got, err := f.rdb.ZRange(f.ctx, f.prefix+":live", 0, -1).Result()
+	slices.Sort(got)
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Fatalf("live index = %v, %v; want %v", got, err, ids)
+	}
+}
+
+// finishRun ends run id as done (cancelled) at 4s.
+func (f *fixture) finishRun(t *testing.T, id string) {
+	t.Helper()
+	if _, err := f.st.FinishRun(f.ctx, id, pipeline.Termination{Reason: pipeline.ReasonCancelled}, at(4)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // wantRunIndex checks the run index of tenant holds exactly ids, oldest
 // first.
 func (f *fixture) wantRunIndex(t *testing.T, tenant string, ids ...string) {
@@ -326,6 +395,37 @@ func TestStore_a_tenants_lists_cost_its_own_runs_and_calls(t *testing.T) {
 	}
 	if n := commands.Load(); n > 5 {
 		t.Errorf("listing one tenant's two runs ran %d commands", n)
+	}
+}
+
+// A list of the running runs costs Redis what they cost, not what every
+// kept run does: with 300 ended runs newer than the two running, its first
+// page of two finds both (it scanned the 20 newest runs, all ended, and
+// came back empty before there was a live index).
+func TestStore_a_status_list_costs_the_live_runs(t *testing.T) {
+	rdb := testinfra.RedisServerClient(t)
+	var commands atomic.Int64
+	rdb.AddHook(countingHook{&commands})
+	f := &fixture{st: store.New(rdb), rdb: rdb, prefix: store.DefaultPrefix, ctx: context.Background()}
+	f.createdAt(t, "live1", "", t0)
+	f.createdAt(t, "live2", "", t0.Add(time.Millisecond))
+	for i := range 300 { // created after the live ones: newer
+		id := fmt.Sprintf("ended%03d", i)
+		f.createdAt(t, id, "", at(1).Add(time.Duration(i)*time.Millisecond))
+		f.finishRun(t, id)
+		if err := f.st.MarkPublished(f.ctx, id, at(5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 { // the first list looks whether runs created before the live index are in it
+		commands.Store(0)
+		runs, _, err := f.st.ListRuns(f.ctx, store.ListFilter{Status: pipeline.RunRunning, Limit: 2})
+		if err != nil || fmt.Sprint(runIDs(runs)) != "[live2 live1]" {
+			t.Fatalf("the first page of two running runs = %v, %v", runIDs(runs), err)
+		}
+	}
+	if n := commands.Load(); n > 5 {
+		t.Errorf("listing two running runs ran %d commands", n)
 	}
 }
 
