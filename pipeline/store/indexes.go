@@ -69,6 +69,11 @@ func (s *Store) addRunsOnce(ctx context.Context, done *atomic.Bool, mark, field,
 	if done.Load() {
 		return nil
 	}
+	s.filling.Lock() // the lists that come meanwhile (a console polls) wait for this walk
+	defer s.filling.Unlock()
+	if done.Load() {
+		return nil
+	}
 	n, err := s.rdb.Exists(ctx, mark).Result()
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -98,6 +103,11 @@ func (s *Store) addRunsOnce(ctx context.Context, done *atomic.Bool, mark, field,
 // an entry it adds for a call decided meanwhile is dropped as stale by the
 // tenant's next list.
 func (s *Store) indexTenantsOnce(ctx context.Context) error {
+	if s.tenantsIndexed.Load() {
+		return nil
+	}
+	s.filling.Lock()
+	defer s.filling.Unlock()
 	if s.tenantsIndexed.Load() {
 		return nil
 	}

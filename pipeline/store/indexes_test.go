@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -372,7 +373,7 @@ func (f *fixture) wantIndex(t *testing.T, tenant string, members ...string) {
 func TestStore_a_tenants_lists_cost_its_own_runs_and_calls(t *testing.T) {
 	rdb := testinfra.RedisServerClient(t)
 	var commands atomic.Int64
-	rdb.AddHook(countingHook{&commands})
+	rdb.AddHook(countingHook{n: &commands})
 	f := &fixture{st: store.New(rdb), rdb: rdb, prefix: store.DefaultPrefix, ctx: context.Background()}
 	f.parkedAt(t, "small1", "small", t0, at(1), "c1")
 	f.createdAt(t, "small2", "small", t0.Add(time.Millisecond))
@@ -405,7 +406,7 @@ func TestStore_a_tenants_lists_cost_its_own_runs_and_calls(t *testing.T) {
 func TestStore_a_status_list_costs_the_live_runs(t *testing.T) {
 	rdb := testinfra.RedisServerClient(t)
 	var commands atomic.Int64
-	rdb.AddHook(countingHook{&commands})
+	rdb.AddHook(countingHook{n: &commands})
 	f := &fixture{st: store.New(rdb), rdb: rdb, prefix: store.DefaultPrefix, ctx: context.Background()}
 	f.createdAt(t, "live1", "", t0)
 	f.createdAt(t, "live2", "", t0.Add(time.Millisecond))
@@ -429,21 +430,60 @@ func TestStore_a_status_list_costs_the_live_runs(t *testing.T) {
 	}
 }
 
-// countingHook counts the commands a client sends, those of pipelines too.
-type countingHook struct{ n *atomic.Int64 }
+// Lists that come while the store adds the runs created before an index
+// to it (a console polling every two seconds, during a walk of a million
+// runs) wait for that walk rather than each walking again.
+func TestStore_lists_during_an_index_walk_wait_for_it(t *testing.T) {
+	rdb := testinfra.RedisServerClient(t)
+	f := &fixture{st: store.New(rdb), rdb: rdb, prefix: store.DefaultPrefix, ctx: context.Background()}
+	for i := range 50 {
+		f.createdAt(t, fmt.Sprintf("r%02d", i), "", at(i))
+	}
+	f.del(t, f.prefix+":live", f.prefix+":live:indexed")
+	var reads atomic.Int64
+	rdb.AddHook(countingHook{n: &reads, only: "hget"})
+	upgraded := store.New(rdb)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if runs, _, err := upgraded.ListRuns(f.ctx, store.ListFilter{Status: pipeline.RunRunning, Limit: 100}); err != nil || len(runs) != 50 {
+				t.Errorf("running runs = %d, %v", len(runs), err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := reads.Load(); n != 50 {
+		t.Errorf("8 lists at once read the status of %d runs to fill the live index, want each of the 50 once", n)
+	}
+}
+
+// countingHook counts the commands a client sends, those of pipelines too;
+// only those named only when it is set.
+type countingHook struct {
+	n    *atomic.Int64
+	only string
+}
+
+func (h countingHook) count(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		if h.only == "" || c.Name() == h.only {
+			h.n.Add(1)
+		}
+	}
+}
 
 func (h countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
+		h.count(cmd)
 		return next(ctx, cmd)
 	}
 }
 
 func (h countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
+		h.count(cmds...)
 		return next(ctx, cmds)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,6 +46,7 @@ type Store struct {
 	tenantsIndexed   atomic.Bool   // the tenants' pending indexes hold the calls parked before them (pending.go)
 	tenantRunsListed atomic.Bool   // the tenants' run indexes hold the runs created before them (list.go)
 	liveListed       atomic.Bool   // the live index holds the live runs created before it (list.go)
+	filling          sync.Mutex    // held while one of the three is being made true (indexes.go)
 }
 
 // Option configures a Store.
