@@ -35,6 +35,34 @@ var listCases = []contractCase{
 			t.Fatalf("pages = %v, want %v", got, want)
 		}
 	}},
+	{"a_cursor_whose_run_left_the_index_goes_on_with_the_runs_after_it", func(t *testing.T, f *fixture) {
+		// r3, r3a, r3b, r3c in one millisecond, ordered by id, newest first;
+		// the page's last run leaves the index before the next page (the
+		// trim of expired runs; a page of the live index drops an ended
+		// one), and the next page goes on with those after it, of its
+		// millisecond first.
+		for _, r := range []struct {
+			id  string
+			sec int
+		}{{"r1", 1}, {"r3", 3}, {"r3a", 3}, {"r3b", 3}, {"r3c", 3}, {"r5", 5}} {
+			f.createAt(t, r.id, "assistant", at(r.sec))
+		}
+		page, cursor := f.list(t, store.ListFilter{Limit: 2})
+		if !slices.Equal(page, []string{"r5", "r3c"}) {
+			t.Fatalf("first page = %v", page)
+		}
+		if err := f.rdb.ZRem(f.ctx, f.prefix+":runs", "r3c").Err(); err != nil {
+			t.Fatal(err)
+		}
+		got := page
+		for cursor != "" {
+			page, cursor = f.list(t, store.ListFilter{Limit: 2, Cursor: cursor})
+			got = append(got, page...)
+		}
+		if want := []string{"r5", "r3c", "r3b", "r3a", "r3", "r1"}; !slices.Equal(got, want) {
+			t.Fatalf("pages = %v, want %v", got, want)
+		}
+	}},
 	{"list_filters_by_status_and_agent", func(t *testing.T, f *fixture) {
 		f.createAt(t, "a1", "alpha", at(1))
 		f.createAt(t, "b1", "beta", at(2))
