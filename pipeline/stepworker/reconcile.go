@@ -189,7 +189,7 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 		if run.Status == pipeline.RunWaiting {
 			// The run may be running again: whoever moves it out of
 			// waiting reschedules it, so no reconcile that read it
-			// waiting can take it off the schedule (RescheduleIf).
+			// waiting can take it off the schedule (RescheduleWaiting).
 			if err := w.store.ScheduleSweep(ctx, run.ID, now.Add(w.settings.Lease.Duration)); err != nil {
 				return nil, err
 			}
@@ -236,12 +236,9 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 				return nil, err
 			}
 		}
-		// The parked calls are in the pending indexes, also when the
+		// Its parked calls go in the pending indexes again, in case the
 		// process that parked them died before it indexed them.
-		if err := w.store.IndexPending(ctx, run, calls); err != nil {
-			return nil, err
-		}
-		_, err := w.store.RescheduleIf(ctx, run.ID, snap.Scheduled, nextLook(snap))
+		_, err := w.store.RescheduleWaiting(ctx, run, calls, snap.Scheduled, nextLook(snap))
 		return nil, err
 	default:
 		return w.endStep(ctx, run, calls, v.here)

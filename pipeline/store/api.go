@@ -98,7 +98,6 @@ var _ interface {
 	HeldDecisions(ctx context.Context, runID string) ([]HeldDecision, error)
 	DropHeld(ctx context.Context, runID, callID, decisionID, reason string, now time.Time) error
 	ListPending(ctx context.Context, f PendingFilter) ([]PendingCall, error)
-	IndexPending(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error
 	Snapshot(ctx context.Context, runID string, claim time.Duration, now time.Time) (Snapshot, error)
 	MarkRequested(ctx context.Context, runID string, step int, now time.Time) error
 	MarkDispatched(ctx context.Context, runID string, calls []pipeline.ToolCall, now time.Time) error
@@ -107,7 +106,7 @@ var _ interface {
 	ReleaseStepLease(ctx context.Context, runID string, step int, owner string) error
 	ReleaseCallLease(ctx context.Context, runID, callID, owner string) error
 	ScheduleSweep(ctx context.Context, runID string, at time.Time) error
-	RescheduleIf(ctx context.Context, runID string, read, next time.Time) (bool, error)
+	RescheduleWaiting(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, read, next time.Time) (bool, error)
 	DueRuns(ctx context.Context, now time.Time, limit int64, recheck time.Time) ([]string, error)
 	Forget(ctx context.Context, runID string) error
 	MarkPublished(ctx context.Context, runID string, now time.Time) error

@@ -252,7 +252,7 @@ var tenantIndexCases = []contractCase{
 			t.Fatalf("other's pending = %+v, %v; want the index as it is", got, err)
 		}
 	}},
-	{"index_pending_puts_back_the_parked_calls_a_crash_left_out", func(t *testing.T, f *fixture) {
+	{"rescheduling_a_waiting_run_puts_back_the_parked_calls_a_crash_left_out", func(t *testing.T, f *fixture) {
 		f.parkedFor(t, "a1", "acme", at(1), "c1", "c2")
 		// The process that parked them died before it indexed them.
 		f.del(t, f.prefix+":pending", f.prefix+":pending:t:acme")
@@ -262,7 +262,7 @@ var tenantIndexCases = []contractCase{
 			t.Fatal(err)
 		}
 		for range 2 { // as often as reconciles look: the same entries
-			if err := f.st.IndexPending(f.ctx, snap.Run, snap.Calls); err != nil {
+			if _, err := f.st.RescheduleWaiting(f.ctx, snap.Run, snap.Calls, snap.Scheduled, at(600)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -271,7 +271,7 @@ var tenantIndexCases = []contractCase{
 		// Calls that are not parked are not indexed.
 		f.createFor(t, "a2", "acme")
 		run, calls := f.commit(t, "a2", 0, "w1", "n1")
-		if err := f.st.IndexPending(f.ctx, run, calls); err != nil {
+		if _, err := f.st.RescheduleWaiting(f.ctx, run, calls, time.Time{}, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		f.wantIndex(t, "acme", "{a1}c1", "{a1}c2")

@@ -59,9 +59,26 @@ func parkAt(callID string, p *pipeline.Parking, args json.RawMessage, now time.T
 // are global (other cluster slots than the run's keys), so they are written
 // after the script that parked the calls; a process that dies in between
 // leaves them out until the run's next reconcile that finds it waiting
-// (IndexPending), while ListPending with a run filter reads the run's
+// (RescheduleWaiting), while ListPending with a run filter reads the run's
 // calls and shows them all along.
 func (s *Store) indexPending(ctx context.Context, tenant, runID string, calls ...pipeline.ToolCall) error {
+	if !anyParked(calls) {
+		return nil
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		s.queuePending(ctx, p, tenant, runID, calls)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("index pending calls of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// queuePending queues in p the entries of the parked calls among calls of
+// a run of tenant in the pending indexes (an indexed call stays as it is),
+// and returns the commands; none when no call is parked.
+func (s *Store) queuePending(ctx context.Context, p redis.Pipeliner, tenant, runID string, calls []pipeline.ToolCall) []redis.Cmder {
 	var zs []redis.Z
 	for _, c := range calls {
 		if c.Status == pipeline.CallSuspended && c.Parking != nil {
@@ -71,26 +88,20 @@ func (s *Store) indexPending(ctx context.Context, tenant, runID string, calls ..
 	if len(zs) == 0 {
 		return nil
 	}
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, s.pendingKey(), zs...)
-		if tenantIndexed(tenant) {
-			p.ZAdd(ctx, s.tenantPendingKey(tenant), zs...)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("index pending calls of run %s: %w", runID, err)
+	cmds := []redis.Cmder{p.ZAdd(ctx, s.pendingKey(), zs...)}
+	if tenantIndexed(tenant) {
+		cmds = append(cmds, p.ZAdd(ctx, s.tenantPendingKey(tenant), zs...))
 	}
-	return nil
+	return cmds
 }
 
-// IndexPending puts the parked calls among calls of run into the pending
-// indexes, as the write that parked them did: the reconcile of a waiting
-// run calls it, so that calls whose parking's process died before it
-// indexed them are listed again. Calls that are not parked are skipped; an
-// indexed call stays as it is.
-func (s *Store) IndexPending(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
-	return s.indexPending(ctx, run.Tenant, run.ID, calls...)
+func anyParked(calls []pipeline.ToolCall) bool {
+	for _, c := range calls {
+		if c.Status == pipeline.CallSuspended && c.Parking != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // unindexPending takes calls of a run of tenant out of the pending indexes

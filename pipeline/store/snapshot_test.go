@@ -171,31 +171,31 @@ var reconcileCases = []contractCase{
 			t.Fatalf("the re-sent claim's mark reads %v, want %v", got, at(7))
 		}
 	}},
-	{"reschedule_if_changes_only_the_schedule_that_was_read", func(t *testing.T, f *fixture) {
+	{"reschedule_waiting_changes_only_the_schedule_that_was_read", func(t *testing.T, f *fixture) {
 		if err := f.st.ScheduleSweep(f.ctx, "r1", at(10)); err != nil {
 			t.Fatal(err)
 		}
 		// Someone moved the run on since at(5) was read: nothing changes.
-		if ok, err := f.st.RescheduleIf(f.ctx, "r1", at(5), at(100)); err != nil || ok {
-			t.Fatalf("RescheduleIf with a stale read = %v, %v", ok, err)
+		if ok, err := f.st.RescheduleWaiting(f.ctx, pipeline.Run{ID: "r1"}, nil, at(5), at(100)); err != nil || ok {
+			t.Fatalf("RescheduleWaiting with a stale read = %v, %v", ok, err)
 		}
-		if ok, err := f.st.RescheduleIf(f.ctx, "r1", at(10), at(100)); err != nil || !ok {
-			t.Fatalf("RescheduleIf = %v, %v", ok, err)
+		if ok, err := f.st.RescheduleWaiting(f.ctx, pipeline.Run{ID: "r1"}, nil, at(10), at(100)); err != nil || !ok {
+			t.Fatalf("RescheduleWaiting = %v, %v", ok, err)
 		}
 		if ids, _ := f.st.DueRuns(f.ctx, at(50), 10, at(200)); len(ids) != 0 {
 			t.Fatalf("due before its new time: %v", ids)
 		}
-		if ok, err := f.st.RescheduleIf(f.ctx, "r1", at(100), at(0)); err != nil || !ok {
-			t.Fatalf("RescheduleIf to another time = %v, %v", ok, err)
+		if ok, err := f.st.RescheduleWaiting(f.ctx, pipeline.Run{ID: "r1"}, nil, at(100), at(0)); err != nil || !ok {
+			t.Fatalf("RescheduleWaiting to another time = %v, %v", ok, err)
 		}
-		if ok, err := f.st.RescheduleIf(f.ctx, "r1", at(0), timeZero); err != nil || !ok {
-			t.Fatalf("RescheduleIf off the schedule = %v, %v", ok, err)
+		if ok, err := f.st.RescheduleWaiting(f.ctx, pipeline.Run{ID: "r1"}, nil, at(0), timeZero); err != nil || !ok {
+			t.Fatalf("RescheduleWaiting off the schedule = %v, %v", ok, err)
 		}
-		if ok, err := f.st.RescheduleIf(f.ctx, "r1", at(0), at(1)); err != nil || ok {
-			t.Fatalf("RescheduleIf of a run read scheduled that is not = %v, %v", ok, err)
+		if ok, err := f.st.RescheduleWaiting(f.ctx, pipeline.Run{ID: "r1"}, nil, at(0), at(1)); err != nil || ok {
+			t.Fatalf("RescheduleWaiting of a run read scheduled that is not = %v, %v", ok, err)
 		}
-		if ok, err := f.st.RescheduleIf(f.ctx, "r1", timeZero, at(1)); err != nil || !ok {
-			t.Fatalf("RescheduleIf of a run read unscheduled = %v, %v", ok, err)
+		if ok, err := f.st.RescheduleWaiting(f.ctx, pipeline.Run{ID: "r1"}, nil, timeZero, at(1)); err != nil || !ok {
+			t.Fatalf("RescheduleWaiting of a run read unscheduled = %v, %v", ok, err)
 		}
 		if ids, _ := f.st.DueRuns(f.ctx, at(1), 10, at(200)); len(ids) != 1 {
 			t.Fatalf("due at 1s = %v", ids)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/pipeline"
 )
 
 // DefaultDueLimit is how many runs DueRuns hands out when limit <= 0.
@@ -15,7 +17,7 @@ const DefaultDueLimit = 100
 // ScheduleSweep asks the sweeper to look at the run at `at`, replacing any
 // earlier schedule of it. Whoever moves a run out of waiting calls it after
 // the move, so a reconcile that read the run waiting finds the schedule
-// changed and leaves it (RescheduleIf).
+// changed and leaves it (RescheduleWaiting).
 func (s *Store) ScheduleSweep(ctx context.Context, runID string, at time.Time) error {
 	if err := s.rdb.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(at)), Member: runID}).Err(); err != nil {
 		return fmt.Errorf("schedule sweep of run %s: %w", runID, err)
@@ -52,22 +54,35 @@ func (s *Store) DueRuns(ctx context.Context, now time.Time, limit int64, recheck
 	return ids, nil
 }
 
-// RescheduleIf moves the run's sweep time to next (the zero time takes the
-// run off the schedule), but only if it is still read, the sweep time the
-// caller read with the run (zero: not scheduled). It reports whether it
-// changed anything. A reconcile that finds a run waiting uses it, so it
-// never unschedules a run that a decision has meanwhile moved on.
-func (s *Store) RescheduleIf(ctx context.Context, runID string, read, next time.Time) (bool, error) {
+// RescheduleWaiting moves a waiting run's sweep time to next (the zero time
+// takes the run off the schedule), but only if it is still read, the sweep
+// time the caller read with the run (zero: not scheduled); it reports
+// whether it changed anything. A reconcile that finds a run waiting uses
+// it, so it never unschedules a run that a decision has meanwhile moved
+// on. In the same round trip it puts the run's parked calls, among calls,
+// in the pending indexes (an indexed call stays as it is): so are calls
+// whose parking's process died before it indexed them listed again.
+func (s *Store) RescheduleWaiting(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, read, next time.Time) (bool, error) {
 	score := func(t time.Time) string {
 		if t.IsZero() {
 			return ""
 		}
 		return strconv.FormatInt(toMillis(t), 10)
 	}
-	v, err := s.eval(ctx, s.scripts.rescheduleIf, "reschedule run "+runID, []string{s.activeKey()},
-		runID, score(read), score(next))
+	what := "reschedule run " + run.ID
+	var indexed []redis.Cmder
+	v, err := s.evalAmong(ctx, s.scripts.rescheduleIf, []string{s.activeKey()}, []any{run.ID, score(read), score(next)},
+		func(p redis.Pipeliner, eval func()) {
+			indexed = s.queuePending(ctx, p, run.Tenant, run.ID, calls)
+			eval()
+		})
 	if err != nil {
-		return false, err
+		return false, scriptError(err, what)
+	}
+	for _, c := range indexed {
+		if err := c.Err(); err != nil {
+			return false, fmt.Errorf("%s: index its pending calls: %w", what, err)
+		}
 	}
 	return v == int64(1), nil
 }
