@@ -252,11 +252,18 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 // past their hold. It reports whether it changed anything.
 func (w *Worker) applyDue(ctx context.Context, snap store.Snapshot, now time.Time) (bool, error) {
 	run := snap.Run
-	parked := map[string]bool{}
-	byID := map[string]pipeline.ToolCall{}
+	parked := map[string]bool{} // the parked calls only: most steps have none
+	var byID map[string]pipeline.ToolCall // for the held decisions: most runs hold none
+	if len(snap.Held) > 0 {
+		byID = make(map[string]pipeline.ToolCall, len(snap.Calls))
+	}
 	for _, c := range snap.Calls {
-		parked[c.ID] = c.Status == pipeline.CallSuspended
-		byID[c.ID] = c
+		if c.Status == pipeline.CallSuspended {
+			parked[c.ID] = true
+		}
+		if byID != nil {
+			byID[c.ID] = c
+		}
 	}
 	changed := false
 	for _, h := range snap.Held {
