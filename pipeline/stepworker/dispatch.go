@@ -9,26 +9,27 @@ import (
 	"github.com/stepwise-run/stepwise/topics"
 )
 
-// dispatchable returns the calls that may be published now: in parallel
-// mode every call that waits for a tool worker (new, or resuming after a
-// decision); in sequential mode only the first call that is not terminal,
-// if it waits (while it runs or is suspended, the ones after it wait).
-func (w *Worker) dispatchable(run pipeline.Run, calls []pipeline.ToolCall) []pipeline.ToolCall {
+// dispatchable returns the indexes in calls of the calls that may be
+// published now: in parallel mode every call that waits for a tool worker
+// (new, or resuming after a decision); in sequential mode only the first
+// call that is not terminal, if it waits (while it runs or is suspended,
+// the ones after it wait).
+func (w *Worker) dispatchable(run pipeline.Run, calls []pipeline.ToolCall) []int {
 	agent, _ := w.cfg.Agent(run.Agent)
-	var out []pipeline.ToolCall
-	for _, c := range calls {
+	var out []int
+	for i, c := range calls {
 		waits := c.Status == pipeline.CallNew || c.Status == pipeline.CallResuming
 		if agent.Sequential() {
 			if c.Status.Terminal() {
 				continue
 			}
 			if waits {
-				out = append(out, c)
+				out = append(out, i)
 			}
 			return out
 		}
 		if waits {
-			out = append(out, c)
+			out = append(out, i)
 		}
 	}
 	return out

@@ -66,14 +66,8 @@ func (w *Worker) dispatched(c pipeline.ToolCall, now time.Time) bool {
 // markOutgoing marks the calls of a commit that its reconcile will publish
 // (dispatchable) as being sent by this worker.
 func (w *Worker) markOutgoing(run pipeline.Run, calls []pipeline.ToolCall) {
-	out := map[string]bool{}
-	for _, c := range w.dispatchable(run, calls) {
-		out[c.ID] = true
-	}
-	for i := range calls {
-		if out[calls[i].ID] {
-			calls[i].DispatchedBy = w.instance
-		}
+	for _, i := range w.dispatchable(run, calls) {
+		calls[i].DispatchedBy = w.instance
 	}
 }
 

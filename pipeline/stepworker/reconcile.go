@@ -214,15 +214,19 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 	switch pipeline.DeriveRunStatus(pipeline.CallStatuses(ahead(agent, calls))) {
 	case pipeline.RunRunning:
 		var fresh []pipeline.ToolCall // marked by this worker's commit, not published yet
-		for _, c := range w.dispatchable(run, calls) {
-			switch {
+		for _, i := range w.dispatchable(run, calls) {
+			switch c := calls[i]; {
 			case v.mine && c.DispatchedBy == w.instance:
 				fresh = append(fresh, c)
 			case !w.dispatched(c, now):
 				redrive = append(redrive, c)
 			}
 		}
-		if err := w.publishCalls(run.Trace, append(slices.Clip(redrive), fresh...)); err != nil {
+		publish := fresh
+		if len(redrive) > 0 {
+			publish = append(slices.Clip(redrive), fresh...)
+		}
+		if err := w.publishCalls(run.Trace, publish); err != nil {
 			return nil, err
 		}
 		return nil, w.store.MarkDispatched(ctx, run.ID, redrive, now)
