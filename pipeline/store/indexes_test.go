@@ -252,6 +252,33 @@ var tenantIndexCases = []contractCase{
 			t.Fatalf("other's pending = %+v, %v; want the index as it is", got, err)
 		}
 	}},
+	{"a_waiting_run_whose_calls_could_not_be_indexed_stays_on_the_schedule", func(t *testing.T, f *fixture) {
+		f.parkedFor(t, "a1", "", at(1), "c1")
+		if err := f.st.ScheduleSweep(f.ctx, "a1", at(5)); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := f.st.Snapshot(f.ctx, "a1", 0, at(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The index's write fails (here: a key of the wrong type; out of
+		// memory, Redis refuses a ZADD and not the script's ZREM).
+		pending := f.prefix + ":pending"
+		f.del(t, pending)
+		if err := f.rdb.Set(f.ctx, pending, "not a sorted set", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.RescheduleWaiting(f.ctx, snap.Run, snap.Calls, snap.Scheduled, time.Time{}); err == nil {
+			t.Fatal("RescheduleWaiting with the index unwritable: no error")
+		}
+		// The reschedule took the run off the schedule; it is back on it,
+		// so that a sweep indexes the call once the index can be written.
+		score, err := f.rdb.ZScore(f.ctx, f.prefix+":active", "a1").Result()
+		if err != nil || score != float64(at(5).UnixMilli()) {
+			t.Fatalf("schedule of a1 = %v, %v; want %v", score, err, at(5).UnixMilli())
+		}
+		f.del(t, pending)
+	}},
 	{"rescheduling_a_waiting_run_puts_back_the_parked_calls_a_crash_left_out", func(t *testing.T, f *fixture) {
 		f.parkedFor(t, "a1", "acme", at(1), "c1", "c2")
 		// The process that parked them died before it indexed them.

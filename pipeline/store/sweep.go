@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -61,7 +62,11 @@ func (s *Store) DueRuns(ctx context.Context, now time.Time, limit int64, recheck
 // it, so it never unschedules a run that a decision has meanwhile moved
 // on. In the same round trip it puts the run's parked calls, among calls,
 // in the pending indexes (an indexed call stays as it is): so are calls
-// whose parking's process died before it indexed them listed again.
+// whose parking's process died before it indexed them listed again. When
+// that write fails and the reschedule did not (Redis out of memory refuses
+// a ZADD and not a ZREM; a cluster's nodes answer apart), the run goes back
+// on the schedule at read (now when it was not on it), so that a sweep
+// comes back to index them, and the error is returned.
 func (s *Store) RescheduleWaiting(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, read, next time.Time) (bool, error) {
 	score := func(t time.Time) string {
 		if t.IsZero() {
@@ -81,7 +86,12 @@ func (s *Store) RescheduleWaiting(ctx context.Context, run pipeline.Run, calls [
 	}
 	for _, c := range indexed {
 		if err := c.Err(); err != nil {
-			return false, fmt.Errorf("%s: index its pending calls: %w", what, err)
+			back := read
+			if back.IsZero() {
+				back = time.Now()
+			}
+			return false, errors.Join(fmt.Errorf("%s: index its pending calls: %w", what, err),
+				s.ScheduleSweep(context.WithoutCancel(ctx), run.ID, back))
 		}
 	}
 	return v == int64(1), nil
