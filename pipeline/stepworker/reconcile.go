@@ -256,7 +256,7 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 // past their hold. It reports whether it changed anything.
 func (w *Worker) applyDue(ctx context.Context, snap store.Snapshot, now time.Time) (bool, error) {
 	run := snap.Run
-	parked := map[string]bool{} // the parked calls only: most steps have none
+	parked := map[string]bool{}           // the parked calls only: most steps have none
 	var byID map[string]pipeline.ToolCall // for the held decisions: most runs hold none
 	if len(snap.Held) > 0 {
 		byID = make(map[string]pipeline.ToolCall, len(snap.Calls))

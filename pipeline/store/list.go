@@ -36,8 +36,8 @@ const (
 // however many ended runs are kept; else a tenant filter other than the
 // default tenant (tenantIndexed) reads the tenant's own run index, so that
 // its pages hold the tenant's runs however many other tenants have. An
-// entry whose run is gone (or, in the live index, ended) leaves the index
-// as a page finds it. Other filters read the index of every run.
+// ended run leaves the live index as a page finds it. Other filters read
+// the index of every run.
 func (s *Store) ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, string, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -77,8 +77,8 @@ func (s *Store) ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, str
 		if err != nil {
 			return nil, "", err
 		}
-		if index != s.runsKey() {
-			if err := s.dropGone(ctx, index, entries, runs); err != nil {
+		if index == s.liveKey() {
+			if err := s.dropEnded(ctx, entries, runs); err != nil {
 				return nil, "", err
 			}
 		}
@@ -187,23 +187,23 @@ func decodeCursor(c string) (indexEntry, error) {
 	return indexEntry{score: n, member: member}, nil
 }
 
-// dropGone takes the entries whose run is gone (no record in runs) out of
-// the run index at key: a tenant's, or the live one, which the sweeper's
-// trim of expired runs may have missed (a run never written, say). From the
-// live index it also takes the runs that have ended (a retirement whose
-// write was lost; or one to come, which then finds nothing to take).
-func (s *Store) dropGone(ctx context.Context, key string, entries []indexEntry, runs map[int]pipeline.Run) error {
-	var gone []any
+// dropEnded takes the runs among entries that have ended out of the live
+// index: a retirement whose write was lost, or one still to come (which
+// then finds nothing to take). An entry without a run stays: its run may be
+// being created (the indexes are written before the run), and one never
+// written leaves every index when the sweeper finds it gone.
+func (s *Store) dropEnded(ctx context.Context, entries []indexEntry, runs map[int]pipeline.Run) error {
+	var ended []any
 	for i, e := range entries {
-		if r, ok := runs[i]; !ok || key == s.liveKey() && r.Status == pipeline.RunDone {
-			gone = append(gone, e.member)
+		if r, ok := runs[i]; ok && r.Status == pipeline.RunDone {
+			ended = append(ended, e.member)
 		}
 	}
-	if len(gone) == 0 {
+	if len(ended) == 0 {
 		return nil
 	}
-	if err := s.rdb.ZRem(ctx, key, gone...).Err(); err != nil {
-		return fmt.Errorf("list runs: drop gone runs: %w", err)
+	if err := s.rdb.ZRem(ctx, s.liveKey(), ended...).Err(); err != nil {
+		return fmt.Errorf("list runs: drop ended runs from the live index: %w", err)
 	}
 	return nil
 }
