@@ -3,9 +3,10 @@
 // Redis stream) appended in the same atomic operation as each transition.
 //
 // All keys of a run share the hash tag {run_id} (layout in keys.go), so every
-// per-run Lua script works on Redis Cluster; the three global indexes (runs
-// by creation time, runs due for the sweeper, suspended calls awaiting a
-// decision) are written by commands of their own.
+// per-run Lua script works on Redis Cluster; the global indexes (runs by
+// creation time, the live ones, runs due for the sweeper, suspended calls
+// awaiting a decision, and a named tenant's runs and calls: indexes.go) are
+// written by commands of their own.
 //
 // Suspended calls: CommitStep records the state ToolGate decided per call
 // (suspended with its parking, or terminal), FinishCall parks a call whose
@@ -18,9 +19,10 @@
 // Recovery: Snapshot reads what a reconcile needs (the run, its current
 // step's calls, its held decisions, its sweep time); the outbox marks
 // (MarkRequested, MarkDispatched, and MarkPublished for results) record
-// which of the messages a state asks for are on Kafka; RescheduleIf moves a
-// run's sweep time only if nobody moved it since it was read; the Release
-// methods give up a lease at once.
+// which of the messages a state asks for are on Kafka; RescheduleWaiting
+// moves a waiting run's sweep time only if nobody moved it since it was
+// read, and indexes its parked calls again; the Release methods give up a
+// lease at once.
 //
 // Every state change is one script that checks the state it expects
 // (status, step, step state, lease owner) before writing; when the
