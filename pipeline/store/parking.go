@@ -62,11 +62,12 @@ func parkAt(callID string, p *pipeline.Parking, args json.RawMessage, now time.T
 // (RescheduleWaiting), while ListPending with a run filter reads the run's
 // calls and shows them all along.
 func (s *Store) indexPending(ctx context.Context, tenant, runID string, calls ...pipeline.ToolCall) error {
-	if !anyParked(calls) {
+	zs := pendingEntries(runID, calls)
+	if len(zs) == 0 {
 		return nil
 	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		s.queuePending(ctx, p, tenant, runID, calls)
+		s.queuePending(ctx, p, tenant, zs)
 		return nil
 	})
 	if err != nil {
@@ -75,33 +76,26 @@ func (s *Store) indexPending(ctx context.Context, tenant, runID string, calls ..
 	return nil
 }
 
-// queuePending queues in p the entries of the parked calls among calls of
-// a run of tenant in the pending indexes (an indexed call stays as it is),
-// and returns the commands; none when no call is parked.
-func (s *Store) queuePending(ctx context.Context, p redis.Pipeliner, tenant, runID string, calls []pipeline.ToolCall) []redis.Cmder {
+// pendingEntries are the entries in the pending indexes of the parked calls
+// among calls of a run.
+func pendingEntries(runID string, calls []pipeline.ToolCall) []redis.Z {
 	var zs []redis.Z
 	for _, c := range calls {
 		if c.Status == pipeline.CallSuspended && c.Parking != nil {
 			zs = append(zs, redis.Z{Score: float64(toMillis(c.Parking.ParkedAt)), Member: pendingMember(runID, c.ID)})
 		}
 	}
-	if len(zs) == 0 {
-		return nil
-	}
+	return zs
+}
+
+// queuePending queues in p the entries zs of a run of tenant in the pending
+// indexes (an indexed call stays as it is), and returns the commands.
+func (s *Store) queuePending(ctx context.Context, p redis.Pipeliner, tenant string, zs []redis.Z) []redis.Cmder {
 	cmds := []redis.Cmder{p.ZAdd(ctx, s.pendingKey(), zs...)}
 	if tenantIndexed(tenant) {
 		cmds = append(cmds, p.ZAdd(ctx, s.tenantPendingKey(tenant), zs...))
 	}
 	return cmds
-}
-
-func anyParked(calls []pipeline.ToolCall) bool {
-	for _, c := range calls {
-		if c.Status == pipeline.CallSuspended && c.Parking != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // unindexPending takes calls of a run of tenant out of the pending indexes

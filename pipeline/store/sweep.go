@@ -75,10 +75,13 @@ func (s *Store) RescheduleWaiting(ctx context.Context, run pipeline.Run, calls [
 		return strconv.FormatInt(toMillis(t), 10)
 	}
 	what := "reschedule run " + run.ID
+	zs := pendingEntries(run.ID, calls)
 	var indexed []redis.Cmder
 	v, err := s.evalAmong(ctx, s.scripts.rescheduleIf, []string{s.activeKey()}, []any{run.ID, score(read), score(next)},
 		func(p redis.Pipeliner, eval func()) {
-			indexed = s.queuePending(ctx, p, run.Tenant, run.ID, calls)
+			if len(zs) > 0 {
+				indexed = s.queuePending(ctx, p, run.Tenant, zs)
+			}
 			eval()
 		})
 	if err != nil {
