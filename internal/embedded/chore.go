@@ -2,9 +2,10 @@ package embedded
 
 import "time"
 
-// chore is the goroutine of one of the broker's housekeepers (the reaper,
-// the trimmer): it does its round every period, and at once when woken,
-// until closed.
+// chore is the goroutine of one of the embedded parts' housekeepers (the
+// broker's reaper and trimmer, which start it; the Redis's expirer, which
+// runs a loop of its own on its stop): it does its round every period, and
+// at once when woken, until closed.
 type chore struct {
 	stop    chan struct{}
 	stopped chan struct{}

@@ -31,24 +31,23 @@ const (
 // outcomes to publish, a rate limit's lease, which outlives its lease by a
 // minute).
 type expirer struct {
-	m       *miniredis.Miniredis
-	stop    chan struct{}
-	stopped chan struct{}
+	m     *miniredis.Miniredis
+	chore chore // its stop; its period changes, so it runs its own loop
 }
 
 // startExpirer ages m's keys until close.
 func startExpirer(m *miniredis.Miniredis) *expirer {
-	e := &expirer{m: m, stop: make(chan struct{}), stopped: make(chan struct{})}
+	e := &expirer{m: m, chore: newChore()}
 	go e.run()
 	return e
 }
 
 func (e *expirer) run() {
-	defer close(e.stopped)
+	defer close(e.chore.stopped)
 	period, last := expireMin, time.Now()
 	for {
 		select {
-		case <-e.stop:
+		case <-e.chore.stop:
 			return
 		case <-time.After(period):
 		}
@@ -60,7 +59,4 @@ func (e *expirer) run() {
 }
 
 // close stops the expirer and waits for it.
-func (e *expirer) close() {
-	close(e.stop)
-	<-e.stopped
-}
+func (e *expirer) close() { e.chore.close() }
