@@ -33,7 +33,7 @@ func tenantIndexed(tenant string) bool {
 }
 
 // listTenantsOnce adds the runs created before there were tenants' run
-// indexes to them. Any number of stores may do it at once.
+// indexes to them.
 func (s *Store) listTenantsOnce(ctx context.Context) error {
 	return s.addRunsOnce(ctx, &s.tenantRunsListed, s.tenantRunsIndexedKey(), "tenant", "index runs by tenant",
 		func(p redis.Pipeliner, tenant string, e redis.Z) {
@@ -45,7 +45,7 @@ func (s *Store) listTenantsOnce(ctx context.Context) error {
 }
 
 // listLiveOnce adds the runs created before there was a live index, and
-// not ended, to it. Any number of stores may do it at once.
+// not ended, to it.
 func (s *Store) listLiveOnce(ctx context.Context) error {
 	return s.addRunsOnce(ctx, &s.liveListed, s.liveIndexedKey(), "status", "index live runs",
 		func(p redis.Pipeliner, status string, e redis.Z) {
@@ -60,65 +60,36 @@ func (s *Store) listLiveOnce(ctx context.Context) error {
 const runsChunk = 1000
 
 // addRunsOnce adds the runs created before an index of runs existed to it,
-// once for the Redis: unless done (the flag, for this store; the key mark,
-// for the Redis), it walks the index of every run from the newest (so that
-// runs created meanwhile, which are newer, and runs trimmed meanwhile,
-// which are older, shift nothing it has yet to read), reads field of each
-// run and hands it to add, then marks the Redis done.
+// once: it walks the index of every run from the newest (so that runs
+// created meanwhile, which are newer, and runs trimmed meanwhile, which
+// are older, shift nothing it has yet to read), reads field of each run and
+// hands it to add.
 func (s *Store) addRunsOnce(ctx context.Context, done *atomic.Bool, mark, field, what string, add func(redis.Pipeliner, string, redis.Z)) error {
-	if done.Load() {
-		return nil
-	}
-	s.filling.Lock() // the lists that come meanwhile (a console polls) wait for this walk
-	defer s.filling.Unlock()
-	if done.Load() {
-		return nil
-	}
-	n, err := s.rdb.Exists(ctx, mark).Result()
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	for offset := int64(0); n == 0; offset += runsChunk {
-		entries, err := s.rdb.ZRevRangeWithScores(ctx, s.runsKey(), offset, offset+runsChunk-1).Result()
-		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		if err := s.addByField(ctx, entries, func(e redis.Z) string { return fmt.Sprint(e.Member) }, field, add); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		if len(entries) < runsChunk {
-			if err := s.rdb.Set(ctx, mark, "1", 0).Err(); err != nil {
-				return fmt.Errorf("%s: %w", what, err)
+	return s.once(ctx, done, mark, what, func() error {
+		for offset := int64(0); ; offset += runsChunk {
+			entries, err := s.rdb.ZRevRangeWithScores(ctx, s.runsKey(), offset, offset+runsChunk-1).Result()
+			if err != nil {
+				return err
 			}
-			break
+			if err := s.addByField(ctx, entries, func(e redis.Z) string { return fmt.Sprint(e.Member) }, field, add); err != nil {
+				return err
+			}
+			if len(entries) < runsChunk {
+				return nil
+			}
 		}
-	}
-	done.Store(true)
-	return nil
+	})
 }
 
 // indexTenantsOnce adds the calls parked before there were tenants'
-// pending indexes to them: it reads the index of all whole (so that calls
-// decided meanwhile shift nothing). Any number of stores may do it at once;
-// an entry it adds for a call decided meanwhile is dropped as stale by the
-// tenant's next list.
+// pending indexes to them, once: it reads the index of all whole (so that
+// calls decided meanwhile shift nothing). An entry it adds for a call
+// decided meanwhile is dropped as stale by the tenant's next list.
 func (s *Store) indexTenantsOnce(ctx context.Context) error {
-	if s.tenantsIndexed.Load() {
-		return nil
-	}
-	s.filling.Lock()
-	defer s.filling.Unlock()
-	if s.tenantsIndexed.Load() {
-		return nil
-	}
-	n, err := s.rdb.Exists(ctx, s.tenantsIndexedKey()).Result()
-	if err != nil {
-		return fmt.Errorf("index pending calls by tenant: %w", err)
-	}
-	if n == 0 {
+	return s.once(ctx, &s.tenantsIndexed, s.tenantsIndexedKey(), "index pending calls by tenant", func() error {
 		all, err := s.rdb.ZRangeWithScores(ctx, s.pendingKey(), 0, -1).Result()
 		if err != nil {
-			return fmt.Errorf("index pending calls by tenant: %w", err)
+			return err
 		}
 		for len(all) > 0 {
 			chunk := all[:min(len(all), pendingChunk)]
@@ -132,14 +103,37 @@ func (s *Store) indexTenantsOnce(ctx context.Context) error {
 				}
 			})
 			if err != nil {
-				return fmt.Errorf("index pending calls by tenant: %w", err)
+				return err
 			}
 		}
-		if err := s.rdb.Set(ctx, s.tenantsIndexedKey(), "1", 0).Err(); err != nil {
-			return fmt.Errorf("index pending calls by tenant: %w", err)
+		return nil
+	})
+}
+
+// once runs walk, which fills an index from an index of all, once for the
+// Redis: unless done (the flag, for this store) or marked (the key mark, for
+// the Redis), it walks, then marks the Redis and sets done. The lists that
+// come meanwhile (a console polls) wait for the walk rather than walk too;
+// any number of stores may walk at once (what they add is the same).
+func (s *Store) once(ctx context.Context, done *atomic.Bool, mark, what string, walk func() error) error {
+	if done.Load() {
+		return nil
+	}
+	s.filling.Lock()
+	defer s.filling.Unlock()
+	if done.Load() {
+		return nil
+	}
+	n, err := s.rdb.Exists(ctx, mark).Result()
+	if err == nil && n == 0 {
+		if err = walk(); err == nil {
+			err = s.rdb.Set(ctx, mark, "1", 0).Err()
 		}
 	}
-	s.tenantsIndexed.Store(true)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	done.Store(true)
 	return nil
 }
 

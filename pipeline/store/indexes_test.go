@@ -484,6 +484,9 @@ func TestStore_lists_during_an_index_walk_wait_for_it(t *testing.T) {
 	f.del(t, f.prefix+":live", f.prefix+":live:indexed")
 	var reads atomic.Int64
 	rdb.AddHook(countingHook{n: &reads, only: "hget"})
+	// Each walk's reads take a while (as a million runs' would), so the
+	// other lists come while the first walks.
+	rdb.AddHook(slowHook{only: "hget", d: 100 * time.Millisecond})
 	upgraded := store.New(rdb)
 	var wg sync.WaitGroup
 	for range 8 {
@@ -496,6 +499,24 @@ func TestStore_lists_during_an_index_walk_wait_for_it(t *testing.T) {
 	wg.Wait()
 	if n := reads.Load(); n != 50 {
 		t.Errorf("8 lists at once read the status of %d runs to fill the live index, want each of the 50 once", n)
+	}
+}
+
+// slowHook holds the pipelines that hold a command named only for d.
+type slowHook struct {
+	only string
+	d    time.Duration
+}
+
+func (h slowHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h slowHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h slowHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return c.Name() == h.only }) {
+			time.Sleep(h.d)
+		}
+		return next(ctx, cmds)
 	}
 }
 

@@ -65,8 +65,9 @@ func (s *Store) DueRuns(ctx context.Context, now time.Time, limit int64, recheck
 // whose parking's process died before it indexed them listed again. When
 // that write fails and the reschedule did not (Redis out of memory refuses
 // a ZADD and not a ZREM; a cluster's nodes answer apart), the run goes back
-// on the schedule at read (now when it was not on it), so that a sweep
-// comes back to index them, and the error is returned.
+// on the schedule at read (when it was not on it, at its last update: due
+// at once), so that a sweep comes back to index them, and the error is
+// returned.
 func (s *Store) RescheduleWaiting(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, read, next time.Time) (bool, error) {
 	score := func(t time.Time) string {
 		if t.IsZero() {
@@ -91,7 +92,7 @@ func (s *Store) RescheduleWaiting(ctx context.Context, run pipeline.Run, calls [
 		if err := c.Err(); err != nil {
 			back := read
 			if back.IsZero() {
-				back = time.Now()
+				back = run.UpdatedAt
 			}
 			return false, errors.Join(fmt.Errorf("%s: index its pending calls: %w", what, err),
 				s.ScheduleSweep(context.WithoutCancel(ctx), run.ID, back))
