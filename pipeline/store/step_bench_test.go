@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,4 +95,66 @@ func redisWork(b *testing.B, rdb *redis.Client) (time.Duration, int64) {
 		b.Fatalf("INFO cpu has no used_cpu_user: %q", info)
 	}
 	return cpu, cmds
+}
+
+// BenchmarkStore_run measures what Redis spends on a run of the hot-path
+// issue's workload, the store's calls alone: a run started, nine steps of
+// one tool call (commit, the call's claim and finish, the end that claims
+// the next step) and a tenth without calls that ends it, then its result
+// marked published (which retires it). One iteration is one run; the
+// figures are per step, as BenchmarkStore_step's. With STEPWISE_TEST_REDIS
+// set it uses that Redis instead of a private one, so that a redis-server
+// under valgrind can count the instructions a step costs (docs/benchmarks.md).
+//
+//	go test -run '^$' -bench BenchmarkStore_run -benchtime 500x -count 5 ./pipeline/store/
+func BenchmarkStore_run(b *testing.B) {
+	newClient := testinfra.RedisServerClient // not miniredis: it reports no CPU
+	if os.Getenv(testinfra.EnvRedis) != "" {
+		newClient = testinfra.RedisClient // the given Redis
+	}
+	rdb := newClient(b)
+	ctx := context.Background()
+	st := store.New(rdb)
+	now := time.Now()
+	prefix := strconv.FormatInt(now.UnixNano(), 36)
+	const steps = 10
+	cpu0, cmds0 := redisWork(b, rdb)
+	b.ResetTimer()
+	for i := range b.N {
+		run := newRun(prefix + "-" + strconv.Itoa(i))
+		if _, _, err := st.StartRun(ctx, run, input, now.Add(time.Minute), now); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := st.ClaimStepWithMessages(ctx, run.ID, 0, lease("w", now.Add(time.Hour)), now); err != nil {
+			b.Fatal(err)
+		}
+		for step := range steps - 1 {
+			id := "call_" + strconv.Itoa(step)
+			if _, _, err := st.CommitStep(ctx, run.ID, step, "w", commitOf(id), now); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := st.ClaimCallAndSiblings(ctx, run.ID, id, lease("t", now.Add(time.Hour)), now, store.Siblings{}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := st.FinishCall(ctx, run.ID, id, "t", succeeded, now); err != nil {
+				b.Fatal(err)
+			}
+			tool := pipeline.Message{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: id}
+			end := store.StepEnd{ToolMessages: []pipeline.Message{tool}, CallIDs: []string{id}}
+			if _, claimed, err := st.EndStepAndClaim(ctx, run.ID, step, end, lease("w", now.Add(time.Hour)), now); err != nil || claimed == nil {
+				b.Fatalf("EndStepAndClaim(step %d) = %v, %v", step, claimed, err)
+			}
+		}
+		end := store.StepEnd{Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}, CallIDs: []string{}}
+		if _, _, err := st.CommitAndEnd(ctx, run.ID, steps-1, "w", commitOf(), end, now); err != nil {
+			b.Fatal(err)
+		}
+		if err := st.MarkPublished(ctx, run.ID, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	cpu1, cmds1 := redisWork(b, rdb)
+	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N*steps), "redis-µs/step")
+	b.ReportMetric(float64(cmds1-cmds0)/float64(b.N*steps), "commands/step")
 }

@@ -88,10 +88,11 @@ end
 redis.call('HSET', KEYS[1], unpack(set))
 patch(run, at, unpack(set))
 -- A big message's event says where the message is (incall.go): its
--- template is cut by a NUL byte where the index goes.
-local head, tail = string.match(ARGV[8], '^(.-)%z(.*)$')
-if head then
-  redis.call('XADD', KEYS[2], '*', 'e', head .. (nmsgs - 1) .. tail)
+-- template is cut by a NUL byte where the index goes. (A plain find: a
+-- pattern would try each of the event's bytes in Lua's matcher.)
+local cut = string.find(ARGV[8], '\0', 1, true)
+if cut then
+  redis.call('XADD', KEYS[2], '*', 'e', string.sub(ARGV[8], 1, cut - 1) .. (nmsgs - 1) .. string.sub(ARGV[8], cut + 1))
 else
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
 end
