@@ -28,6 +28,14 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/app/
 
+## redis-instructions: the instructions Redis executes a step of the
+## hot-path workload, counted by valgrind (scripts/redis-instructions;
+## repeatable to about 0.1%, where Redis's CPU time is not). REDIS_SERVER
+## picks the redis-server binary.
+.PHONY: redis-instructions
+redis-instructions:
+	scripts/redis-instructions
+
 ## build: compile every package and program
 build:
 	$(GO) build ./...
