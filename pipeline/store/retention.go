@@ -135,10 +135,10 @@ func (s *Store) Forget(ctx context.Context, runID string) error {
 	return nil
 }
 
-// lib is the Lua library the scripts that end runs, write to ended ones or
-// trim deltas start with (scripts/lib.lua), after the constants it reads.
-func lib(retention time.Duration) string {
-	return fmt.Sprintf("local retention_ms = %d\nlocal delta_prefixes = {'%s', '%s'}\n", retention.Milliseconds(), deltaPrefix, objectDeltaPrefix) + libLua
+// libConsts are the constants scripts/lib.lua reads, which the scripts
+// that start with it get first (loadScripts).
+func libConsts(retention time.Duration) string {
+	return fmt.Sprintf("local retention_ms = %d\nlocal delta_prefixes = {'%s', '%s'}\n", retention.Milliseconds(), deltaPrefix, objectDeltaPrefix)
 }
 
 // deltaPrefix is how the JSON of every message.delta event begins: its

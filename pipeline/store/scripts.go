@@ -68,24 +68,26 @@ type scripts struct {
 
 // loadScripts prepares the scripts; those that end a run, write to an
 // ended one, trim deltas, compact a stream, check a step's lease or return
-// a hash they read whole start with lib (retention.go).
-func loadScripts(lib string) scripts {
+// a hash they read whole start with what they call of lib.lua, after the
+// constants it reads (consts, retention.go).
+func loadScripts(consts string) scripts {
+	lib := func(src string) *redis.Script { return redis.NewScript(consts + libFor()(src) + src) }
 	return scripts{
 		createRun:      redis.NewScript(createRunLua),
-		claimStep:      redis.NewScript(lib + claimStepLua),
-		renewStepLease: redis.NewScript(lib + renewStepLeaseLua),
-		deferStep:      redis.NewScript(lib + deferStepLua),
+		claimStep:      lib(claimStepLua),
+		renewStepLease: lib(renewStepLeaseLua),
+		deferStep:      lib(deferStepLua),
 		appendDelta:    redis.NewScript(appendDeltaLua),
-		commitStep:     redis.NewScript(lib + commitStepLua),
-		endStep:        redis.NewScript(lib + endStepLua),
-		finishRun:      redis.NewScript(lib + finishRunLua),
-		claimCall:      redis.NewScript(lib + claimCallLua),
+		commitStep:     lib(commitStepLua),
+		endStep:        lib(endStepLua),
+		finishRun:      lib(finishRunLua),
+		claimCall:      lib(claimCallLua),
 		renewCallLease: redis.NewScript(renewCallLeaseLua),
-		finishCall:     redis.NewScript(lib + finishCallLua),
-		setWaiting:     redis.NewScript(lib + setWaitingLua),
-		cancelRun:      redis.NewScript(lib + cancelRunLua),
-		applyDecision:  redis.NewScript(lib + applyDecisionLua),
-		dropHeld:       redis.NewScript(lib + dropHeldLua),
+		finishCall:     lib(finishCallLua),
+		setWaiting:     lib(setWaitingLua),
+		cancelRun:      lib(cancelRunLua),
+		applyDecision:  lib(applyDecisionLua),
+		dropHeld:       lib(dropHeldLua),
 		listRuns:       redis.NewScript(listRunsLua),
 		dueRuns:        redis.NewScript(dueRunsLua),
 		markSent:       redis.NewScript(markSentLua),

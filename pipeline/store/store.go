@@ -79,7 +79,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
-	s.scripts = loadScripts(lib(s.retention))
+	s.scripts = loadScripts(libConsts(s.retention))
 	s.claimableCalls = statusSet(callStatuses, func(st pipeline.ToolCallStatus) bool {
 		return st != pipeline.CallRunning && st.CanTransition(pipeline.CallRunning)
 	})

@@ -1,6 +1,10 @@
--- The library some scripts start with (scripts.go puts it in front of
--- them; a script cannot include another). It is preceded by two constants
--- the store writes from its settings:
+-- The library some scripts start with: scripts.go puts in front of each the
+-- functions it calls (and those they call; libsplit.go), since a script
+-- cannot include another, and each function here is made again on every
+-- call of a script that has it. Each is a top-level `local function`, with
+-- its comment right above it and its closing `end` at the line's start,
+-- and calls only those above it. They are preceded by two constants the
+-- store writes from its settings:
 --   retention_ms   how long an ended run's keys live (0: for good)
 --   delta_prefixes how a message.delta event's JSON begins (as this
 --                  store writes it, and as the stores before 2026-11-26 did)
