@@ -40,7 +40,7 @@ end
 local n = (tonumber(call[at.attempts]) or 0) + 1
 local set = {'attempts', n, 'status', 'running', 'lease_owner', ARGV[1], 'lease_until', ARGV[2], 'updated_at', ARGV[3]}
 redis.call('HSET', KEYS[3], unpack(set))
-patch(call, at, unpack(set))
+patch(call, at, set)
 local ev
 if n > 1 then
   ev = ARGV[8] .. step .. ARGV[9] .. n .. ARGV[10]

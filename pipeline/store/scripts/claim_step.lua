@@ -24,14 +24,14 @@ if state == 'inferring' and (tonumber(lease_until) or 0) > tonumber(ARGV[4]) the
 end
 if status == 'created' then
   redis.call('HSET', KEYS[1], 'status', 'running')
-  patch(run, at, 'status', 'running')
+  patch(run, at, {'status', 'running'})
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[5])
 end
 local n = (tonumber(run[at.attempts]) or 0) + 1
 local set = {'attempts', n, 'step_state', 'inferring', 'lease_owner', ARGV[2], 'lease_until', ARGV[3],
   'updated_at', ARGV[4]}
 redis.call('HSET', KEYS[1], unpack(set))
-patch(run, at, unpack(set))
+patch(run, at, set)
 local ev
 if n > 1 then
   ev = ARGV[8] .. n .. ARGV[9]

@@ -72,7 +72,7 @@ end
 if ARGV[10] == '' or #calls < 2 then
   if run[at.open] then
     redis.call('HDEL', KEYS[1], 'open')
-    patch(run, at, 'open', false)
+    patch(run, at, {'open', false})
   end
 else
   local open = 0
@@ -86,7 +86,7 @@ else
   set[#set + 1], set[#set + 2] = 'open', open
 end
 redis.call('HSET', KEYS[1], unpack(set))
-patch(run, at, unpack(set))
+patch(run, at, set)
 -- A big message's event says where the message is (incall.go): its
 -- template is cut by a NUL byte where the index goes. (A plain find: a
 -- pattern would try each of the event's bytes in Lua's matcher.)
@@ -97,7 +97,7 @@ else
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
 end
 trim_deltas(KEYS[1], KEYS[2], run[at.delta_from])
-patch(run, at, 'delta_from', false)
+patch(run, at, {'delta_from', false})
 set_state(KEYS[#KEYS], argEnd + 1, #ARGV - 1)
 local ids = {}
 for i, c in ipairs(calls) do

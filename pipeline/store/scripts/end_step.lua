@@ -73,7 +73,7 @@ if ARGV[4] == '1' then
   local set = {'status', 'done', 'term_reason', ARGV[5], 'term_code', ARGV[6], 'term_detail', ARGV[7],
     'updated_at', ARGV[2]}
   redis.call('HSET', KEYS[1], unpack(set))
-  patch(run, at, unpack(set))
+  patch(run, at, set)
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[9])
   retire(KEYS[1], step)
   -- The run's held decisions share its hash tag, so its slot.
@@ -85,7 +85,7 @@ if ARGV[10] ~= '' then
   set[4], set[6], set[8], set[10] = 'inferring', '1', ARGV[10], ARGV[11]
 end
 redis.call('HSET', KEYS[1], unpack(set))
-patch(run, at, unpack(set))
+patch(run, at, set)
 if ARGV[10] ~= '' then
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[12])
 end

@@ -38,10 +38,10 @@ end
 local set = {'status', ARGV[3], 'result', ARGV[4], 'error', ARGV[5], 'lease_owner', '', 'lease_until', '0',
   'updated_at', ARGV[2]}
 redis.call('HSET', KEYS[1], unpack(set))
-patch(call, at, unpack(set))
+patch(call, at, set)
 if #ARGV > 12 then
   redis.call('HSET', KEYS[1], unpack(ARGV, 13, #ARGV))
-  patch(call, at, unpack(ARGV, 13, #ARGV))
+  patch(call, at, ARGV, 13, #ARGV)
 end
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[6] .. step .. ARGV[7])
 if ARGV[8] ~= '' then
@@ -65,7 +65,7 @@ end
 if run[2] and tonumber(run[1]) == tonumber(step) then
   local open = redis.call('HINCRBY', KEYS[3], 'open', -1)
   if whole then
-    patch(whole, wat, 'open', open)
+    patch(whole, wat, {'open', open})
   end
   if open > 0 and ARGV[3] ~= 'suspended' then
     fanin = 0

@@ -186,15 +186,20 @@ local function read_hash(key)
 end
 
 -- patch writes, into a hash read by read_hash, what the script wrote to the
--- hash itself: field, value pairs, a value of false for a field deleted. A
--- whole number reads as Redis wrote it (without an exponent).
-local function patch(flat, at, ...)
-  local set = {...}
-  for i = 1, #set, 2 do
+-- hash itself: the field, value pairs of set[from..to] (a table: ARGV or
+-- one of the script's; all of it when from is nil), a value of false for a
+-- field deleted. A whole number reads as Redis wrote it (without an
+-- exponent); a string is taken as it is (no tostring: a call per field).
+local function patch(flat, at, set, from, to)
+  for i = from or 1, to or #set, 2 do
     local f, v = set[i], set[i + 1]
     local j = at[f]
-    if type(v) == 'number' and v == math.floor(v) then
-      v = string.format('%d', v)
+    if type(v) == 'number' then
+      if v == math.floor(v) then
+        v = string.format('%d', v)
+      else
+        v = tostring(v)
+      end
     end
     if v == false then
       if j then
@@ -206,10 +211,10 @@ local function patch(flat, at, ...)
         end
       end
     elseif j then
-      flat[j] = tostring(v)
+      flat[j] = v
     else
       flat[#flat + 1] = f
-      flat[#flat + 1] = tostring(v)
+      flat[#flat + 1] = v
       at[f] = #flat
     end
   end
