@@ -40,11 +40,12 @@ const (
 	// since the claims return the call they read at the start (20.2 with
 	// the retirement's fewer commands); 19.3 since the first call's claim
 	// takes the others of the step with it (ADR 0025); 18.4 since the
-	// commit checks that its calls are new with one EXISTS, not one a call.
+	// commit checks that its calls are new with one EXISTS, not one a call;
+	// 17.4 since the claim reads each other call it takes once.
 	// Its round trips: 2.5 a call, 1.4 since then (one claim a step, not
 	// one a call).
 	fanoutCalls              = 20
-	maxCommandsPerWideCall   = 20.0
+	maxCommandsPerWideCall   = 19.0
 	maxRoundTripsPerWideCall = 1.8
 
 	// A step of a model that streams its answer (llm-bound: the synthetic

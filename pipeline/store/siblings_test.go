@@ -27,6 +27,7 @@ var siblingCases = []contractCase{
 				string(c.Arguments) != string(stored.Arguments) || stored.LeaseOwner != c.LeaseOwner || stored.Status != c.Status {
 				t.Fatalf("sibling %d = %+v; stored %+v", k, c, stored)
 			}
+			f.sameCall(t, "ClaimCallAndSiblings (a sibling)", "r1", c)
 		}
 		evs := f.events(t, "r1")
 		evs = evs[len(evs)-3:]

@@ -65,14 +65,17 @@ local k = 0
 for _, id in ipairs(redis.call('LRANGE', base .. 'step:' .. step, 0, -1)) do
   local key = base .. 'call:' .. id
   if key ~= KEYS[3] then
-    local c = redis.call('HMGET', key, 'status', 'queue', 'tool', 'attempts')
-    if c[1] == 'new' and (tonumber(c[4]) or 0) == 0 and (c[2] or '') == (call[at.queue] or '') and not skip[c[3]] then
+    -- Read whole once, checked, and returned as the claim leaves it.
+    local c, cat = read_hash(key)
+    if c[cat.status] == 'new' and (tonumber(c[cat.attempts]) or 0) == 0 and (c[cat.queue] or '') == (call[at.queue] or '')
+        and not skip[c[cat.tool]] then
       k = k + 1
       set = {'attempts', 1, 'status', 'running', 'lease_owner', ARGV[1] .. '/' .. k, 'lease_until', ARGV[2], 'updated_at', ARGV[3]}
       redis.call('HSET', key, unpack(set))
+      patch(c, cat, set)
       redis.call('XADD', KEYS[2], '*', 'e', ARGV[12] .. step .. ARGV[13] .. cjson.encode(id) .. ARGV[14])
       out[#out + 1] = id
-      out[#out + 1] = redis.call('HGETALL', key)
+      out[#out + 1] = c
       if k == max then
         break
       end
