@@ -116,7 +116,7 @@ func waitClusterDrained(t *testing.T, rdb *redis.ClusterClient) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, index := range []string{"sw:runs", "sw:active", "sw:retired", "sw:pending"} {
+		for _, index := range []string{"sw:runs", "sw:active", "sw:retired", "sw:retired:owned", "sw:pending"} {
 			if c, _ := rdb.ZCard(ctx, index).Result(); c > 0 {
 				why = strings.TrimSpace(why + fmt.Sprintf(" %s holds %d runs", index, c))
 			}

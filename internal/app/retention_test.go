@@ -154,7 +154,7 @@ func waitDrained(t *testing.T, rdb redis.UniversalClient) (int64, int64) {
 				return false
 			}
 		}
-		for _, index := range []string{"sw:runs", "sw:active", "sw:retired", "sw:pending"} {
+		for _, index := range []string{"sw:runs", "sw:active", "sw:retired", "sw:retired:owned", "sw:pending"} {
 			if c, _ := rdb.ZCard(ctx, index).Result(); c > 0 {
 				why = fmt.Sprintf("%s holds %d runs", index, c)
 				return false

@@ -85,7 +85,7 @@ func (w *Worker) publishResult(ctx context.Context, snap store.Snapshot) error {
 		return err // the run stays scheduled; the next reconcile publishes again
 	}
 	w.metrics.RunResult(string(t.Reason))
-	return w.store.MarkPublished(ctx, run.ID, w.now())
+	return w.store.MarkPublished(ctx, run, w.now())
 }
 
 // dropHeld rejects the decisions still held when the run ended: their

@@ -145,7 +145,7 @@ func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*vie
 	if run.Status.Final() {
 		switch {
 		case run.Published: // a crash between its mark and its retirement
-			return nil, w.store.MarkPublished(ctx, run.ID, now)
+			return nil, w.store.MarkPublished(ctx, run, now)
 		case v.written || now.Sub(run.UpdatedAt) >= w.settings.Lease.Duration:
 			return nil, w.publishResult(ctx, v.Snapshot)
 		}

@@ -109,7 +109,7 @@ var _ interface {
 	RescheduleWaiting(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, read, next time.Time) (bool, error)
 	DueRuns(ctx context.Context, now time.Time, limit int64, recheck time.Time) ([]string, error)
 	Forget(ctx context.Context, runID string) error
-	MarkPublished(ctx context.Context, runID string, now time.Time) error
+	MarkPublished(ctx context.Context, run pipeline.Run, now time.Time) error
 	TrimRetired(ctx context.Context, now time.Time, limit int64) (int, error)
 	RunState(ctx context.Context, runID string) (map[string]json.RawMessage, error)
 	Ping(ctx context.Context) error

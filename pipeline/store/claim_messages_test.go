@@ -192,7 +192,7 @@ func TestStore_an_ended_run_leaves_the_conversation_cache(t *testing.T) {
 	if err != nil || run.Status != pipeline.RunDone {
 		t.Fatalf("end: %+v, %v", run, err)
 	}
-	if err := f.st.MarkPublished(f.ctx, "r", at(8)); err != nil {
+	if err := f.st.MarkPublished(f.ctx, f.run(t, "r"), at(8)); err != nil {
 		t.Fatal(err)
 	}
 	if store.Caches(f.st, "r") {

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -25,7 +26,7 @@ var tenantIndexCases = []contractCase{
 			f.created(t, id)
 			f.finishRun(t, id)
 		}
-		if err := f.st.MarkPublished(f.ctx, "e1", at(3)); err != nil {
+		if err := f.st.MarkPublished(f.ctx, f.run(t, "e1"), at(3)); err != nil {
 			t.Fatal(err)
 		}
 		// e2 ended and is not yet published (retired): still in the index,
@@ -54,12 +55,12 @@ var tenantIndexCases = []contractCase{
 			t.Fatal(err)
 		}
 		f.wantLive(t, "c1", "r1", "w1")
-		if err := f.st.MarkPublished(f.ctx, "e2", at(4)); err != nil {
+		if err := f.st.MarkPublished(f.ctx, f.run(t, "e2"), at(4)); err != nil {
 			t.Fatal(err)
 		}
 		// The last step's end retires its run too.
 		f.finishRun(t, "r1")
-		if err := f.st.MarkPublished(f.ctx, "r1", at(5)); err != nil {
+		if err := f.st.MarkPublished(f.ctx, f.run(t, "r1"), at(5)); err != nil {
 			t.Fatal(err)
 		}
 		f.wantLive(t, "c1", "w1")
@@ -143,7 +144,7 @@ var tenantIndexCases = []contractCase{
 			if _, err := f.st.FinishRun(f.ctx, c.id, pipeline.Termination{Reason: pipeline.ReasonCancelled}, at(2)); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.st.MarkPublished(f.ctx, c.id, at(3)); err != nil {
+			if err := f.st.MarkPublished(f.ctx, f.run(t, c.id), at(3)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -160,6 +161,41 @@ var tenantIndexCases = []contractCase{
 			t.Fatal(err)
 		}
 		f.wantRunIndex(t, "acme")
+		if n, _ := f.rdb.ZCard(f.ctx, f.prefix+":retired:owned").Result(); n != 0 {
+			t.Errorf("the retired index holds %d runs after the trim and the forget", n)
+		}
+	}},
+	{"runs_retired_by_id_alone_leave_every_tenants_index", func(t *testing.T, f *fixture) {
+		// As a store before the retired index had tenants retired them: by
+		// id, in the retired index of ids, which the trim still empties.
+		f = f.retaining(retention)
+		for _, c := range []struct{ id, tenant string }{{"a1", "acme"}, {"b1", "beta"}, {"d1", ""}} {
+			f.createdAt(t, c.id, c.tenant, t0)
+			f.finishRun(t, c.id)
+			if err := f.st.MarkPublished(f.ctx, f.run(t, c.id), at(5)); err != nil {
+				t.Fatal(err)
+			}
+			member := c.id + "{" + cmp.Or(c.tenant, pipeline.DefaultTenant)
+			score, err := f.rdb.ZScore(f.ctx, f.prefix+":retired:owned", member).Result()
+			if err != nil {
+				t.Fatalf("%s is not in the retired index with its tenant (%q): %v", c.id, member, err)
+			}
+			f.del(t, f.prefix+":retired:owned")
+			if err := f.rdb.ZAdd(f.ctx, f.prefix+":retired", redis.Z{Score: score, Member: c.id}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			f.del(t, slices.Collect(mapKeys(f.runKeys(t, c.id), f.prefix+":{"+c.id+"}:"))...)
+		}
+		if n, err := f.st.TrimRetired(f.ctx, at(5).Add(retention), 100); err != nil || n != 3 {
+			t.Fatalf("TrimRetired = %d, %v; want a1, b1 and d1 trimmed", n, err)
+		}
+		f.wantRunIndex(t, "acme")
+		f.wantRunIndex(t, "beta")
+		for _, index := range []string{"runs", "live", "retired"} {
+			if n, _ := f.rdb.ZCard(f.ctx, f.prefix+":"+index).Result(); n != 0 {
+				t.Errorf("%s holds %d entries", index, n)
+			}
+		}
 	}},
 	{"a_tenants_run_list_finds_the_runs_created_before_its_index", func(t *testing.T, f *fixture) {
 		for i, c := range []struct{ id, tenant string }{{"a1", "acme"}, {"o1", "other"}, {"a2", "acme"}, {"d1", ""}} {
@@ -456,7 +492,7 @@ func TestStore_a_status_list_costs_the_live_runs(t *testing.T) {
 		id := fmt.Sprintf("ended%03d", i)
 		f.createdAt(t, id, "", at(1).Add(time.Duration(i)*time.Millisecond))
 		f.finishRun(t, id)
-		if err := f.st.MarkPublished(f.ctx, id, at(5)); err != nil {
+		if err := f.st.MarkPublished(f.ctx, f.run(t, id), at(5)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -469,6 +505,37 @@ func TestStore_a_status_list_costs_the_live_runs(t *testing.T) {
 	}
 	if n := commands.Load(); n > 5 {
 		t.Errorf("listing two running runs ran %d commands", n)
+	}
+}
+
+// The sweeper's trim of expired runs takes each out of its own tenant's
+// run index: with fifty tenants, a batch of one tenant's runs is one ZREM
+// of tenants' indexes, not fifty (ADR 0035).
+func TestStore_a_trim_costs_the_tenants_of_the_runs_it_trims(t *testing.T) {
+	rdb := testinfra.RedisServerClient(t)
+	f := (&fixture{st: store.New(rdb), rdb: rdb, prefix: store.DefaultPrefix, ctx: context.Background()}).retaining(retention)
+	for i := range 50 { // tenants with a run each, kept
+		f.createdAt(t, fmt.Sprintf("k%02d", i), fmt.Sprintf("tenant%02d", i), t0)
+	}
+	for i := range 10 {
+		id := fmt.Sprintf("a%02d", i)
+		f.createdAt(t, id, "acme", t0)
+		f.finishRun(t, id)
+		if err := f.st.MarkPublished(f.ctx, f.run(t, id), at(5)); err != nil {
+			t.Fatal(err)
+		}
+		f.del(t, slices.Collect(mapKeys(f.runKeys(t, id), f.prefix+":{"+id+"}:"))...)
+	}
+	var zrems atomic.Int64
+	rdb.AddHook(countingHook{n: &zrems, only: "zrem"})
+	if n, err := f.st.TrimRetired(f.ctx, at(5).Add(retention), 100); err != nil || n != 10 {
+		t.Fatalf("TrimRetired = %d, %v; want the ten runs of acme", n, err)
+	}
+	f.wantRunIndex(t, "acme")
+	f.wantRunIndex(t, "tenant07", "k07")
+	// The run index, the live one, acme's, the schedule and the retired index.
+	if n := zrems.Load(); n > 5 {
+		t.Errorf("trimming ten runs of one tenant among fifty ran %d ZREMs", n)
 	}
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -35,8 +36,23 @@ func WithRetention(d time.Duration) Option {
 func (s *Store) Retention() time.Duration { return s.retention }
 
 // retiredKey is the ZSET of ended runs scored by when their keys expire
-// (unix ms).
+// (unix ms), as stores before 2026-11-26 (ninth session) wrote it: members
+// are run ids, whose tenant is gone with their record when they are
+// trimmed, so the trim takes them out of every tenant's run index. It
+// empties one retention after the last such store stopped retiring runs.
 func (s *Store) retiredKey() string { return s.prefix + ":retired" }
+
+// retiredOwnedKey is the ZSET of ended runs scored by when their keys
+// expire (unix ms), each with its tenant (ownedMember), so that the trim
+// takes a run out of its own tenant's run index alone: its cost then
+// follows the runs it trims, not the number of tenants (ADR 0035).
+func (s *Store) retiredOwnedKey() string { return s.prefix + ":retired:owned" }
+
+// ownedMember is run's entry in the retired index with its tenant: its id,
+// "{" (which no run id holds: checkRunID) and its tenant.
+func ownedMember(run pipeline.Run) string {
+	return run.ID + "{" + cmp.Or(run.Tenant, pipeline.DefaultTenant)
+}
 
 // retire moves a run whose result is published from the sweep schedule and
 // the live index to the retired index (with a retention), in p: keys of
@@ -44,12 +60,12 @@ func (s *Store) retiredKey() string { return s.prefix + ":retired" }
 // a run that a crash left on the schedule published, and retires it again;
 // a run list drops an ended run it finds in the live index. It returns the
 // commands, for their errors.
-func (s *Store) retire(ctx context.Context, p redis.Pipeliner, runID string, now time.Time) []redis.Cmder {
+func (s *Store) retire(ctx context.Context, p redis.Pipeliner, run pipeline.Run, now time.Time) []redis.Cmder {
 	var cmds []redis.Cmder
 	if s.retention > 0 {
-		cmds = append(cmds, p.ZAdd(ctx, s.retiredKey(), redis.Z{Score: float64(toMillis(now.Add(s.retention))), Member: runID}))
+		cmds = append(cmds, p.ZAdd(ctx, s.retiredOwnedKey(), redis.Z{Score: float64(toMillis(now.Add(s.retention))), Member: ownedMember(run)}))
 	}
-	return append(cmds, p.ZRem(ctx, s.activeKey(), runID), p.ZRem(ctx, s.liveKey(), runID))
+	return append(cmds, p.ZRem(ctx, s.activeKey(), run.ID), p.ZRem(ctx, s.liveKey(), run.ID))
 }
 
 // TrimRetired takes up to limit retired runs whose keys have expired at now
@@ -57,13 +73,34 @@ func (s *Store) retire(ctx context.Context, p redis.Pipeliner, runID string, now
 // A run whose record is still there (its retention was longer, or it was
 // made to live for good) is rescored to its own time to live, or dropped
 // from the retired index when it has none. Any number of sweepers may trim
-// at once.
+// at once. Runs retired with their tenant go first; then those an earlier
+// store retired by id alone.
 func (s *Store) TrimRetired(ctx context.Context, now time.Time, limit int64) (int, error) {
-	ids, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{
-		Key: s.retiredKey(), ByScore: true, Start: "-inf", Stop: toMillis(now), Count: limit,
+	took, read, err := s.trimFrom(ctx, s.retiredOwnedKey(), now, limit)
+	if err != nil || read == limit {
+		return took, err
+	}
+	more, _, err := s.trimFrom(ctx, s.retiredKey(), now, limit-read)
+	return took + more, err
+}
+
+// trimFrom is TrimRetired over one retired index, key: owned members
+// (retiredOwnedKey) or run ids (retiredKey). It returns how many runs it
+// took out and how many entries it read.
+func (s *Store) trimFrom(ctx context.Context, key string, now time.Time, limit int64) (took int, read int64, err error) {
+	members, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{
+		Key: key, ByScore: true, Start: "-inf", Stop: toMillis(now), Count: limit,
 	}).Result()
-	if err != nil || len(ids) == 0 {
-		return 0, wrapTrim(err)
+	if err != nil || len(members) == 0 {
+		return 0, 0, wrapTrim(err)
+	}
+	owned := key == s.retiredOwnedKey()
+	ids := members
+	if owned {
+		ids = make([]string, len(members))
+		for i, m := range members {
+			ids[i], _, _ = strings.Cut(m, "{")
+		}
 	}
 	ttls := make([]*redis.DurationCmd, len(ids))
 	var tenants *redis.StringSliceCmd
@@ -71,31 +108,46 @@ func (s *Store) TrimRetired(ctx context.Context, now time.Time, limit int64) (in
 		for i, id := range ids {
 			ttls[i] = p.PTTL(ctx, s.runKey(id))
 		}
-		tenants = p.SMembers(ctx, s.tenantsKey())
+		if !owned { // whose tenant is unknown: every tenant's index is told
+			tenants = p.SMembers(ctx, s.tenantsKey())
+		}
 		return nil
 	}); err != nil {
-		return 0, wrapTrim(err)
+		return 0, 0, wrapTrim(err)
 	}
-	var gone []any
+	var gone, goneMembers []any
+	byTenant := map[string][]any{}
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			switch ttl := ttls[i].Val(); {
 			case ttl == -2: // no such key: expired
-				gone = append(gone, id)
+				gone, goneMembers = append(gone, id), append(goneMembers, members[i])
+				if _, tenant, _ := strings.Cut(members[i], "{"); owned && tenantIndexed(tenant) {
+					byTenant[tenant] = append(byTenant[tenant], id)
+				}
 			case ttl < 0: // no time to live
-				p.ZRem(ctx, s.retiredKey(), id)
+				p.ZRem(ctx, key, members[i])
 			default:
-				p.ZAdd(ctx, s.retiredKey(), redis.Z{Score: float64(toMillis(now.Add(ttl))), Member: id})
+				p.ZAdd(ctx, key, redis.Z{Score: float64(toMillis(now.Add(ttl))), Member: members[i]})
 			}
 		}
-		if len(gone) > 0 {
-			s.unlist(ctx, p, tenants.Val(), gone...)
-			p.ZRem(ctx, s.activeKey(), gone...)
-			p.ZRem(ctx, s.retiredKey(), gone...)
+		if len(gone) == 0 {
+			return nil
 		}
+		if owned {
+			p.ZRem(ctx, s.runsKey(), gone...)
+			p.ZRem(ctx, s.liveKey(), gone...)
+			for tenant, ids := range byTenant {
+				p.ZRem(ctx, s.tenantRunsKey(tenant), ids...)
+			}
+		} else {
+			s.unlist(ctx, p, tenants.Val(), gone...)
+		}
+		p.ZRem(ctx, s.activeKey(), gone...)
+		p.ZRem(ctx, key, goneMembers...)
 		return nil
 	})
-	return len(gone), wrapTrim(err)
+	return len(gone), int64(len(members)), wrapTrim(err)
 }
 
 // unlist queues in p the removal of runs that are gone from the run index,
@@ -117,16 +169,23 @@ func wrapTrim(err error) error {
 }
 
 // Forget takes a run that is gone (expired, or scheduled and never
-// created) out of every index that names it by id.
+// created) out of every index that names it by id: its tenant is unknown,
+// so every tenant's run index, and its entry in the retired index under
+// each tenant.
 func (s *Store) Forget(ctx context.Context, runID string) error {
 	tenants, err := s.rdb.SMembers(ctx, s.tenantsKey()).Result()
 	if err != nil {
 		return fmt.Errorf("forget run %s: %w", runID, err)
 	}
+	owned := []any{ownedMember(pipeline.Run{ID: runID})}
+	for _, t := range tenants {
+		owned = append(owned, ownedMember(pipeline.Run{ID: runID, Tenant: t}))
+	}
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZRem(ctx, s.activeKey(), runID)
 		s.unlist(ctx, p, tenants, runID)
 		p.ZRem(ctx, s.retiredKey(), runID)
+		p.ZRem(ctx, s.retiredOwnedKey(), owned...)
 		return nil
 	})
 	if err != nil {

@@ -250,7 +250,7 @@ var retentionCases = []contractCase{
 			if _, err := f.st.FinishRun(f.ctx, id, pipeline.Termination{Reason: pipeline.ReasonCancelled}, at(2)); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.st.MarkPublished(f.ctx, id, at(3)); err != nil {
+			if err := f.st.MarkPublished(f.ctx, f.run(t, id), at(3)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -277,12 +277,12 @@ var retentionCases = []contractCase{
 		if ids := runIDs(runs); !slices.Equal(ids, []string{"r4", "r3", "r2"}) {
 			t.Fatalf("listed runs = %v, want r1 gone", ids)
 		}
-		retired, err := f.rdb.ZRangeWithScores(f.ctx, f.prefix+":retired", 0, -1).Result()
-		if err != nil || len(retired) != 1 || retired[0].Member != "r3" || retired[0].Score <= float64(due.UnixMilli()) {
+		retired, err := f.rdb.ZRangeWithScores(f.ctx, f.prefix+":retired:owned", 0, -1).Result()
+		if err != nil || len(retired) != 1 || retired[0].Member != "r3{default" || retired[0].Score <= float64(due.UnixMilli()) {
 			t.Fatalf("retired index = %v, %v; want only r3, rescored after %v", retired, err, due)
 		}
 		// A late mark of an expired run does not bring it back.
-		if err := f.st.MarkPublished(f.ctx, "r1", due); err != nil {
+		if err := f.st.MarkPublished(f.ctx, pipeline.Run{ID: "r1"}, due); err != nil {
 			t.Fatal(err)
 		}
 		if keys := f.runKeys(t, "r1"); len(keys) != 0 {
@@ -298,7 +298,7 @@ var retentionCases = []contractCase{
 		if _, err := f.st.FinishRun(f.ctx, "r1", pipeline.Termination{Reason: pipeline.ReasonCancelled}, at(2)); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.st.MarkPublished(f.ctx, "r1", at(3)); err != nil {
+		if err := f.st.MarkPublished(f.ctx, f.run(t, "r1"), at(3)); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.st.ScheduleSweep(f.ctx, "r1", at(4)); err != nil {
@@ -307,7 +307,7 @@ var retentionCases = []contractCase{
 		if err := f.st.Forget(f.ctx, "r1"); err != nil {
 			t.Fatal(err)
 		}
-		for _, index := range []string{"runs", "active", "retired"} {
+		for _, index := range []string{"runs", "active", "retired", "retired:owned"} {
 			if n, _ := f.rdb.ZCard(f.ctx, f.prefix+":"+index).Result(); n != 0 {
 				t.Errorf("%s holds %d entries", index, n)
 			}

@@ -183,7 +183,8 @@ func (s *Store) FinishRun(ctx context.Context, runID string, t pipeline.Terminat
 
 // MarkPublished records that a done run's result is on run-results and
 // retires the run: off the sweeper's list and, with a retention, onto the
-// retired index (retention.go), at now. Until then the sweeper keeps the
+// retired index with its tenant (retention.go), at now. Of run, its id and
+// tenant are used. Until then the sweeper keeps the
 // run and publishes the result again if its publisher died (the result's
 // outbox); a run found published on the list is marked again, which
 // retires it. A run that is gone is not recreated. The mark goes first: on
@@ -191,12 +192,13 @@ func (s *Store) FinishRun(ctx context.Context, runID string, t pipeline.Terminat
 // order), on a cluster one round trip ahead of it. Every run that ends
 // comes here, so its conversation leaves the cache here (conversations.go:
 // the cache is for the runs this process may claim again).
-func (s *Store) MarkPublished(ctx context.Context, runID string, now time.Time) error {
+func (s *Store) MarkPublished(ctx context.Context, run pipeline.Run, now time.Time) error {
+	runID := run.ID
 	s.conversations.forget(runID)
 	what := "mark the result of run " + runID + " published"
 	keys, args := []string{s.runKey(runID)}, []any{"published", "1"}
 	var retired []redis.Cmder
-	retire := func(p redis.Pipeliner) { retired = s.retire(ctx, p, runID, now) }
+	retire := func(p redis.Pipeliner) { retired = s.retire(ctx, p, run, now) }
 	var err error
 	if s.cluster {
 		if _, err = s.eval(ctx, s.scripts.markSent, what, keys, args...); err != nil {

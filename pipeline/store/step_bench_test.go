@@ -149,7 +149,7 @@ func BenchmarkStore_run(b *testing.B) {
 		if _, _, err := st.CommitAndEnd(ctx, run.ID, steps-1, "w", commitOf(), end, now); err != nil {
 			b.Fatal(err)
 		}
-		if err := st.MarkPublished(ctx, run.ID, now); err != nil {
+		if err := st.MarkPublished(ctx, run, now); err != nil {
 			b.Fatal(err)
 		}
 	}

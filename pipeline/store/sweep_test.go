@@ -142,7 +142,7 @@ var outboxCases = []contractCase{
 		if err != nil || len(ids) != 1 {
 			t.Fatalf("a done run whose result is not out must stay due: %v, %v", ids, err)
 		}
-		if err := f.st.MarkPublished(f.ctx, "r1", at(30)); err != nil {
+		if err := f.st.MarkPublished(f.ctx, f.run(t, "r1"), at(30)); err != nil {
 			t.Fatal(err)
 		}
 		if run := f.run(t, "r1"); !run.Published {
