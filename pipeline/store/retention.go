@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -49,9 +48,14 @@ func (s *Store) retiredKey() string { return s.prefix + ":retired" }
 func (s *Store) retiredOwnedKey() string { return s.prefix + ":retired:owned" }
 
 // ownedMember is run's entry in the retired index with its tenant: its id,
-// "{" (which no run id holds: checkRunID) and its tenant.
+// "{" (which no run id holds: checkRunID) and its tenant, when the tenant
+// has a run index (tenantIndexed; nothing for the default tenant: a byte a
+// kept run).
 func ownedMember(run pipeline.Run) string {
-	return run.ID + "{" + cmp.Or(run.Tenant, pipeline.DefaultTenant)
+	if !tenantIndexed(run.Tenant) {
+		return run.ID + "{"
+	}
+	return run.ID + "{" + run.Tenant
 }
 
 // retire moves a run whose result is published from the sweep schedule and

@@ -278,7 +278,7 @@ var retentionCases = []contractCase{
 			t.Fatalf("listed runs = %v, want r1 gone", ids)
 		}
 		retired, err := f.rdb.ZRangeWithScores(f.ctx, f.prefix+":retired:owned", 0, -1).Result()
-		if err != nil || len(retired) != 1 || retired[0].Member != "r3{default" || retired[0].Score <= float64(due.UnixMilli()) {
+		if err != nil || len(retired) != 1 || retired[0].Member != "r3{" || retired[0].Score <= float64(due.UnixMilli()) {
 			t.Fatalf("retired index = %v, %v; want only r3, rescored after %v", retired, err, due)
 		}
 		// A late mark of an expired run does not bring it back.
