@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
@@ -68,7 +69,7 @@ func TestAuth_tenants_and_deciders_through_the_pipeline(t *testing.T) {
 		t.Fatalf("create as shop-backend: %d", code)
 	}
 	var v runView
-	eventually(t, 30*time.Second, func() bool {
+	testinfra.Eventually(t, 30*time.Second, func() bool {
 		keyDo(t, "shop-key-0001", http.MethodGet, base+"/v1/runs/shop-1", nil, &v)
 		return v.Status == pipeline.RunWaiting
 	}, func() string { return "shop-1 is " + string(v.Status) })
@@ -121,7 +122,7 @@ func TestAuth_tenants_and_deciders_through_the_pipeline(t *testing.T) {
 	if code := keyDo(t, "approver-key-0001", http.MethodPost, base+"/v1/runs/shop-1/decisions", decision, nil); code != http.StatusAccepted {
 		t.Fatalf("shop-approver decides: %d", code)
 	}
-	eventually(t, 30*time.Second, func() bool {
+	testinfra.Eventually(t, 30*time.Second, func() bool {
 		keyDo(t, "approver-key-0001", http.MethodGet, base+"/v1/runs/shop-1", nil, &v)
 		return v.Status == pipeline.RunDone
 	}, func() string { return "shop-1 is " + string(v.Status) })

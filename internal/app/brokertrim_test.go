@@ -34,7 +34,7 @@ func TestEmbeddedBroker_drops_the_work_the_workers_have_read(t *testing.T) {
 	defer client.Close()
 	work := []string{stack.Names.RunSteps(), stack.Names.ToolCalls(""), stack.Names.ToolResults()}
 	var left string
-	eventually(t, 20*time.Second, func() bool {
+	testinfra.Eventually(t, 20*time.Second, func() bool {
 		left = ""
 		for _, topic := range work {
 			published, kept := 0, 0

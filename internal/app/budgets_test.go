@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 )
@@ -48,7 +49,7 @@ func sendBatch(t *testing.T, base string, items []map[string]any, query string, 
 		t.Fatalf("batch: %d", code)
 	}
 	var v batchView
-	eventually(t, timeout, func() bool {
+	testinfra.Eventually(t, timeout, func() bool {
 		httpDo(t, http.MethodGet, base+"/v1/batches/"+batch.BatchID, nil, &v)
 		return v.Counts["done"] == len(items)
 	}, func() string { return fmt.Sprintf("batch %+v", v) })
@@ -170,7 +171,7 @@ func TestBudgets_a_batch_is_cancelled(t *testing.T) {
 		t.Fatalf("cancel: %d %+v", code, out)
 	}
 	var v batchView
-	eventually(t, 30*time.Second, func() bool {
+	testinfra.Eventually(t, 30*time.Second, func() bool {
 		httpDo(t, http.MethodGet, base+"/v1/batches/"+batch.BatchID, nil, &v)
 		return v.Reasons["cancelled"] == 5
 	}, func() string { return fmt.Sprintf("batch %+v", v) })

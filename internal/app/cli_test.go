@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/cli"
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
@@ -117,7 +118,7 @@ func createRunWithKey(t *testing.T, base, id, model string) string {
 func waitForKey(t *testing.T, base, id string, status pipeline.RunStatus) {
 	t.Helper()
 	var v runView
-	eventually(t, 30*time.Second, func() bool {
+	testinfra.Eventually(t, 30*time.Second, func() bool {
 		keyDo(t, os.Getenv(cli.EnvAPIKey), "GET", base+"/v1/runs/"+id, nil, &v)
 		return v.Status == status
 	}, func() string { return id + " is " + string(v.Status) })

@@ -101,7 +101,7 @@ func waitClusterDrained(t *testing.T, rdb *redis.ClusterClient) {
 	t.Helper()
 	ctx := context.Background()
 	var why string
-	eventually(t, 60*time.Second, func() bool {
+	testinfra.Eventually(t, 60*time.Second, func() bool {
 		var mu sync.Mutex
 		why = ""
 		err := rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
@@ -30,7 +31,7 @@ func TestDecisionChecks_a_payload_that_does_not_fit_the_tool_is_rejected_and_not
 	decide(t, base, id, map[string]any{"decision_id": "bad", "call_id": "R", "action": "resume",
 		"payload": map[string]any{"amount": "a million", "extra": true}})
 	var rejected []pipeline.Event
-	eventually(t, 20*time.Second, func() bool {
+	testinfra.Eventually(t, 20*time.Second, func() bool {
 		rejected = eventsOf(runEvents(t, stack, id), pipeline.EventDecisionRejected)
 		return len(rejected) == 1
 	}, func() string { return "no decision.rejected" })

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
@@ -76,7 +77,7 @@ func callOf(v runView, id string) callView {
 func waitFor(t *testing.T, base, id, what string, cond func(runView) bool) runView {
 	t.Helper()
 	var v runView
-	eventually(t, 30*time.Second, func() bool { v = getRun(t, base, id); return cond(v) },
+	testinfra.Eventually(t, 30*time.Second, func() bool { v = getRun(t, base, id); return cond(v) },
 		func() string { return fmt.Sprintf("%s; run is %s: %+v", what, v.Status, v.ToolCalls) })
 	return v
 }
@@ -234,7 +235,7 @@ func TestDecisions_refusals_are_recorded_and_change_nothing(t *testing.T) {
 
 	// A decision for a run nobody knows goes to the dead-letter topic.
 	publishRaw(t, stack, stack.Names.Decisions(), `{"decision_id":"x","run_id":"no-such-run","call_id":"c","action":"resume"}`)
-	eventually(t, 20*time.Second, func() bool {
+	testinfra.Eventually(t, 20*time.Second, func() bool {
 		for _, d := range dead() {
 			if strings.Contains(d.payload, "no-such-run") && strings.Contains(d.reason, "not found") {
 				return true
@@ -247,7 +248,7 @@ func TestDecisions_refusals_are_recorded_and_change_nothing(t *testing.T) {
 func waitRejected(t *testing.T, stack *app.Stack, runID, decisionID, reason string) {
 	t.Helper()
 	var got []pipeline.Event
-	eventually(t, 20*time.Second, func() bool {
+	testinfra.Eventually(t, 20*time.Second, func() bool {
 		got = eventsOf(runEvents(t, stack, runID), pipeline.EventDecisionRejected)
 		for _, e := range got {
 			if strings.Contains(string(e.Data), `"`+decisionID+`"`) && strings.Contains(string(e.Data), reason) {

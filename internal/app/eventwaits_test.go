@@ -65,7 +65,7 @@ func TestGateway_open_event_streams_leave_the_API_its_Redis_connections(t *testi
 	}
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
-	eventually(t, 10*time.Second, func() bool { return blockedReads(t, rdb) >= streams },
+	testinfra.Eventually(t, 10*time.Second, func() bool { return blockedReads(t, rdb) >= streams },
 		func() string { return fmt.Sprintf("%d of %d streams wait on Redis", blockedReads(t, rdb), streams) })
 
 	before := *stack.Redis.PoolStats()

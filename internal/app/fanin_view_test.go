@@ -12,6 +12,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/stepwise-run/stepwise/internal/kafka"
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
@@ -93,7 +94,7 @@ func TestPipeline_tool_results_redelivered_late_with_their_views_change_nothing(
 	// Once the step worker has consumed the replays, stopping it waits for
 	// the fan-ins they started; then nothing can have been ended twice.
 	group := stack.Config.Kafka.TopicPrefix + "stepworker"
-	eventually(t, 20*time.Second, func() bool {
+	testinfra.Eventually(t, 20*time.Second, func() bool {
 		lags, err := kafka.Lag(context.Background(), stack.Kafka, group, []string{stack.Names.ToolResults()})
 		if err != nil {
 			return false

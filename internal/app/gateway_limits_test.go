@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
@@ -108,7 +109,7 @@ func TestGatewayLimits_slow_and_greedy_clients_are_cut_and_the_server_stays_up(t
 	}
 	cancels[0]()
 	cancels[2]()
-	eventually(t, 5*time.Second, func() bool {
+	testinfra.Eventually(t, 5*time.Second, func() bool {
 		res, cancel := open()
 		defer cancel()
 		return res.StatusCode == http.StatusOK
@@ -166,7 +167,7 @@ func TestGatewayLimits_a_gateway_without_keys_stays_on_loopback(t *testing.T) {
 		errc := make(chan error, 1)
 		go func() { errc <- stack.RunGateway(ctx, l) }()
 		url := fmt.Sprintf("http://127.0.0.1:%d/healthz", l.Addr().(*net.TCPAddr).Port)
-		eventually(t, 5*time.Second, func() bool {
+		testinfra.Eventually(t, 5*time.Second, func() bool {
 			res, err := http.Get(url)
 			if err == nil {
 				_ = res.Body.Close()

@@ -213,21 +213,9 @@ func getMessages(t *testing.T, base, id string) []pipeline.Message {
 func waitDone(t *testing.T, base, id string, within time.Duration) runView {
 	t.Helper()
 	var v runView
-	eventually(t, within, func() bool {
+	testinfra.Eventually(t, within, func() bool {
 		v = getRun(t, base, id)
 		return v.Status == pipeline.RunDone
 	}, func() string { return "run " + id + " is " + string(v.Status) })
 	return v
-}
-
-// eventually polls cond every 20ms until it holds or within passes.
-func eventually(t *testing.T, within time.Duration, cond func() bool, what func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

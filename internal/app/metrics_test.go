@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 )
 
 // GET /metrics after a run and a malformed message: the steps, tool calls,
@@ -55,7 +57,7 @@ func TestMetrics_a_run_is_counted_at_metrics(t *testing.T) {
 func scrapeUntil(t *testing.T, base string, want ...string) string {
 	t.Helper()
 	var text string
-	eventually(t, 10*time.Second, func() bool {
+	testinfra.Eventually(t, 10*time.Second, func() bool {
 		res, err := http.Get(base + "/metrics")
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -46,7 +47,7 @@ func TestOutbox_a_result_whose_publish_failed_goes_out_from_the_sweeper(t *testi
 	for _, id := range ids {
 		waitDone(t, base, id, 30*time.Second)
 	}
-	eventually(t, 30*time.Second, func() bool {
+	testinfra.Eventually(t, 30*time.Second, func() bool {
 		got := map[string]bool{}
 		for _, r := range results() {
 			if m, err := topics.Decode[topics.RunResult]([]byte(r.payload)); err == nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -95,7 +96,7 @@ func TestOutcomes_each_decision_from_kafka_gets_one_outcome(t *testing.T) {
 		"k-4 rejected run not found",
 	}
 	var got []string
-	eventually(t, 20*time.Second, func() bool { got = outcomes(); return len(got) >= len(want) },
+	testinfra.Eventually(t, 20*time.Second, func() bool { got = outcomes(); return len(got) >= len(want) },
 		func() string { return fmt.Sprintf("outcomes %q", got) })
 	time.Sleep(500 * time.Millisecond) // what a second outcome would take
 	got = outcomes()
@@ -118,7 +119,7 @@ func TestOutcomes_a_held_decision_gets_held_then_applied(t *testing.T) {
 		`{"decision_id":"h-1","run_id":"r-held","call_id":"A","action":"resume"}`)
 	assertNaturalEnd(t, waitDone(t, base, id, 30*time.Second), 2)
 	var got []string
-	eventually(t, 20*time.Second, func() bool { got = outcomes(); return len(got) >= 2 },
+	testinfra.Eventually(t, 20*time.Second, func() bool { got = outcomes(); return len(got) >= 2 },
 		func() string { return fmt.Sprintf("outcomes %q", got) })
 	if len(got) != 2 || !strings.HasPrefix(got[0], "h-1 held") || got[1] != "h-1 applied " {
 		t.Fatalf("outcomes %q, want held then applied", got)
@@ -137,7 +138,7 @@ func TestOutcomes_a_decision_held_for_a_call_that_never_comes_is_rejected_when_t
 		`{"decision_id":"o-1","run_id":"r-orphan","call_id":"Z","action":"resume"}`)
 	assertNaturalEnd(t, waitDone(t, base, id, 30*time.Second), 1)
 	var got []string
-	eventually(t, 20*time.Second, func() bool { got = outcomes(); return len(got) >= 2 },
+	testinfra.Eventually(t, 20*time.Second, func() bool { got = outcomes(); return len(got) >= 2 },
 		func() string { return fmt.Sprintf("outcomes %q", got) })
 	if len(got) != 2 || !strings.HasPrefix(got[0], "o-1 held") || got[1] != "o-1 rejected call Z did not park before the run ended" {
 		t.Fatalf("outcomes %q, want held then rejected when the run ended", got)

@@ -199,7 +199,7 @@ func TestPipeline_a_tool_worker_that_dies_mid_tool_is_replaced_and_the_run_finis
 
 	script := `{"provider":"script","turns":[{"text":"slow","tool_calls":[{"name":"sleep","arguments":{"ms":1500}}]},{"text":"done"}]}`
 	id := createRun(t, base, "r-dies", "assistant", script)
-	eventually(t, 20*time.Second, func() bool {
+	testinfra.Eventually(t, 20*time.Second, func() bool {
 		v := getRun(t, base, id)
 		return len(v.ToolCalls) == 1 && v.ToolCalls[0].Status == pipeline.CallRunning
 	}, func() string { return "the call never ran" })
@@ -250,7 +250,7 @@ func TestPipeline_a_run_whose_tool_retry_budget_is_spent_ends_with_error(t *test
 
 	script := `{"provider":"script","turns":[{"text":"slow","tool_calls":[{"name":"sleep","arguments":{"ms":5000}}]},{"text":"done"}]}`
 	id := createRun(t, base, "r-budget", "assistant", script)
-	eventually(t, 20*time.Second, func() bool {
+	testinfra.Eventually(t, 20*time.Second, func() bool {
 		v := getRun(t, base, id)
 		return len(v.ToolCalls) == 1 && v.ToolCalls[0].Status == pipeline.CallRunning
 	}, func() string { return "the call never ran" })
@@ -282,7 +282,7 @@ func TestPipeline_malformed_messages_go_to_dead_letter_with_their_reason_and_run
 	assertNaturalEnd(t, waitDone(t, base, id, 30*time.Second), 2)
 
 	var got []deadLetter
-	eventually(t, 20*time.Second, func() bool { got = dead(); return len(got) >= len(bad) }, func() string {
+	testinfra.Eventually(t, 20*time.Second, func() bool { got = dead(); return len(got) >= len(bad) }, func() string {
 		return fmt.Sprintf("dead letters: %+v", got)
 	})
 	for _, d := range got {

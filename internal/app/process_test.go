@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
@@ -115,7 +116,7 @@ func TestProcesses_a_run_completes_with_the_workers_as_separate_processes_even_w
 	// A tool worker killed mid-tool (SIGKILL: no chance to clean up).
 	slow := `{"provider":"script","turns":[{"text":"slow","tool_calls":[{"name":"sleep","arguments":{"ms":1500}}]},{"text":"done"}]}`
 	id = createRun(t, base, "r-killed", "assistant", slow)
-	eventually(t, 30*time.Second, func() bool {
+	testinfra.Eventually(t, 30*time.Second, func() bool {
 		v := getRun(t, base, id)
 		return len(v.ToolCalls) == 1 && v.ToolCalls[0].Status == pipeline.CallRunning
 	}, func() string { return "the call never ran" })

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
 )
@@ -138,7 +139,7 @@ func TestRealModels_an_openai_agent_runs_through_the_pipeline_streaming_and_not(
 			}
 			if stream { // the text streams into the event log while the model is still answering
 				var streamed string // the chunks that arrive together go out as one delta (ADR 0020)
-				eventually(t, 30*time.Second, func() bool {
+				testinfra.Eventually(t, 30*time.Second, func() bool {
 					streamed = ""
 					for _, d := range eventsOf(runEvents(t, stack, id), pipeline.EventTextDelta) {
 						var data struct{ Text string }
@@ -236,7 +237,7 @@ tools:
 	workers(t, stack)
 	base := serve(t, stack)
 	cat := catalog.New(stack.Redis, "")
-	eventually(t, 30*time.Second, func() bool {
+	testinfra.Eventually(t, 30*time.Second, func() bool {
 		specs, err := cat.Get(t.Context(), []string{"add"})
 		return err == nil && len(specs["add"].Parameters) > 0
 	}, func() string { return "the MCP tool never reached the catalog" })

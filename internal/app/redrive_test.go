@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -40,7 +41,7 @@ func TestRedrive_a_poison_decision_redriven_after_its_cause_is_fixed_completes_i
 		return string(out)
 	}
 	var listed string
-	eventually(t, 30*time.Second, func() bool {
+	testinfra.Eventually(t, 30*time.Second, func() bool {
 		listed = dlq("list")
 		return strings.Contains(listed, "1 dead-letter records")
 	}, func() string { return "the decision is not on the dead-letter topic:\n" + listed })

@@ -141,7 +141,7 @@ func waitDrained(t *testing.T, rdb redis.UniversalClient) (int64, int64) {
 	ctx := context.Background()
 	var keys int64
 	var why string
-	eventually(t, 60*time.Second, func() bool {
+	testinfra.Eventually(t, 60*time.Second, func() bool {
 		all, err := rdb.Keys(ctx, "*").Result()
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
@@ -61,7 +62,7 @@ func TestShutdown_a_step_past_the_grace_period_is_handed_over_before_its_lease_r
 	base := serve(t, stack)
 
 	id := createRun(t, base, "r-step-handover", "assistant", `{"provider":"script","turns":[{"text":"thought","delay_ms":3000}]}`)
-	eventually(t, 20*time.Second, func() bool { return getRun(t, base, id).Status == pipeline.RunRunning },
+	testinfra.Eventually(t, 20*time.Second, func() bool { return getRun(t, base, id).Status == pipeline.RunRunning },
 		func() string { return "the step never started" })
 	stopSteps()
 	start(t, stack.RunStepWorker)
@@ -71,7 +72,7 @@ func TestShutdown_a_step_past_the_grace_period_is_handed_over_before_its_lease_r
 
 func waitCallRunning(t *testing.T, base, id string) {
 	t.Helper()
-	eventually(t, 20*time.Second, func() bool {
+	testinfra.Eventually(t, 20*time.Second, func() bool {
 		v := getRun(t, base, id)
 		return len(v.ToolCalls) == 1 && v.ToolCalls[0].Status == pipeline.CallRunning
 	}, func() string { return "the call never ran" })

@@ -93,7 +93,7 @@ func TestSiblings_calls_claimed_together_are_taken_over_when_their_worker_dies(t
 	base := serve(t, stack)
 
 	id := createRun(t, base, "r-wide-dies", "assistant", wideScript(3, "sleep", `{"ms":1500}`))
-	eventually(t, 20*time.Second, func() bool {
+	testinfra.Eventually(t, 20*time.Second, func() bool {
 		v := getRun(t, base, id)
 		running := 0
 		for _, c := range v.ToolCalls {

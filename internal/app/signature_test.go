@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -37,7 +38,7 @@ func TestSignature_only_signed_decisions_apply(t *testing.T) {
 	forgedRaw, _ := topics.Encode(forged)
 	kcatProduce(t, stack, stack.Names.Decisions(), id, unsigned, string(forgedRaw))
 	var got []string
-	eventually(t, 20*time.Second, func() bool { got = outcomes(); return len(got) >= 2 },
+	testinfra.Eventually(t, 20*time.Second, func() bool { got = outcomes(); return len(got) >= 2 },
 		func() string { return fmt.Sprintf("outcomes %q", got) })
 	if strings.Join(got, "|") != "u-1 rejected signature|f-1 rejected signature" {
 		t.Fatalf("outcomes %q", got)
@@ -51,7 +52,7 @@ func TestSignature_only_signed_decisions_apply(t *testing.T) {
 	kcatProduce(t, stack, stack.Names.Decisions(), id, string(goodRaw))
 	decide(t, base, id, map[string]any{"decision_id": "h-1", "call_id": "B", "action": "resume"}) // signed by the gateway
 	assertNaturalEnd(t, waitDone(t, base, id, 30*time.Second), 1)
-	eventually(t, 20*time.Second, func() bool { got = outcomes(); return len(got) >= 4 },
+	testinfra.Eventually(t, 20*time.Second, func() bool { got = outcomes(); return len(got) >= 4 },
 		func() string { return fmt.Sprintf("outcomes %q", got) })
 	if rest := strings.Join(got[2:], "|"); !strings.Contains(rest, "g-1 applied") || !strings.Contains(rest, "h-1 applied") {
 		t.Fatalf("outcomes %q", got)

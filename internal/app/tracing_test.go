@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
@@ -118,7 +119,7 @@ func TestTracing_one_trace_per_run_across_separate_processes(t *testing.T) {
 	startProcess(t, filepath.Join(bin, "gateway"), env, "--config", cfgPath, "--http", addr)
 	startProcess(t, filepath.Join(bin, "stepworker"), env, "--config", cfgPath)
 	startProcess(t, filepath.Join(bin, "toolworker"), env, "--config", cfgPath)
-	eventually(t, 30*time.Second, func() bool {
+	testinfra.Eventually(t, 30*time.Second, func() bool {
 		res, err := http.Get(base + "/readyz")
 		if err == nil {
 			res.Body.Close()
@@ -134,7 +135,7 @@ func TestTracing_one_trace_per_run_across_separate_processes(t *testing.T) {
 	want := []string{"gateway/create run", "stepworker/step 0", "stepworker/chat script", "stepworker/tool_gate",
 		"toolworker/execute_tool echo", "toolworker/execute_tool tool_a", "stepworker/decision resume", "stepworker/step 1"}
 	var spans []span
-	eventually(t, 30*time.Second, func() bool {
+	testinfra.Eventually(t, 30*time.Second, func() bool {
 		spans = otlp.ofRun(id)
 		have := make([]string, len(spans))
 		for i, s := range spans {

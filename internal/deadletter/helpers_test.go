@@ -173,7 +173,7 @@ func (c *consumer) accepted() []accepted {
 func waitList(t *testing.T, q *deadletter.Queue, n int) []deadletter.Record {
 	t.Helper()
 	var recs []deadletter.Record
-	eventually(t, 20*time.Second, func() bool {
+	testinfra.Eventually(t, 20*time.Second, func() bool {
 		var err error
 		recs, err = q.List(context.Background(), deadletter.Filter{})
 		if err != nil {
@@ -196,16 +196,4 @@ func recordsOf(t *testing.T, e env, topic string) []*sarama.ConsumerMessage {
 		t.Fatalf("read %s: %v", topic, err)
 	}
 	return out
-}
-
-// eventually polls cond every 20ms until it holds or within passes.
-func eventually(t *testing.T, within time.Duration, cond func() bool, what func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

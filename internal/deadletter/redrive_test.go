@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/deadletter"
 	"github.com/stepwise-run/stepwise/internal/kafka"
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 )
 
 // redrive runs a Redrive of q and fails t on an error.
@@ -25,7 +26,7 @@ func redrive(t *testing.T, q *deadletter.Queue, f deadletter.Filter, dryRun bool
 // waitAccepted waits until the consumer took n messages.
 func waitAccepted(t *testing.T, c *consumer, n int) []accepted {
 	t.Helper()
-	eventually(t, 20*time.Second, func() bool { return len(c.accepted()) >= n },
+	testinfra.Eventually(t, 20*time.Second, func() bool { return len(c.accepted()) >= n },
 		func() string { return fmt.Sprintf("the consumer took %d messages, want %d", len(c.accepted()), n) })
 	return c.accepted()
 }

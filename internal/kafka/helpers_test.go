@@ -113,16 +113,10 @@ func run(t testing.TB, r *message.Router) {
 	}
 }
 
-// eventually polls cond every 10ms until it holds, failing t after d.
+// eventually is testinfra.Eventually with what it waits for named first.
 func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testinfra.Eventually(t, d, cond, func() string { return what })
 }
 
 // received is what a handler saw of one message.

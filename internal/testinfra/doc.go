@@ -32,4 +32,9 @@
 // The Docker engine is asked once per test process, with a 2 s deadline;
 // when it does not answer, both fall back to their in-process choices and
 // say so once.
+//
+// Tests wait on conditions, never on a fixed sleep:
+//
+//	testinfra.Eventually(t, 10*time.Second, func() bool { return n.Load() == 3 },
+//		func() string { return fmt.Sprint(n.Load(), " handled") })
 package testinfra

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -224,16 +225,10 @@ func (r *decisionRecorder) waitFor(t *testing.T, runID string, n int) []topics.D
 	return got
 }
 
-// eventually polls cond until it holds or 5 s pass.
+// eventually waits up to 5 s for cond (testinfra.Eventually).
 func eventually(t *testing.T, cond func() bool, format string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: "+format, args...)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testinfra.Eventually(t, 5*time.Second, cond, func() string { return fmt.Sprintf(format, args...) })
 }
 
 // response is an HTTP answer, read whole.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/tools"
 	"github.com/stepwise-run/stepwise/pipeline/tools/mcptool"
@@ -43,21 +44,16 @@ func TestMain(m *testing.M) {
 // bound on a hang, not a measure of speed.
 const waitFor = 30 * time.Second
 
-// eventually polls cond until it holds or waitFor passes; cond says what it
-// saw last, for the failure message.
+// eventually waits up to waitFor for cond (testinfra.Eventually); cond says
+// what it saw last, for the failure message.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		ok, saw := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s; last saw %s", what, waitFor, saw)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var saw string
+	testinfra.Eventually(t, waitFor, func() bool {
+		ok, last := cond()
+		saw = last
+		return ok
+	}, func() string { return what + "; last saw " + saw })
 }
 
 func testLogger() *slog.Logger {
