@@ -99,11 +99,11 @@ func (s *Store) trimFrom(ctx context.Context, key string, now time.Time, limit i
 		return 0, 0, wrapTrim(err)
 	}
 	owned := key == s.retiredOwnedKey()
-	ids := members
+	ids, tenantOf := members, make([]string, len(members))
 	if owned {
 		ids = make([]string, len(members))
 		for i, m := range members {
-			ids[i], _, _ = strings.Cut(m, "{")
+			ids[i], tenantOf[i], _ = strings.Cut(m, "{")
 		}
 	}
 	ttls := make([]*redis.DurationCmd, len(ids))
@@ -126,8 +126,8 @@ func (s *Store) trimFrom(ctx context.Context, key string, now time.Time, limit i
 			switch ttl := ttls[i].Val(); {
 			case ttl == -2: // no such key: expired
 				gone, goneMembers = append(gone, id), append(goneMembers, members[i])
-				if _, tenant, _ := strings.Cut(members[i], "{"); owned && tenantIndexed(tenant) {
-					byTenant[tenant] = append(byTenant[tenant], id)
+				if t := tenantOf[i]; tenantIndexed(t) {
+					byTenant[t] = append(byTenant[t], id)
 				}
 			case ttl < 0: // no time to live
 				p.ZRem(ctx, key, members[i])
@@ -138,14 +138,14 @@ func (s *Store) trimFrom(ctx context.Context, key string, now time.Time, limit i
 		if len(gone) == 0 {
 			return nil
 		}
-		if owned {
-			p.ZRem(ctx, s.runsKey(), gone...)
-			p.ZRem(ctx, s.liveKey(), gone...)
-			for tenant, ids := range byTenant {
-				p.ZRem(ctx, s.tenantRunsKey(tenant), ids...)
+		if !owned {
+			for _, t := range tenants.Val() {
+				byTenant[t] = gone
 			}
-		} else {
-			s.unlist(ctx, p, tenants.Val(), gone...)
+		}
+		s.unlist(ctx, p, nil, gone...)
+		for t, ids := range byTenant {
+			p.ZRem(ctx, s.tenantRunsKey(t), ids...)
 		}
 		p.ZRem(ctx, s.activeKey(), gone...)
 		p.ZRem(ctx, key, goneMembers...)
