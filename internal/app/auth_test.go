@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -129,6 +130,11 @@ func TestAuth_tenants_and_deciders_through_the_pipeline(t *testing.T) {
 	if ids := index("sw:pending:t:shop"); len(ids) != 0 {
 		t.Errorf("shop's pending index after the decision = %v", ids)
 	}
+	// Retired with its tenant, for the trim to tell shop's index alone
+	// (ADR 0035).
+	testinfra.Eventually(t, 30*time.Second, func() bool {
+		return slices.Contains(index("sw:retired:owned"), "shop-1{shop")
+	}, func() string { return fmt.Sprintf("the retired index holds %v", index("sw:retired:owned")) })
 	var full struct {
 		ToolCalls []struct {
 			Decision struct {
