@@ -86,9 +86,7 @@ var tenantIndexCases = []contractCase{
 		} {
 			run := newRun(c.id)
 			run.Tenant = c.tenant
-			if _, _, err := f.st.CreateRun(f.ctx, run, input, at(i)); err != nil {
-				t.Fatal(err)
-			}
+			f.create(t, run, at(i))
 		}
 		f.wantRunIndex(t, "acme", "a1", "a2", "a3")
 		f.wantRunIndex(t, "beta", "b1", "b2")
@@ -137,9 +135,7 @@ var tenantIndexCases = []contractCase{
 		for _, c := range []struct{ id, tenant string }{{"a1", "acme"}, {"a2", "acme"}, {"b1", "beta"}} {
 			run := newRun(c.id)
 			run.Tenant = c.tenant
-			if _, _, err := f.st.CreateRun(f.ctx, run, input, t0); err != nil {
-				t.Fatal(err)
-			}
+			f.create(t, run, t0)
 			if _, err := f.st.FinishRun(f.ctx, c.id, pipeline.Termination{Reason: pipeline.ReasonCancelled}, at(2)); err != nil {
 				t.Fatal(err)
 			}
@@ -200,9 +196,7 @@ var tenantIndexCases = []contractCase{
 		for i, c := range []struct{ id, tenant string }{{"a1", "acme"}, {"o1", "other"}, {"a2", "acme"}, {"d1", ""}} {
 			run := newRun(c.id)
 			run.Tenant = c.tenant
-			if _, _, err := f.st.CreateRun(f.ctx, run, input, at(i)); err != nil {
-				t.Fatal(err)
-			}
+			f.create(t, run, at(i))
 		}
 		// As a Redis written by a stepwise before tenants' indexes: the
 		// index of all only, with an entry left behind by a crash.
@@ -367,9 +361,7 @@ func (f *fixture) createdAt(t *testing.T, id, tenant string, created time.Time) 
 	t.Helper()
 	run := newRun(id)
 	run.Tenant = tenant
-	if _, _, err := f.st.CreateRun(f.ctx, run, input, created); err != nil {
-		t.Fatalf("CreateRun(%s): %v", id, err)
-	}
+	f.create(t, run, created)
 	if _, err := f.st.ClaimStep(f.ctx, id, 0, lease("w1", at(30)), at(1)); err != nil {
 		t.Fatalf("ClaimStep(%s): %v", id, err)
 	}

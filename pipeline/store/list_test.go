@@ -107,12 +107,19 @@ var listCases = []contractCase{
 	}},
 }
 
+// createAt creates run id of agent at now.
 func (f *fixture) createAt(t *testing.T, id, agent string, now time.Time) {
 	t.Helper()
 	run := newRun(id)
 	run.Agent = agent
+	f.create(t, run, now)
+}
+
+// create creates run at now.
+func (f *fixture) create(t *testing.T, run pipeline.Run, now time.Time) {
+	t.Helper()
 	if _, _, err := f.st.CreateRun(f.ctx, run, input, now); err != nil {
-		t.Fatalf("CreateRun(%s): %v", id, err)
+		t.Fatalf("CreateRun(%s): %v", run.ID, err)
 	}
 }
 

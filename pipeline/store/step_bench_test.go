@@ -40,26 +40,40 @@ func BenchmarkStore_step(b *testing.B) {
 	cpu0, cmds0 := redisWork(b, rdb)
 	b.ResetTimer()
 	for step := range b.N {
-		id := "c" + strconv.Itoa(step)
-		if _, _, err := st.CommitStep(ctx, run.ID, step, "w", commitOf(id), now); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := st.ClaimCall(ctx, run.ID, id, lease("t", now.Add(time.Hour)), now); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := st.FinishCall(ctx, run.ID, id, "t", succeeded, now); err != nil {
-			b.Fatal(err)
-		}
-		tool := pipeline.Message{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: id}
-		end := store.StepEnd{ToolMessages: []pipeline.Message{tool}, CallIDs: []string{id}}
-		if _, claimed, err := st.EndStepAndClaim(ctx, run.ID, step, end, lease("w", now.Add(time.Hour)), now); err != nil || claimed == nil {
-			b.Fatalf("EndStepAndClaim(step %d) = %v, %v", step, claimed, err)
-		}
+		oneCallStep(ctx, b, st, run.ID, step, "c"+strconv.Itoa(step), now)
 	}
 	b.StopTimer()
+	reportRedisWork(b, rdb, cpu0, cmds0, b.N)
+}
+
+// oneCallStep runs step of run runID as the pipeline does with one tool
+// call, callID: the commit, the call's claim and finish, and the end that
+// claims the next step.
+func oneCallStep(ctx context.Context, b *testing.B, st *store.Store, runID string, step int, callID string, now time.Time) {
+	b.Helper()
+	if _, _, err := st.CommitStep(ctx, runID, step, "w", commitOf(callID), now); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.ClaimCall(ctx, runID, callID, lease("t", now.Add(time.Hour)), now); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.FinishCall(ctx, runID, callID, "t", succeeded, now); err != nil {
+		b.Fatal(err)
+	}
+	tool := pipeline.Message{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: callID}
+	end := store.StepEnd{ToolMessages: []pipeline.Message{tool}, CallIDs: []string{callID}}
+	if _, claimed, err := st.EndStepAndClaim(ctx, runID, step, end, lease("w", now.Add(time.Hour)), now); err != nil || claimed == nil {
+		b.Fatalf("EndStepAndClaim(step %d) = %v, %v", step, claimed, err)
+	}
+}
+
+// reportRedisWork reports Redis's CPU and commands since cpu0 and cmds0
+// (redisWork) over steps.
+func reportRedisWork(b *testing.B, rdb *redis.Client, cpu0 time.Duration, cmds0 int64, steps int) {
+	b.Helper()
 	cpu1, cmds1 := redisWork(b, rdb)
-	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "redis-µs/step")
-	b.ReportMetric(float64(cmds1-cmds0)/float64(b.N), "commands/step")
+	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(steps), "redis-µs/step")
+	b.ReportMetric(float64(cmds1-cmds0)/float64(steps), "commands/step")
 }
 
 // redisWork reads the server's CPU time so far and the commands it has
@@ -129,21 +143,7 @@ func BenchmarkStore_run(b *testing.B) {
 			b.Fatal(err)
 		}
 		for step := range steps - 1 {
-			id := "call_" + strconv.Itoa(step)
-			if _, _, err := st.CommitStep(ctx, run.ID, step, "w", commitOf(id), now); err != nil {
-				b.Fatal(err)
-			}
-			if _, _, err := st.ClaimCallAndSiblings(ctx, run.ID, id, lease("t", now.Add(time.Hour)), now, store.Siblings{}); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := st.FinishCall(ctx, run.ID, id, "t", succeeded, now); err != nil {
-				b.Fatal(err)
-			}
-			tool := pipeline.Message{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: id}
-			end := store.StepEnd{ToolMessages: []pipeline.Message{tool}, CallIDs: []string{id}}
-			if _, claimed, err := st.EndStepAndClaim(ctx, run.ID, step, end, lease("w", now.Add(time.Hour)), now); err != nil || claimed == nil {
-				b.Fatalf("EndStepAndClaim(step %d) = %v, %v", step, claimed, err)
-			}
+			oneCallStep(ctx, b, st, run.ID, step, "call_"+strconv.Itoa(step), now)
 		}
 		end := store.StepEnd{Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}, CallIDs: []string{}}
 		if _, _, err := st.CommitAndEnd(ctx, run.ID, steps-1, "w", commitOf(), end, now); err != nil {
@@ -154,7 +154,5 @@ func BenchmarkStore_run(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	cpu1, cmds1 := redisWork(b, rdb)
-	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N*steps), "redis-µs/step")
-	b.ReportMetric(float64(cmds1-cmds0)/float64(b.N*steps), "commands/step")
+	reportRedisWork(b, rdb, cpu0, cmds0, b.N*steps)
 }

@@ -38,9 +38,7 @@ var tenantCases = []contractCase{
 		for i, c := range []struct{ id, tenant string }{{"a1", "a"}, {"b1", "b"}, {"a2", "a"}} {
 			run := newRun(c.id)
 			run.Tenant = c.tenant
-			if _, _, err := f.st.CreateRun(f.ctx, run, input, at(i)); err != nil {
-				t.Fatal(err)
-			}
+			f.create(t, run, at(i))
 		}
 		if got, _ := f.list(t, store.ListFilter{Tenant: "a"}); !slices.Equal(got, []string{"a2", "a1"}) {
 			t.Errorf("tenant a lists %v", got)
