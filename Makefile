@@ -36,6 +36,13 @@ bench:
 redis-instructions:
 	scripts/redis-instructions
 
+## redis-capacity: the agent steps a second one redis-server carries, with
+## the server and the benchmark pinned to cores of their own
+## (scripts/redis-capacity).
+.PHONY: redis-capacity
+redis-capacity:
+	scripts/redis-capacity
+
 ## build: compile every package and program
 build:
 	$(GO) build ./...

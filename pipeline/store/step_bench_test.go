@@ -2,9 +2,11 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
@@ -40,7 +43,9 @@ func BenchmarkStore_step(b *testing.B) {
 	cpu0, cmds0 := redisWork(b, rdb)
 	b.ResetTimer()
 	for step := range b.N {
-		oneCallStep(ctx, b, st, run.ID, step, "c"+strconv.Itoa(step), now)
+		if err := oneCallStep(ctx, st, run.ID, step, "c"+strconv.Itoa(step), now); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.StopTimer()
 	reportRedisWork(b, rdb, cpu0, cmds0, b.N)
@@ -48,23 +53,24 @@ func BenchmarkStore_step(b *testing.B) {
 
 // oneCallStep runs step of run runID as the pipeline does with one tool
 // call, callID: the commit, the call's claim and finish, and the end that
-// claims the next step.
-func oneCallStep(ctx context.Context, b *testing.B, st *store.Store, runID string, step int, callID string, now time.Time) {
-	b.Helper()
+// claims the next step. It returns an error rather than failing b, so that
+// the goroutines of a parallel benchmark can run it.
+func oneCallStep(ctx context.Context, st *store.Store, runID string, step int, callID string, now time.Time) error {
 	if _, _, err := st.CommitStep(ctx, runID, step, "w", commitOf(callID), now); err != nil {
-		b.Fatal(err)
+		return err
 	}
 	if _, err := st.ClaimCall(ctx, runID, callID, lease("t", now.Add(time.Hour)), now); err != nil {
-		b.Fatal(err)
+		return err
 	}
 	if _, err := st.FinishCall(ctx, runID, callID, "t", succeeded, now); err != nil {
-		b.Fatal(err)
+		return err
 	}
 	tool := pipeline.Message{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: callID}
 	end := store.StepEnd{ToolMessages: []pipeline.Message{tool}, CallIDs: []string{callID}}
 	if _, claimed, err := st.EndStepAndClaim(ctx, runID, step, end, lease("w", now.Add(time.Hour)), now); err != nil || claimed == nil {
-		b.Fatalf("EndStepAndClaim(step %d) = %v, %v", step, claimed, err)
+		return fmt.Errorf("EndStepAndClaim(step %d) = %v, %v", step, claimed, err)
 	}
+	return nil
 }
 
 // reportRedisWork reports Redis's CPU and commands since cpu0 and cmds0
@@ -111,6 +117,47 @@ func redisWork(b *testing.B, rdb *redis.Client) (time.Duration, int64) {
 	return cpu, cmds
 }
 
+// runSteps is the number of steps of tenStepRun's run.
+const runSteps = 10
+
+// tenStepRun runs a run of the hot-path issue's workload through the
+// store alone, as the pipeline would: the run started, nine steps of one
+// tool call (oneCallStep) and a tenth without calls that ends it, then its
+// result marked published (which retires it).
+func tenStepRun(ctx context.Context, st *store.Store, id string, now time.Time) error {
+	run := newRun(id)
+	if _, _, err := st.StartRun(ctx, run, input, now.Add(time.Minute), now); err != nil {
+		return err
+	}
+	if _, _, err := st.ClaimStepWithMessages(ctx, run.ID, 0, lease("w", now.Add(time.Hour)), now); err != nil {
+		return err
+	}
+	for step := range runSteps - 1 {
+		if err := oneCallStep(ctx, st, run.ID, step, "call_"+strconv.Itoa(step), now); err != nil {
+			return err
+		}
+	}
+	end := store.StepEnd{Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}, CallIDs: []string{}}
+	if _, _, err := st.CommitAndEnd(ctx, run.ID, runSteps-1, "w", commitOf(), end, now); err != nil {
+		return err
+	}
+	return st.MarkPublished(ctx, run, now)
+}
+
+// benchStore is the store of the run benchmarks: on the Redis that
+// STEPWISE_TEST_REDIS names when it is set (a redis-server under valgrind,
+// or one pinned to a core), else on a private redis-server (not miniredis:
+// it reports no CPU); with the retention a deployment has by default, so
+// that an ended run's keys are given their time to live as they are there.
+func benchStore(b *testing.B) (*store.Store, *redis.Client) {
+	newClient := testinfra.RedisServerClient
+	if os.Getenv(testinfra.EnvRedis) != "" {
+		newClient = testinfra.RedisClient
+	}
+	rdb := newClient(b)
+	return store.New(rdb, store.WithRetention(config.DefaultRetention)), rdb
+}
+
 // BenchmarkStore_run measures what Redis spends on a run of the hot-path
 // issue's workload, the store's calls alone: a run started, nine steps of
 // one tool call (commit, the call's claim and finish, the end that claims
@@ -122,37 +169,52 @@ func redisWork(b *testing.B, rdb *redis.Client) (time.Duration, int64) {
 //
 //	go test -run '^$' -bench BenchmarkStore_run -benchtime 500x -count 5 ./pipeline/store/
 func BenchmarkStore_run(b *testing.B) {
-	newClient := testinfra.RedisServerClient // not miniredis: it reports no CPU
-	if os.Getenv(testinfra.EnvRedis) != "" {
-		newClient = testinfra.RedisClient // the given Redis
-	}
-	rdb := newClient(b)
+	st, rdb := benchStore(b)
 	ctx := context.Background()
-	st := store.New(rdb)
 	now := time.Now()
 	prefix := strconv.FormatInt(now.UnixNano(), 36)
-	const steps = 10
 	cpu0, cmds0 := redisWork(b, rdb)
 	b.ResetTimer()
 	for i := range b.N {
-		run := newRun(prefix + "-" + strconv.Itoa(i))
-		if _, _, err := st.StartRun(ctx, run, input, now.Add(time.Minute), now); err != nil {
-			b.Fatal(err)
-		}
-		if _, _, err := st.ClaimStepWithMessages(ctx, run.ID, 0, lease("w", now.Add(time.Hour)), now); err != nil {
-			b.Fatal(err)
-		}
-		for step := range steps - 1 {
-			oneCallStep(ctx, b, st, run.ID, step, "call_"+strconv.Itoa(step), now)
-		}
-		end := store.StepEnd{Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}, CallIDs: []string{}}
-		if _, _, err := st.CommitAndEnd(ctx, run.ID, steps-1, "w", commitOf(), end, now); err != nil {
-			b.Fatal(err)
-		}
-		if err := st.MarkPublished(ctx, run, now); err != nil {
+		if err := tenStepRun(ctx, st, prefix+"-"+strconv.Itoa(i), now); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.StopTimer()
-	reportRedisWork(b, rdb, cpu0, cmds0, b.N*steps)
+	reportRedisWork(b, rdb, cpu0, cmds0, b.N*runSteps)
+}
+
+// BenchmarkStore_runs_at_once measures what one redis-server carries: the
+// runs of BenchmarkStore_run, 32 a core of the benchmark at once, as many
+// workers would send them. Besides Redis's CPU and commands a step it
+// reports the steps a second and the share of one core Redis used
+// meanwhile (redis-cpu%); near 100 %, the steps a second are what the
+// server carries. On a machine where the benchmark and the server share
+// the cores, pin them apart (scripts/redis-capacity).
+//
+//	go test -run '^$' -bench BenchmarkStore_runs_at_once -benchtime 2000x -count 3 ./pipeline/store/
+func BenchmarkStore_runs_at_once(b *testing.B) {
+	st, rdb := benchStore(b)
+	ctx := context.Background()
+	now := time.Now()
+	prefix := strconv.FormatInt(now.UnixNano(), 36)
+	var runs atomic.Int64
+	cpu0, cmds0 := redisWork(b, rdb)
+	start := time.Now()
+	b.ResetTimer()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := tenStepRun(ctx, st, prefix+"-"+strconv.FormatInt(runs.Add(1), 10), now); err != nil {
+				b.Error(err) // not Fatal: this is not the benchmark's goroutine
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	elapsed := time.Since(start)
+	cpu1, _ := redisWork(b, rdb)
+	b.ReportMetric(float64(b.N*runSteps)/elapsed.Seconds(), "steps/s")
+	b.ReportMetric(100*(cpu1-cpu0).Seconds()/elapsed.Seconds(), "redis-cpu%")
+	reportRedisWork(b, rdb, cpu0, cmds0, b.N*runSteps)
 }
