@@ -67,7 +67,7 @@ func (c *Publishes) Reset() { c.n.Store(0) }
 type ServerStats struct {
 	Commands   int64
 	CPU        float64
-	UsedMemory int64              // bytes (INFO memory)
+	UsedMemory int64              // bytes of data: INFO memory's used_memory less its clients' buffers (mem_clients_normal)
 	NodeCPU    map[string]float64 // CPU seconds by primary's address
 	OK         bool
 }
@@ -117,8 +117,13 @@ func readNodeStats(ctx context.Context, rdb *redis.Client) (ServerStats, bool) {
 	}
 	if mem, err := rdb.Info(ctx, "memory").Result(); err == nil {
 		for _, line := range strings.Split(mem, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-				st.UsedMemory, _ = strconv.ParseInt(v, 10, 64)
+			k, v, _ := strings.Cut(line, ":")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "used_memory":
+				st.UsedMemory += n
+			case "mem_clients_normal": // the connections' buffers: what the clients send and read, not what Redis holds
+				st.UsedMemory -= n
 			}
 		}
 	}
