@@ -92,6 +92,25 @@ var claimMessagesCases = []contractCase{
 			}
 		}
 	}},
+	{"a_long_runs_claims_do_not_copy_its_conversation", func(t *testing.T, f *fixture) {
+		// Each claim appends the step's new messages to the cached
+		// conversation in place, where its array has room: a claim that
+		// copied every message before its step made a long run's claims
+		// cost the square of its steps.
+		f.created(t, "r1")
+		if _, _, err := f.st.ClaimStepWithMessages(f.ctx, "r1", 0, lease("w1", at(30)), at(1)); err != nil {
+			t.Fatal(err)
+		}
+		arrays := map[*pipeline.Message]bool{}
+		const steps = 16
+		for step := range steps {
+			msgs := f.nextStep(t, "r1", step, fmt.Sprintf("c%d", step))
+			arrays[&msgs[0]] = true
+		}
+		if len(arrays) > steps/2 {
+			t.Errorf("%d claims gave conversations in %d arrays: each copied the messages before it", steps, len(arrays))
+		}
+	}},
 }
 
 // nextStep commits step of run id (claimed by w1) with one call, callID,

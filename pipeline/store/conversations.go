@@ -50,12 +50,30 @@ type conversation struct {
 	bytes   int
 	last    []string
 	gen     uint64 // of its put
+	lent    bool   // got since its put: its messages' spare capacity is that claim's
 }
 
+// get returns the run's cached conversation. The first get since its put
+// may append to the messages' spare capacity (joinConversation), so that a
+// step's claim does not copy every message before it (a long run's claims
+// did: quadratic in its steps); every caller's view of the messages ends at
+// their length, so none sees what is appended there. A get while the
+// conversation is lent (a claim that failed, or two of one run at once)
+// gets the messages with no spare capacity: its append copies them.
 func (c *conversations) get(runID string) conversation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.runs[runID]
+	v, ok := c.runs[runID]
+	if !ok {
+		return v
+	}
+	if v.lent {
+		v.msgs = slices.Clip(v.msgs)
+		return v
+	}
+	v.lent = true
+	c.runs[runID] = v
+	return v
 }
 
 func (c *conversations) put(runID string, v conversation) {
@@ -131,7 +149,7 @@ func (s *Store) joinConversation(ctx context.Context, run pipeline.Run, cached c
 	if err != nil {
 		return nil, err
 	}
-	whole := conversation{created: created, msgs: append(slices.Clip(cached.msgs), added...), bytes: cached.bytes}
+	whole := conversation{created: created, msgs: append(cached.msgs, added...), bytes: cached.bytes} // lent by get: see there
 	for _, r := range raw[len(cached.last):] {
 		whole.bytes += len(r)
 	}
