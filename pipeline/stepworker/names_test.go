@@ -1,6 +1,7 @@
 package stepworker
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -39,5 +40,29 @@ func TestNameCalls_gives_ids_unique_in_the_run_and_stable_across_attempts(t *tes
 	calls := w.nameCalls(pipeline.Run{ID: "r", Step: 1}, prior, []pipeline.ToolCallRequest{{ID: "x"}, {ID: "call_1_1"}})
 	if calls[1].ID != "call_1_1_s1" {
 		t.Fatalf("a taken id became %q", calls[1].ID)
+	}
+}
+
+// Naming a step's calls costs the same in a long run as in a short one: it
+// looks up the ids its calls may get, rather than gathering every id the
+// run has (which made a run's steps cost the square of its calls).
+func TestNameCalls_costs_no_more_in_a_long_run(t *testing.T) {
+	w := &Worker{cfg: &config.Config{}}
+	conversation := func(steps int) []pipeline.Message {
+		msgs := []pipeline.Message{{Role: pipeline.RoleUser, Content: "go"}}
+		for s := range steps {
+			id := "call_" + strconv.Itoa(s) + "_0"
+			msgs = append(msgs, pipeline.Message{Role: pipeline.RoleAssistant, ToolCalls: []pipeline.ToolCallRequest{{ID: id}}},
+				pipeline.Message{Role: pipeline.RoleTool, ToolCallID: id})
+		}
+		return msgs
+	}
+	reqs := []pipeline.ToolCallRequest{{Name: "echo"}, {ID: "toolu_1", Name: "echo"}}
+	allocs := func(steps int) float64 {
+		msgs := conversation(steps)
+		return testing.AllocsPerRun(20, func() { w.nameCalls(pipeline.Run{ID: "r", Step: 1000}, msgs, reqs) })
+	}
+	if short, long := allocs(10), allocs(1000); long > short {
+		t.Errorf("naming 2 calls after 1,000 steps: %.0f allocations, after 10: %.0f", long, short)
 	}
 }

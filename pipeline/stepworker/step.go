@@ -287,20 +287,16 @@ const releaseTimeout = 5 * time.Second
 // so no id is missed and no round trip is needed; CommitStep's refusal of
 // a taken id stays the backstop.
 func (w *Worker) nameCalls(run pipeline.Run, msgs []pipeline.Message, reqs []pipeline.ToolCallRequest) []pipeline.ToolCall {
-	taken := map[string]bool{}
-	for _, m := range msgs {
-		for _, c := range m.ToolCalls {
-			taken[c.ID] = true
-		}
-	}
+	derived := func(i int) string { return "call_" + strconv.Itoa(run.Step) + "_" + strconv.Itoa(i) }
+	taken := takenIDs(msgs, reqs, derived)
 	seen := map[string]bool{} // in this step
 	calls := make([]pipeline.ToolCall, len(reqs))
 	for i, r := range reqs {
 		id := r.ID
 		if id == "" || seen[id] {
-			id = fmt.Sprintf("call_%d_%d", run.Step, i)
+			id = derived(i)
 		}
-		for taken[id] || seen[id] {
+		for taken(id) || seen[id] {
 			id += "_s" + strconv.Itoa(run.Step)
 		}
 		seen[id] = true
@@ -311,6 +307,42 @@ func (w *Worker) nameCalls(run pipeline.Run, msgs []pipeline.Message, reqs []pip
 		}
 	}
 	return calls
+}
+
+// takenIDs reports whether the run's conversation, msgs, names a call id.
+// It looks up the ids a step's calls are most likely to get (the model's,
+// and those derived from their positions) in one pass over msgs, keeping
+// only those: a set of every id of a long run, built on each of its steps,
+// cost the run the square of its calls. Any other id (one suffixed after a
+// clash) has every id of msgs gathered, once.
+func takenIDs(msgs []pipeline.Message, reqs []pipeline.ToolCallRequest, derived func(int) string) func(string) bool {
+	likely := make(map[string]bool, 2*len(reqs)) // id → named in msgs
+	for i, r := range reqs {
+		likely[r.ID], likely[derived(i)] = false, false
+	}
+	delete(likely, "")
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			if _, ok := likely[c.ID]; ok {
+				likely[c.ID] = true
+			}
+		}
+	}
+	var all map[string]bool
+	return func(id string) bool {
+		if named, ok := likely[id]; ok {
+			return named
+		}
+		if all == nil {
+			all = map[string]bool{}
+			for _, m := range msgs {
+				for _, c := range m.ToolCalls {
+					all[c.ID] = true
+				}
+			}
+		}
+		return all[id]
+	}
 }
 
 func (w *Worker) logErr(log *slog.Logger, what string, err error) {
