@@ -43,6 +43,8 @@ var Scenarios = []Scenario{
 		model: threeSteps(`{"name":"echo","arguments":{"n":4}}`), steps: 3, calls: 4, sequential: true, defaultRuns: 50},
 	{Name: "ten-steps", What: "runs of an agent of 10 steps (one echo call in each of the first nine) all at once: the hot-path issue's workload",
 		agent: "stepper", steps: 10, calls: 9, defaultRuns: 256},
+	{Name: "long-runs", What: "runs of an agent of 300 steps (one echo call in each but the last) all at once: what a step costs deep in a run",
+		agent: "long", steps: 300, calls: 299, defaultRuns: 32},
 	{Name: "fanout", What: "runs of one step of 20 no-op calls all at once: calls per second",
 		model: wideStep(20), steps: 2, calls: 20, defaultRuns: 50},
 	{Name: "memory", What: "runs of an agent that park a call for approval, all at once: the Redis memory a parked call holds",
@@ -98,6 +100,9 @@ agents:
     tools: [echo]
   stepper:
     model: {provider: script, turns: [` + oneCallTurns(10) + `]}
+    tools: [echo]
+  long:
+    model: {provider: script, turns: [` + oneCallTurns(300) + `]}
     tools: [echo]
   approver:
     model: {provider: script, turns: [{text: needs approval, tool_calls: [{name: approve, arguments: {amount: 120}}]}, {text: done}]}
