@@ -48,7 +48,7 @@ var Scenarios = []Scenario{
 	{Name: "fanout", What: "runs of one step of 20 no-op calls all at once: calls per second",
 		model: wideStep(20), steps: 2, calls: 20, defaultRuns: 50},
 	{Name: "memory", What: "runs of an agent that park a call for approval, all at once: the Redis memory a parked call holds",
-		agent: "approver", steps: 1, calls: 1, parks: true, defaultRuns: 200},
+		agent: "approver", steps: 1, calls: 1, parks: true, defaultRuns: 2000}, // enough that the keyspace table doubling once within them is a few bytes a call
 	{Name: "llm-bound", What: "runs on a model that takes 500 ms a step, requested together: the share of the Little's-law bound reached",
 		agent: "llm", latency: 500 * time.Millisecond, steps: 3, calls: 2, together: true, defaultRuns: 1000},
 	{Name: "decisions", What: "runs parked on a call, then all decided at once: from a decision's publish to its run's result",
