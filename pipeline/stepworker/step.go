@@ -41,7 +41,7 @@ func (w *Worker) HandleStep(msg *message.Message) error {
 		return err // stopping: the message comes back to whoever owns the partition next
 	}
 	now := w.now()
-	log := w.log.With("run_id", req.RunID, "step", req.Step)
+	log := worker.LogWith(w.log, "run_id", req.RunID, "step", req.Step)
 	run, msgs, err := w.store.ClaimStepWithMessages(ctx, req.RunID, req.Step, w.lease(w.claims.Next(), now), now)
 	if err != nil {
 		slot.Release()
@@ -95,7 +95,7 @@ func (w *Worker) runHere(ctx context.Context, run pipeline.Run, msgs []pipeline.
 	if w.budgetSpent(run.Attempts) {
 		return w.claimedTooOften(ctx, run)
 	}
-	w.runStep(run, msgs, w.log.With("run_id", run.ID, "step", run.Step))
+	w.runStep(run, msgs, worker.LogWith(w.log, "run_id", run.ID, "step", run.Step))
 	return nil
 }
 

@@ -42,7 +42,7 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 		return nil // claimed with an earlier call of its step, and running or done here
 	}
 	ctx := msg.Context()
-	log := w.log.With("run_id", req.RunID, "step", req.Step, "call_id", req.CallID, "tool", req.Tool)
+	log := worker.LogWith(w.log, "run_id", req.RunID, "step", req.Step, "call_id", req.CallID, "tool", req.Tool)
 	owner := w.claims.Next()
 	limit, ok := w.takeLimit(ctx, req, owner, log)
 	if !ok {
@@ -81,7 +81,7 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 	trace := tracing.FromMessage(msg)
 	for _, sib := range sibs { // attempt 1: within any retry budget
 		w.ahead.add(sib.RunID, sib.ID, now)
-		sibLog := w.log.With("run_id", sib.RunID, "step", sib.Step, "call_id", sib.ID, "tool", sib.Tool)
+		sibLog := worker.LogWith(w.log, "run_id", sib.RunID, "step", sib.Step, "call_id", sib.ID, "tool", sib.Tool)
 		more.Slot().Go(func() { w.execute(trace, sib, sibLog) })
 	}
 	if call.Attempts > w.attempts(call.Tool) {
