@@ -198,7 +198,7 @@ func clusterNode(t testing.TB) string {
 		func(port int, dir string) []string {
 			return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 				"--cluster-enabled", "yes", "--cluster-config-file", dir + "/nodes.conf", "--cluster-node-timeout", "1000"}
-		}, func(addr string) bool { return waitReady(addr, 5*time.Second) })
+		}, func(addr string, pid int) bool { return waitReady(addr, pid, 5*time.Second) })
 }
 
 func portFree(port int) bool {

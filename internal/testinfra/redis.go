@@ -1,12 +1,15 @@
 package testinfra
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,16 +57,17 @@ func RedisServer(t testing.TB) string {
 	t.Helper()
 	addr := startRedisServer(t, nil, func(port int, dir string) []string {
 		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1"}
-	}, func(addr string) bool { return waitReady(addr, 5*time.Second) })
+	}, func(addr string, pid int) bool { return waitReady(addr, pid, 5*time.Second) })
 	return "redis://" + addr + "/0"
 }
 
 // startRedisServer starts redis-server on a free port (one usable(port)
 // accepts, when given) with the arguments args gives for it and a private
 // directory, and nothing kept on disk; it tries another port when ready
-// does not see it up (the port was probably taken between finding it and
-// binding it). It stops the server when t ends and returns its address.
-func startRedisServer(t testing.TB, usable func(port int) bool, args func(port int, dir string) []string, ready func(addr string) bool) string {
+// does not see it, process pid, up (the port was probably taken between
+// finding it and binding it). It stops the server when t ends and returns
+// its address.
+func startRedisServer(t testing.TB, usable func(port int) bool, args func(port int, dir string) []string, ready func(addr string, pid int) bool) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -84,7 +88,7 @@ func startRedisServer(t testing.TB, usable func(port int) bool, args func(port i
 			t.Fatalf("start redis-server: %v", err)
 		}
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if ready(addr) {
+		if ready(addr, cmd.Process.Pid) {
 			t.Cleanup(func() {
 				_ = cmd.Process.Kill()
 				_ = cmd.Wait()
@@ -137,35 +141,58 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitReady polls with a raw PING until the server answers or d passes.
-func waitReady(addr string, d time.Duration) bool {
+// waitReady polls addr until the redis-server of process pid answers, or
+// d passes. It asks the server its process id, not just for a PONG: when
+// the port was taken between freePort and the bind (by another test's
+// server), ours exits and the other answers, and two tests would share
+// one server's data, sweepers and counts.
+func waitReady(addr string, pid int, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		ok := ping(ctx, addr)
+		got, ok := serverPID(ctx, addr)
 		cancel()
 		if ok {
-			return true
+			return got == pid
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	return false
 }
 
-func ping(ctx context.Context, addr string) bool {
+// serverPID asks the server at addr its process id (INFO server) in raw
+// RESP; false when it does not answer one.
+func serverPID(ctx context.Context, addr string) (int, bool) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return false
+		return 0, false
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return false
+	if _, err := conn.Write([]byte("INFO server\r\n")); err != nil {
+		return 0, false
 	}
-	buf := make([]byte, 7)
-	n, _ := conn.Read(buf)
-	return n >= 5 && string(buf[:5]) == "+PONG"
+	r := bufio.NewReader(conn)
+	head, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(head, "$") {
+		return 0, false // an error reply: loading, or not a Redis
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(body), "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			pid, err := strconv.Atoi(v)
+			return pid, err == nil
+		}
+	}
+	return 0, false
 }

@@ -145,7 +145,7 @@ func RedisTLS(t testing.TB, certs *Certs, user, password string) string {
 		return []string{"--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--tls-cert-file", certs.ServerCert, "--tls-key-file", certs.ServerKey, "--tls-ca-cert-file", certs.CA,
 			"--user", "default", "off", "--user", user, "on", ">" + password, "~*", "&*", "+@all"}
-	}, func(addr string) bool { return waitTLS(addr, client, 5*time.Second) })
+	}, func(addr string, _ int) bool { return waitTLS(addr, client, 5*time.Second) }) // a server of another test's CA would refuse client
 	return "rediss://" + addr + "/0"
 }
 
