@@ -72,6 +72,36 @@ var eventCases = []contractCase{
 			t.Fatalf("tool_call.created as read = %.300q, want %.300q", created, want)
 		}
 	}},
+	{"every_assistant_message_is_kept_once_in_the_conversation_and_read_back_into_its_event", func(t *testing.T, f *fixture) {
+		// However small (ADR 0036): the event holds where the message is.
+		f.committed(t, "r1", "c1")
+		raw, err := f.rdb.XRange(f.ctx, f.prefix+":{r1}:events", "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored []string
+		for _, e := range raw {
+			if s := e.Values["e"].(string); strings.Contains(s, string(pipeline.EventAssistantMessage)) {
+				stored = append(stored, s)
+			}
+		}
+		if len(stored) != 1 || !strings.HasSuffix(stored[0], `{"message_at":1}]`) || strings.Contains(stored[0], "let me look") {
+			t.Fatalf("message.assistant as stored = %q; want where the message is, not the message", stored)
+		}
+		want, err := json.Marshal(commitOf("c1").Assistant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read []string
+		for _, ev := range f.events(t, "r1") {
+			if ev.Type == pipeline.EventAssistantMessage {
+				read = append(read, string(ev.Data))
+			}
+		}
+		if len(read) != 1 || read[0] != string(want) {
+			t.Fatalf("message.assistant as read = %q, want %s", read, want)
+		}
+	}},
 	{"a_big_result_is_kept_once_in_its_call_and_read_back_into_its_event", func(t *testing.T, f *fixture) {
 		big := `"` + strings.Repeat("x", 600) + `"`
 		f.committed(t, "r1", "c1", "c2", "c3")

@@ -40,21 +40,19 @@ func createdOf(d createdData) createdData {
 	return d
 }
 
-// assistantAt is the data of a message.assistant event as stored for a big
-// message: where the message is in the conversation, which holds it.
+// assistantAt is the data of a message.assistant event as stored: where
+// the message is in the conversation, which holds it (ADR 0036; before it,
+// a message of 512 bytes or less was kept in the event as well).
 type assistantAt struct {
 	At int `json:"message_at"`
 }
 
-// assistantEvent is the message.assistant event of the assistant message
-// msg (its JSON) at step, as commit_step.lua writes it: the message itself
-// when it is small; else a template, the event of assistantAt cut around
-// its index by a NUL byte (which JSON never holds), for the script to put
-// in the index its RPUSH gives the message.
-func assistantEvent(step int, now time.Time, msg []byte) (string, error) {
-	if len(msg) <= maxInline {
-		return newEvent(step, "", pipeline.EventAssistantMessage, now, json.RawMessage(msg))
-	}
+// assistantEvent is the message.assistant event of an assistant message at
+// step, as commit_step.lua writes it: a template, the event of assistantAt
+// cut around its index by a NUL byte (which JSON never holds), for the
+// script to put in the index its RPUSH gives the message. The message
+// itself goes to the conversation alone, whatever its size.
+func assistantEvent(step int, now time.Time) (string, error) {
 	ev, err := newEvent(step, "", pipeline.EventAssistantMessage, now, assistantAt{})
 	if err != nil {
 		return "", err

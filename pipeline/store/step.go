@@ -228,7 +228,7 @@ func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommi
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: assistant message: %v", ErrInvalid, err)
 	}
-	evAssistant, err := assistantEvent(step, now, msg)
+	evAssistant, err := assistantEvent(step, now)
 	if err != nil {
 		return nil, nil, nil, err
 	}

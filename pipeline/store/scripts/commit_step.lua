@@ -6,9 +6,9 @@
 --       5.. one call hash per call, in index order, then last the run's
 --       plugin state hash
 -- ARGV: 1 step, 2 owner, 3 now (ms), 4 run id, 5 input tokens, 6 output
---       tokens, 7 assistant message JSON, 8 message.assistant event JSON
---       (for a big message, the template of one that names its index in the
---       messages list, cut by a NUL byte where the index goes),
+--       tokens, 7 assistant message JSON, 8 the template of its
+--       message.assistant event, which names its index in the messages
+--       list, cut by a NUL byte where the index goes (ADR 0036),
 --       9 cost in millionths of a USD (0: none), 10 the call statuses that
 --       are in flight (",new,..."; "" when the step runs its calls one at
 --       a time: then every finished call fans in, as the only call of a
@@ -96,15 +96,11 @@ else
 end
 redis.call('HSET', KEYS[1], unpack(set))
 patch(run, at, set)
--- A big message's event says where the message is (incall.go): its
+-- The message's event says where the message is (incall.go): its
 -- template is cut by a NUL byte where the index goes. (A plain find: a
 -- pattern would try each of the event's bytes in Lua's matcher.)
 local cut = string.find(ARGV[8], '\0', 1, true)
-if cut then
-  redis.call('XADD', KEYS[2], '*', 'e', string.sub(ARGV[8], 1, cut - 1) .. (nmsgs - 1) .. string.sub(ARGV[8], cut + 1))
-else
-  redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
-end
+redis.call('XADD', KEYS[2], '*', 'e', string.sub(ARGV[8], 1, cut - 1) .. (nmsgs - 1) .. string.sub(ARGV[8], cut + 1))
 trim_deltas(KEYS[1], KEYS[2], run[at.delta_from])
 patch(run, at, {'delta_from', false})
 set_state(KEYS[#KEYS], argEnd + 1, #ARGV - 1)
