@@ -71,7 +71,7 @@ func threeSteps(slow string) string {
 func oneCallTurns(n int) string {
 	turns := make([]string, n)
 	for i := range n - 1 {
-		turns[i] = fmt.Sprintf(`{text: "step %d", tool_calls: [{name: echo, arguments: {n: %d}}]}`, i, i)
+		turns[i] = fmt.Sprintf(`{text: "step %d", tool_calls: [{name: echo, arguments: {"n": %d}}]}`, i, i)
 	}
 	turns[n-1] = `{text: done}`
 	return strings.Join(turns, ", ")
