@@ -37,23 +37,24 @@ const parksAtOnce = `{"provider":"script","turns":[
 	{"text":"I need a person to approve this.","tool_calls":[{"name":"approve","arguments":{"order":"A-1017","amount":250}}]},
 	{"text":"done"}]}`
 
-// echoes2KB echoes 2 KB in each of three steps, then answers: a run whose
-// calls carry what real tools often do (a page, a file), kept once where
-// it can be (ADR 0030).
-var echoes2KB = func() string {
-	turn := `{"text":"step","tool_calls":[{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 2048) + `"}}]},`
+// echoes echoes n bytes in each of three steps, then answers: a run whose
+// calls carry what real tools do: 2 KB, a page or a file, kept once where
+// it can be (ADR 0030); 200 bytes, a lookup's answer.
+func echoes(n int) string {
+	turn := `{"text":"step","tool_calls":[{"name":"echo","arguments":{"text":"` + strings.Repeat("x", n) + `"}}]},`
 	return `{"provider":"script","turns":[` + strings.Repeat(turn, 3) + `{"text":"done"}]}`
-}()
+}
 
 // BenchmarkRedisMemory measures the Redis memory one run takes: Redis's
 // used_memory before and after a batch of benchRuns runs, divided by the
 // runs. "finished" runs threeSteps to its end (3 steps, 4 tool calls, the
-// retention not yet passed); "finished-2KB" runs echoes2KB to its end;
+// retention not yet passed); "finished-2KB" and "finished-200B" run
+// echoes of 2,048 and 200 bytes to their end;
 // "parked" stops at its first step with one call awaiting a decision. It
 // also reports the share of the run's event stream (MEMORY USAGE of one
 // run's keys). See docs/benchmarks.md.
 func BenchmarkRedisMemory(b *testing.B) {
-	for _, kind := range []string{"finished", "finished-2KB", "parked"} {
+	for _, kind := range []string{"finished", "finished-2KB", "finished-200B", "parked"} {
 		b.Run(kind, func(b *testing.B) {
 			cfg, err := config.Parse([]byte(memoryConfig))
 			if err != nil {
@@ -91,7 +92,7 @@ func BenchmarkRedisMemory(b *testing.B) {
 func memoryBatch(b *testing.B, stack *app.Stack, kind string, results <-chan string) string {
 	b.Helper()
 	ctx := context.Background()
-	script := map[string]string{"finished": threeSteps, "finished-2KB": echoes2KB, "parked": parksAtOnce}[kind]
+	script := map[string]string{"finished": threeSteps, "finished-2KB": echoes(2048), "finished-200B": echoes(200), "parked": parksAtOnce}[kind]
 	now := time.Now()
 	pending := map[string]bool{}
 	var last string

@@ -14,11 +14,13 @@ import (
 )
 
 // maxInline is the largest result or arguments a call's events keep
-// themselves (ADR 0030). Larger ones are kept once, in the call's hash,
-// which is written with the event and lives as long: a tool's result or
-// arguments are often most of what a run holds (a page, a file), and the
-// call, its events and the conversation each held them.
-const maxInline = 512
+// themselves (ADR 0030, 0037). Larger ones are kept once, in the call's
+// hash, which is written with the event and lives as long: a tool's result
+// or arguments are often most of what a run holds (a page, a file, a
+// lookup's answer), and the call, its events and the conversation each held
+// them. At 32 bytes or less the mark that stands for them
+// ("result_in_call":true) is about as long as they are.
+const maxInline = 32
 
 // finishedOf is the data of a call's tool_call.finished event as stored: a
 // big result of a terminal call left to the call, whose result then does
