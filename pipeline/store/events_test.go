@@ -25,21 +25,11 @@ var eventCases = []contractCase{
 		if _, _, err := f.st.CommitStep(f.ctx, "r1", 0, "w1", c, at(2)); err != nil {
 			t.Fatal(err)
 		}
-		raw, err := f.rdb.XRange(f.ctx, f.prefix+":{r1}:events", "-", "+").Result()
-		if err != nil {
-			t.Fatal(err)
+		// The message that proposes them is in the conversation, at index 1.
+		if s := f.stored(t, "r1", pipeline.EventAssistantMessage); len(s) != 1 || !strings.HasSuffix(s[0], `{"message_at":1}]`) {
+			t.Fatalf("message.assistant as stored = %.300q; want where the message is", s)
 		}
-		var stored []string
-		for _, e := range raw {
-			s := e.Values["e"].(string)
-			if strings.Contains(s, string(pipeline.EventToolCallCreated)) {
-				stored = append(stored, s)
-			}
-			// The message that proposes them is in the conversation, at index 1.
-			if strings.Contains(s, string(pipeline.EventAssistantMessage)) && !strings.HasSuffix(s, `{"message_at":1}]`) {
-				t.Fatalf("message.assistant as stored = %.300q; want where the message is", s)
-			}
-		}
+		stored := f.stored(t, "r1", pipeline.EventToolCallCreated)
 		if len(stored) != 3 || strings.Contains(stored[0], "yyy") || !strings.Contains(stored[0], `"arguments_in_call":true`) ||
 			!strings.Contains(stored[1], `"arguments":{"n":1}`) {
 			t.Fatalf("tool_call.created as stored = %.300q; want the big arguments out, the small ones in", stored)
@@ -75,16 +65,7 @@ var eventCases = []contractCase{
 	{"every_assistant_message_is_kept_once_in_the_conversation_and_read_back_into_its_event", func(t *testing.T, f *fixture) {
 		// However small (ADR 0036): the event holds where the message is.
 		f.committed(t, "r1", "c1")
-		raw, err := f.rdb.XRange(f.ctx, f.prefix+":{r1}:events", "-", "+").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stored []string
-		for _, e := range raw {
-			if s := e.Values["e"].(string); strings.Contains(s, string(pipeline.EventAssistantMessage)) {
-				stored = append(stored, s)
-			}
-		}
+		stored := f.stored(t, "r1", pipeline.EventAssistantMessage)
 		if len(stored) != 1 || !strings.HasSuffix(stored[0], `{"message_at":1}]`) || strings.Contains(stored[0], "let me look") {
 			t.Fatalf("message.assistant as stored = %q; want where the message is, not the message", stored)
 		}
@@ -113,16 +94,7 @@ var eventCases = []contractCase{
 			Parking: parking(pipeline.ResumeReplay)})
 		// As stored: the small result in its event, the big one of a
 		// terminal call only in its call.
-		entries, err := f.rdb.XRange(f.ctx, f.prefix+":{r1}:events", "-", "+").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stored []string
-		for _, e := range entries {
-			if raw := e.Values["e"].(string); strings.Contains(raw, string(pipeline.EventToolCallFinished)) {
-				stored = append(stored, raw)
-			}
-		}
+		stored := f.stored(t, "r1", pipeline.EventToolCallFinished)
 		if len(stored) != 3 || strings.Contains(stored[0], "xxx") || !strings.Contains(stored[0], `"result_in_call":true`) ||
 			!strings.Contains(stored[1], `"result":{"ok":true}`) || !strings.Contains(stored[2], `"result":`+big) {
 			t.Fatalf("tool_call.finished as stored = %.300q; want the big result of c1 out, the others in", stored)
@@ -265,4 +237,21 @@ func idBefore(a, b string) bool {
 func sameEvent(a, b pipeline.Event) bool {
 	return a.ID == b.ID && a.Type == b.Type && a.CallID == b.CallID && a.Step == b.Step &&
 		a.At.Equal(b.At) && string(a.Data) == string(b.Data)
+}
+
+// stored is the events of type typ in run runID's stream as they are
+// stored (their JSON, before the store reads back what they refer to).
+func (f *fixture) stored(t *testing.T, runID string, typ pipeline.EventType) []string {
+	t.Helper()
+	entries, err := f.rdb.XRange(f.ctx, f.prefix+":{"+runID+"}:events", "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if raw := e.Values["e"].(string); strings.Contains(raw, `"`+string(typ)+`"`) {
+			out = append(out, raw)
+		}
+	}
+	return out
 }
