@@ -54,8 +54,10 @@ func (w *Worker) HandleDecision(msg *message.Message) error {
 			})
 		}
 	}
-	ctx, span := tracing.Start(msg.Context(), tracing.FromMessage(msg), "decision "+d.Action, oteltrace.SpanKindConsumer,
-		tracing.RunID(d.RunID), tracing.CallID(d.CallID), attribute.String("stepwise.decision_id", d.DecisionID))
+	ctx, span := tracing.Start(msg.Context(), tracing.FromMessage(msg), oteltrace.SpanKindConsumer, func() (string, []attribute.KeyValue) {
+		return "decision " + d.Action, []attribute.KeyValue{tracing.RunID(d.RunID), tracing.CallID(d.CallID),
+			attribute.String("stepwise.decision_id", d.DecisionID)}
+	})
 	defer span.End()
 	if d.Action == topics.ActionCancelRun {
 		err = w.cancelRun(ctx, d)

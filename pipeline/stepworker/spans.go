@@ -21,15 +21,16 @@ import (
 // inferSpan runs the inference in a span named as the GenAI conventions
 // name it ("chat <model>").
 func (w *Worker) inferSpan(ctx context.Context, run pipeline.Run, mdl model.Model, req model.Request) (model.Response, error) {
-	key := w.models.keyOf(run)
-	provider, name := splitModelKey(key)
-	ctx, span := tracing.Start(ctx, "", "chat "+key, oteltrace.SpanKindClient,
-		attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", provider),
-		attribute.String("gen_ai.request.model", name), tracing.RunID(run.ID), tracing.Step(run.Step))
+	ctx, span := tracing.Start(ctx, "", oteltrace.SpanKindClient, func() (string, []attribute.KeyValue) {
+		key := w.models.keyOf(run)
+		provider, name := splitModelKey(key)
+		return "chat " + key, []attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", provider),
+			attribute.String("gen_ai.request.model", name), tracing.RunID(run.ID), tracing.Step(run.Step)}
+	})
 	defer span.End()
 	resp, err := mdl.Infer(ctx, req)
 	tracing.Fail(span, err)
-	if err == nil {
+	if err == nil && span.IsRecording() {
 		span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", resp.Usage.InputTokens),
 			attribute.Int64("gen_ai.usage.output_tokens", resp.Usage.OutputTokens),
 			attribute.Int("stepwise.tool_calls", len(resp.ToolCalls)))
@@ -49,10 +50,15 @@ func splitModelKey(key string) (provider, name string) {
 // gateSpan runs ToolGate in a span that records, per call, what it
 // decided (an event per call; a parked call's ticket and reason).
 func (w *Worker) gateSpan(ctx context.Context, ph *phases, run pipeline.Run, agent config.Agent, params map[string]json.RawMessage, calls []pipeline.ToolCall) ([]pipeline.ToolCall, error) {
-	ctx, span := tracing.Start(ctx, "", "tool_gate", oteltrace.SpanKindInternal, tracing.RunID(run.ID), tracing.Step(run.Step))
+	ctx, span := tracing.Start(ctx, "", oteltrace.SpanKindInternal, func() (string, []attribute.KeyValue) {
+		return "tool_gate", []attribute.KeyValue{tracing.RunID(run.ID), tracing.Step(run.Step)}
+	})
 	defer span.End()
 	out, err := w.gate(ctx, ph, run, agent, params, calls, w.now())
 	tracing.Fail(span, err)
+	if !span.IsRecording() {
+		return out, err
+	}
 	for _, c := range out {
 		attrs := []attribute.KeyValue{tracing.CallID(c.ID), attribute.String("gen_ai.tool.name", c.Tool),
 			attribute.String("stepwise.call.status", string(c.Status)), attribute.String("stepwise.gate", string(c.Gate))}

@@ -154,8 +154,10 @@ func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent 
 // that ends (Drain gave up), nothing is committed and the lease is released
 // for another worker to take the step over.
 func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Logger) {
-	ctx, span := tracing.Start(w.ctx, run.Trace, "step "+strconv.Itoa(run.Step), oteltrace.SpanKindConsumer,
-		tracing.RunID(run.ID), tracing.Step(run.Step), tracing.Agent(run.Agent), attribute.Int("stepwise.attempt", run.Attempts))
+	ctx, span := tracing.Start(w.ctx, run.Trace, oteltrace.SpanKindConsumer, func() (string, []attribute.KeyValue) {
+		return "step " + strconv.Itoa(run.Step), []attribute.KeyValue{tracing.RunID(run.ID), tracing.Step(run.Step),
+			tracing.Agent(run.Agent), attribute.Int("stepwise.attempt", run.Attempts)}
+	})
 	defer span.End()
 	log = tracing.Log(log, span)
 	owner, started := run.LeaseOwner, time.Now()

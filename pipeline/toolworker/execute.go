@@ -110,14 +110,17 @@ const maxSiblings = 64
 // nothing and releases its lease.
 func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger) {
 	started := time.Now()
-	ctx, span := tracing.Start(w.ctx, trace, "execute_tool "+call.Tool, oteltrace.SpanKindConsumer,
-		attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", call.Tool),
-		attribute.String("gen_ai.tool.call.id", call.ID), tracing.RunID(call.RunID), tracing.Step(call.Step),
-		attribute.Int("stepwise.attempt", call.Attempts))
+	ctx, span := tracing.Start(w.ctx, trace, oteltrace.SpanKindConsumer, func() (string, []attribute.KeyValue) {
+		return "execute_tool " + call.Tool, []attribute.KeyValue{attribute.String("gen_ai.operation.name", "execute_tool"),
+			attribute.String("gen_ai.tool.name", call.Tool), attribute.String("gen_ai.tool.call.id", call.ID),
+			tracing.RunID(call.RunID), tracing.Step(call.Step), attribute.Int("stepwise.attempt", call.Attempts)}
+	})
 	defer span.End()
 	log = tracing.Log(log, span)
 	outcome, ok := w.withPhases(call, func() (store.CallOutcome, bool) { return w.run(call) })
-	span.SetAttributes(attribute.String("stepwise.call.status", string(outcome.Status)))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("stepwise.call.status", string(outcome.Status)))
+	}
 	if outcome.Error != "" {
 		span.SetStatus(codes.Error, outcome.Error)
 	}

@@ -91,15 +91,19 @@ func within(ctx context.Context, traceparent string) context.Context {
 // cost 3 % of a worker's CPU on ten-steps.
 var untraced = otel.GetTracerProvider()
 
-// Start starts a span named name, a child of traceparent's span (of ctx's
-// when traceparent is empty). With no tracer provider installed it
-// returns that parent span, which records nothing but carries the trace on
-// (Traceparent).
-func Start(ctx context.Context, traceparent, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+// Start starts a span, a child of traceparent's span (of ctx's when
+// traceparent is empty), named and described by describe. With no tracer
+// provider installed it returns that parent span, which records nothing
+// but carries the trace on (Traceparent), and does not call describe: the
+// name and attributes of a step's spans, built for nothing, were about a
+// kilobyte of allocation a step. Add attributes after the start only when
+// the span IsRecording, for the same reason.
+func Start(ctx context.Context, traceparent string, kind trace.SpanKind, describe func() (name string, attrs []attribute.KeyValue)) (context.Context, trace.Span) {
 	ctx = within(ctx, traceparent)
 	if otel.GetTracerProvider() == untraced {
 		return ctx, trace.SpanFromContext(ctx)
 	}
+	name, attrs := describe()
 	return tracer().Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 }
 
