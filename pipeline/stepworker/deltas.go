@@ -34,13 +34,15 @@ type deltaStream struct {
 	started bool // the writer runs
 	closed  bool // no writer starts
 
+	// made with the writer, at the first text: most models' steps (a
+	// script's, a model that does not stream) have none
 	wake chan struct{}
 	quit chan struct{}
 	done chan struct{}
 }
 
 func newDeltaStream(write func(text string), tick func() <-chan time.Time) *deltaStream {
-	return &deltaStream{write: write, tick: tick, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	return &deltaStream{write: write, tick: tick}
 }
 
 // add queues text for the next write; the writer starts with the first.
@@ -52,12 +54,13 @@ func (d *deltaStream) add(text string) {
 	d.pending.WriteString(text)
 	if !d.started && !d.closed {
 		d.started = true
+		d.wake, d.quit, d.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 		go d.loop()
 	}
 	d.mu.Unlock()
 	select {
 	case d.wake <- struct{}{}:
-	default: // a wake is queued already
+	default: // a wake is queued already, or no writer (closed before any text: wake is nil)
 	}
 }
 
@@ -107,8 +110,9 @@ func (d *deltaStream) close() {
 // for SSE clients. A delta that cannot be written is logged and dropped;
 // the whole text is committed with the turn all the same.
 func (w *Worker) streamText(ctx context.Context, run pipeline.Run, log *slog.Logger) *deltaStream {
+	id, step, owner := run.ID, run.Step, run.LeaseOwner // not the whole run in the closure
 	return newDeltaStream(func(text string) {
-		if err := w.store.AppendDelta(ctx, run.ID, run.Step, run.LeaseOwner, w.redact.String(text), w.now()); err != nil {
+		if err := w.store.AppendDelta(ctx, id, step, owner, w.redact.String(text), w.now()); err != nil {
 			log.Debug("text delta dropped", "error", err)
 		}
 	}, func() <-chan time.Time { return time.After(deltaInterval) })

@@ -60,4 +60,8 @@ func TestDeltaStream_that_got_no_text_closes_at_once(t *testing.T) {
 	d := newDeltaStream(func(text string) { t.Errorf("wrote %q", text) }, func() <-chan time.Time { return nil })
 	d.close()
 	d.close()
+	d.add("late") // a model that streams after its step gave up: dropped, no writer started
+	if d.wake != nil {
+		t.Error("text after the close started a writer")
+	}
 }
