@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/internal/bench"
 	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -167,26 +167,16 @@ func waitDrained(t *testing.T, rdb redis.UniversalClient) (int64, int64) {
 	return keys, usedMemory(t, rdb)
 }
 
+// usedMemory is Redis's used_memory less its clients' buffers (the
+// connection pools grow with load and keep their connections, which is no
+// data left behind), as package bench reads it.
 func usedMemory(t testing.TB, rdb redis.UniversalClient) int64 {
 	t.Helper()
-	info, err := rdb.Info(context.Background(), "memory").Result()
-	if err != nil {
-		t.Fatal(err)
+	st := bench.ReadServerStats(context.Background(), rdb)
+	if !st.OK {
+		t.Fatal("the Redis does not report its memory (INFO memory)")
 	}
-	fields := map[string]int64{}
-	for _, line := range strings.Split(info, "\r\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if n, err := strconv.ParseInt(v, 10, 64); ok && err == nil {
-			fields[k] = n
-		}
-	}
-	used, ok := fields["used_memory"]
-	if !ok {
-		t.Fatalf("no used_memory in INFO memory: %q", info)
-	}
-	// Less the clients' buffers: the connection pools grow with load and
-	// keep their connections, which is no data left behind.
-	return used - fields["mem_clients_normal"]
+	return st.UsedMemory
 }
 
 func httpGet(t *testing.T, url string, into any) int {
