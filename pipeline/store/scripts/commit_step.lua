@@ -64,6 +64,14 @@ if taken > 0 then
     end
   end
 end
+-- The message's event says where the message is (incall.go): its
+-- template is cut by a NUL byte where the index goes, found before anything
+-- is written. (A plain find: a pattern would try each of the event's bytes
+-- in Lua's matcher.)
+local cut = string.find(ARGV[8], '\0', 1, true)
+if not cut then
+  return redis.error_reply('ERR commit_step: the message.assistant template has no NUL where its index goes')
+end
 local nmsgs = redis.call('RPUSH', KEYS[3], ARGV[7])
 -- The run's fields the commit writes, its totals and open count included,
 -- in one HSET.
@@ -96,10 +104,6 @@ else
 end
 redis.call('HSET', KEYS[1], unpack(set))
 patch(run, at, set)
--- The message's event says where the message is (incall.go): its
--- template is cut by a NUL byte where the index goes. (A plain find: a
--- pattern would try each of the event's bytes in Lua's matcher.)
-local cut = string.find(ARGV[8], '\0', 1, true)
 redis.call('XADD', KEYS[2], '*', 'e', string.sub(ARGV[8], 1, cut - 1) .. (nmsgs - 1) .. string.sub(ARGV[8], cut + 1))
 trim_deltas(KEYS[1], KEYS[2], run[at.delta_from])
 patch(run, at, {'delta_from', false})
