@@ -167,7 +167,7 @@ func NewRouter(cfg RouterConfig) (*message.Router, error) {
 	router.AddMiddleware(
 		middleware.CorrelationID,
 		deadLetter,
-		retry.Middleware,
+		retryOnFailure(retry),
 		middleware.Recoverer,
 	)
 	return router, nil
