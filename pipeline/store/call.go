@@ -232,7 +232,7 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 			if view, _ := reply[3].(string); view != "" { // bounded by the script (MaxViewBytes)
 				b := []byte(view)
 				if mac, err := s.viewMAC(ctx, runID, b); err == nil { // else the fan-in reads the step
-					f.View, f.ViewMAC = b, hex.EncodeToString(mac)
+					f.View, f.ViewMAC = b, hex.EncodeToString(mac[:])
 				}
 			}
 			return f, nil
