@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/segmentio/encoding/json"
 )
@@ -107,13 +106,15 @@ func tooDeep(b []byte) bool {
 	return false
 }
 
-// NewMessage encodes m into a Watermill message keyed by its run.
+// NewMessage encodes m into a Watermill message keyed by its run. It has no
+// UUID: the message is named by where its record lands (kafka.Marshaler),
+// and what it is about by its payload.
 func NewMessage[M Message](m M) (*message.Message, error) {
 	b, err := Encode(m)
 	if err != nil {
 		return nil, err
 	}
-	msg := message.NewMessage(watermill.NewUUID(), b)
+	msg := message.NewMessage("", b)
 	msg.Metadata.Set(MetadataRunID, m.key())
 	return msg, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stepwise-run/stepwise/topics"
 )
 
 // Publisher is a Watermill publisher on a Sarama sync producer that keys
@@ -66,7 +67,7 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 		return nil
 	case 1:
 		if _, _, err := p.producer.SendMessage(batch[0]); err != nil {
-			return fmt.Errorf("produce message %s to %s: %w", msgs[0].UUID, topic, err)
+			return fmt.Errorf("produce a message of run %q to %s: %w", msgs[0].Metadata.Get(topics.MetadataRunID), topic, err)
 		}
 		return nil
 	}
