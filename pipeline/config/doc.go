@@ -4,6 +4,9 @@
 // prefix and the worker settings. Every key is described in
 // docs/configuration.md.
 //
+// The file is YAML 1.2: only true and false are booleans, so y, n, yes, no,
+// on and off are strings, as keys (a schema's property "y") and as values.
+//
 // Parsing is strict: YAML is turned into JSON and checked field by field, so
 // an unknown or misspelled key, a value of the wrong kind or a duplicate key
 // is an error naming its path. Defaults are then applied and the whole file

@@ -15,7 +15,8 @@ func FuzzParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	for _, seed := range []string{string(design), "", "agents: {}", "agents: {a: {model: {provider: script}}}",
-		"stepworker: {lease: -1s}", "tools: {t: {executor: {builtin: echo}, ask_when: 'args.x >'}}", "[1, 2]"} {
+		"stepworker: {lease: -1s}", "tools: {t: {executor: {builtin: echo}, ask_when: 'args.x >'}}", "[1, 2]",
+		"tools: {t: {executor: {builtin: echo}, parameters: {y: &a [on, 2024-01-01, .inf], 1: *a, <<: {n: ~}}}}"} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

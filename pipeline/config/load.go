@@ -5,17 +5,16 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-
-	"sigs.k8s.io/yaml"
 )
 
-// Parse reads a configuration from YAML (or JSON), applies the defaults and
-// validates it. It is strict: an unknown field, a value of the wrong kind, a
-// duplicate key or an invalid setting is an error. Every problem is reported
-// at once, one per line with its path, and matches ErrInvalid. Empty input is
-// a valid configuration with only the defaults and the built-in tools.
+// Parse reads a configuration from YAML 1.2 (or JSON), applies the defaults
+// and validates it. It is strict: an unknown field, a value of the wrong
+// kind, a duplicate key or an invalid setting is an error. Every problem is
+// reported at once, one per line with its path, and matches ErrInvalid.
+// Empty input is a valid configuration with only the defaults and the
+// built-in tools.
 func Parse(data []byte) (*Config, error) {
-	j, err := yaml.YAMLToJSONStrict(data)
+	j, err := yamlToJSON(data)
 	if err != nil {
 		return nil, &problem{msg: err.Error()}
 	}

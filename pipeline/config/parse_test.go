@@ -221,8 +221,8 @@ tools:
 }
 
 func TestParse_empty_input_gives_defaults_and_builtins(t *testing.T) {
-	for _, in := range []string{"", "# nothing\n", "{}"} {
-		cfg, err := config.Parse([]byte(in))
+	for _, in := range [][]byte{nil, []byte(""), []byte("# nothing\n"), []byte("# only\n\n# comments\n"), []byte("---\n"), []byte("{}")} {
+		cfg, err := config.Parse(in)
 		if err != nil {
 			t.Fatalf("%q: %v", in, err)
 		}

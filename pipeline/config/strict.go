@@ -61,7 +61,7 @@ func checkShape(ps *problems, path string, raw json.RawMessage, t reflect.Type) 
 		}
 	default:
 		if err := json.Unmarshal(raw, reflect.New(t).Interface()); err != nil {
-			ps.add(path, "want "+kindName(t)+", got "+describe(raw))
+			ps.add(path, "want "+kindName(t)+", got "+describe(raw)+boolWordHint(t, raw))
 		}
 	}
 }
