@@ -88,20 +88,24 @@ func (s *Store) ClaimCallAndSiblings(ctx context.Context, runID, callID string, 
 	if err != nil {
 		return pipeline.ToolCall{}, nil, err
 	}
-	args := append([]any{lease.Owner, toMillis(lease.Until), toMillis(now), s.claimableCalls}, attempt.args()...)
+	cmd := newScript(s.scripts.claimCall, 3+4+6+4+len(sib.SkipTools))
+	cmd.key(s.runKey(runID))
+	cmd.key(s.eventsKey(runID))
+	cmd.key(s.callKey(runID, callID))
+	cmd.arg(lease.Owner, toMillis(lease.Until), toMillis(now), s.claimableCalls)
+	attempt.addTo(&cmd)
 	if sib.Max > 0 {
 		started, err := newSiblingStartedEvent(now)
 		if err != nil {
 			return pipeline.ToolCall{}, nil, err
 		}
-		args = append(args, sib.Max, started[0], started[1], started[2])
+		cmd.arg(sib.Max, started[0], started[1], started[2])
 		for _, t := range sib.SkipTools {
-			args = append(args, t)
+			cmd.arg(t)
 		}
 	}
 	what := fmt.Sprintf("claim call %s of run %s", callID, runID)
-	v, err := s.eval(ctx, s.scripts.claimCall, what,
-		[]string{s.runKey(runID), s.eventsKey(runID), s.callKey(runID, callID)}, args...)
+	v, err := s.run(ctx, cmd, what)
 	if err != nil {
 		call, err := s.currentCall(ctx, runID, callID, err)
 		return call, nil, err
@@ -188,7 +192,14 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 	}
 	var tenant string // of the run, for the pending index of a parked call
 	for range 3 {
-		scriptArgs := append([]any{owner, toMillis(now), string(o.Status), string(o.Result), o.Error}, finished.args()...)
+		cmd := newScript(s.scripts.finishCall, 3+5+len(finished)+5) // a parking adds its fields
+		cmd.key(s.callKey(runID, callID))
+		cmd.key(s.eventsKey(runID))
+		cmd.key(s.runKey(runID))
+		cmd.arg(owner, toMillis(now), string(o.Status), string(o.Result), o.Error)
+		for _, part := range finished {
+			cmd.arg(part)
+		}
 		if o.Status == pipeline.CallSuspended {
 			var step int
 			var args string
@@ -205,12 +216,12 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 			if err != nil {
 				return Finished{}, err
 			}
-			scriptArgs = append(scriptArgs, parked, args, "", 0, 0)
-			scriptArgs = append(scriptArgs, parkingFields(p)...)
+			cmd.arg(parked, args, "", 0, 0)
+			cmd.arg(parkingFields(p)...)
 		} else {
-			scriptArgs = append(scriptArgs, "", "", s.terminalCalls, MaxViewBytes, MaxViewCalls)
+			cmd.arg("", "", s.terminalCalls, MaxViewBytes, MaxViewCalls)
 		}
-		v, err := s.eval(ctx, s.scripts.finishCall, what, []string{s.callKey(runID, callID), s.eventsKey(runID), s.runKey(runID)}, scriptArgs...)
+		v, err := s.run(ctx, cmd, what)
 		if errors.Is(err, errRetry) {
 			continue
 		}

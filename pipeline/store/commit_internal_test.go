@@ -26,12 +26,13 @@ func TestCommitStep_refuses_an_assistant_event_without_its_hole_and_writes_nothi
 		t.Fatal(err)
 	}
 	c := StepCommit{Assistant: pipeline.Message{Role: pipeline.RoleAssistant, Content: "done"}}
-	keys, args, _, err := s.commitStepArgs("r1", 0, "w1", c, now)
+	cmd, _, err := s.commitStepArgs("r1", 0, "w1", c, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args[7] = strings.ReplaceAll(args[7].(string), "\x00", "") // ARGV[8]
-	_, err = s.eval(ctx, s.scripts.commitStep, "commit", keys, args...)
+	argv8 := 3 + cmd.nkeys + 7
+	cmd.args[argv8] = strings.ReplaceAll(cmd.args[argv8].(string), "\x00", "")
+	_, err = s.run(ctx, cmd, "commit")
 	if err == nil || !strings.Contains(err.Error(), "no NUL where its index goes") {
 		t.Fatalf("commit with a template without its hole: %v", err)
 	}

@@ -185,8 +185,9 @@ func newCallAttemptEvents(callID string, now time.Time) (callAttemptEvents, erro
 	return out, nil
 }
 
-func (a callAttemptEvents) args() []any {
-	return []any{a.first[0], a.first[1], a.first[2], a.retried[0], a.retried[1], a.retried[2]}
+// addTo adds the templates to c's arguments, first then retried.
+func (a callAttemptEvents) addTo(c *script) {
+	c.arg(a.first[0], a.first[1], a.first[2], a.retried[0], a.retried[1], a.retried[2])
 }
 
 // siblingHole stands for a call id in an event template: it encodes as

@@ -97,7 +97,7 @@ func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.M
 		}
 		v, err = s.eval(ctx, s.scripts.createRun, what, keys, args...)
 	} else {
-		v, err = s.evalAmong(ctx, s.scripts.createRun, keys, args, func(p redis.Pipeliner, eval func()) { index(p); eval() })
+		v, err = s.evalAmong(ctx, scriptOf(s.scripts.createRun, keys, args), func(p redis.Pipeliner, eval func()) { index(p); eval() })
 		if err != nil {
 			err = scriptError(err, what)
 		}
@@ -205,7 +205,7 @@ func (s *Store) MarkPublished(ctx context.Context, run pipeline.Run, now time.Ti
 			return err
 		}
 		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { retire(p); return nil })
-	} else if _, err = s.evalAmong(ctx, s.scripts.markSent, keys, args, func(p redis.Pipeliner, eval func()) { eval(); retire(p) }); err != nil {
+	} else if _, err = s.evalAmong(ctx, scriptOf(s.scripts.markSent, keys, args), func(p redis.Pipeliner, eval func()) { eval(); retire(p) }); err != nil {
 		return scriptError(err, what)
 	}
 	for _, c := range retired {

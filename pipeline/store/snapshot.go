@@ -52,7 +52,7 @@ func (s *Store) snapshot(ctx context.Context, runID string, claim time.Duration,
 	}
 	var sched *redis.FloatCmd
 	var ahead []redis.Cmder
-	v, err := s.evalAmong(ctx, s.scripts.snapshot, keys, []any{outcomesBatch, toMillis(now), claimMS}, func(p redis.Pipeliner, eval func()) {
+	v, err := s.evalAmong(ctx, scriptOf(s.scripts.snapshot, keys, []any{outcomesBatch, toMillis(now), claimMS}), func(p redis.Pipeliner, eval func()) {
 		if before != nil {
 			ahead = before(p)
 		}

@@ -11,15 +11,18 @@ import (
 // stateKey is the hash of a run's persistent plugin state: key → JSON.
 func (s *Store) stateKey(runID string) string { return s.prefix + ":{" + runID + "}:state" }
 
-// withState appends the run's state hash as the last key and the updates as
-// the last arguments (key, value pairs, "" deleting, then their count), the
-// layout CommitStep's and EndStep's scripts read.
-func (s *Store) withState(runID string, keys []string, args []any, updates []pipeline.StateUpdate) ([]string, []any) {
-	keys = append(keys, s.stateKey(runID))
+// withState ends c's keys with the run's state hash, and withUpdates its
+// arguments with the state updates: the layout CommitStep's and EndStep's
+// scripts read.
+func (s *Store) withState(c *script, runID string) { c.key(s.stateKey(runID)) }
+
+// withUpdates ends c's arguments with the state updates, as key, value
+// pairs ("" deletes), and their count.
+func withUpdates(c *script, updates []pipeline.StateUpdate) {
 	for _, u := range updates {
-		args = append(args, u.Key, string(u.Value))
+		c.arg(u.Key, string(u.Value))
 	}
-	return keys, append(args, len(updates))
+	c.arg(len(updates))
 }
 
 // RunState returns a run's persistent plugin state (empty for a run without

@@ -51,7 +51,7 @@ func (s *Store) ClaimStepWithMessages(ctx context.Context, runID string, step in
 	what := fmt.Sprintf("claim step %d of run %s", step, runID)
 	var cached conversation
 	var read *redis.StringSliceCmd
-	v, err := s.evalAmong(ctx, s.scripts.claimStep, keys, args, func(p redis.Pipeliner, eval func()) {
+	v, err := s.evalAmong(ctx, scriptOf(s.scripts.claimStep, keys, args), func(p redis.Pipeliner, eval func()) {
 		eval()
 		cached, read = s.readConversation(ctx, p, runID)
 	})
@@ -164,12 +164,12 @@ func (s *Store) AppendDelta(ctx context.Context, runID string, step int, owner, 
 // when a call id already has a record in this run. A refusal writes nothing.
 // It returns the updated run and the calls as stored.
 func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner string, c StepCommit, now time.Time) (pipeline.Run, []pipeline.ToolCall, error) {
-	keys, args, written, err := s.commitStepArgs(runID, step, owner, c, now)
+	cmd, written, err := s.commitStepArgs(runID, step, owner, c, now)
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
 	what := fmt.Sprintf("commit step %d of run %s by %s", step, runID, owner)
-	v, err := s.eval(ctx, s.scripts.commitStep, what, keys, args...)
+	v, err := s.run(ctx, cmd, what)
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
@@ -187,7 +187,7 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 	if len(c.Calls) > 0 {
 		return pipeline.Run{}, nil, fmt.Errorf("%w: a commit with %d calls cannot end its step at once", ErrInvalid, len(c.Calls))
 	}
-	keys, args, _, err := s.commitStepArgs(runID, step, owner, c, now)
+	cmd, _, err := s.commitStepArgs(runID, step, owner, c, now)
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
@@ -195,12 +195,13 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
-	endKeys, endArgs := build([]string{})
+	endCmd := build([]string{})
 	what := fmt.Sprintf("commit step %d of run %s by %s", step, runID, owner)
 	var ended *redis.Cmd
-	v, err := s.evalAmong(ctx, s.scripts.commitStep, keys, args, func(p redis.Pipeliner, eval func()) {
+	v, err := s.evalAmong(ctx, cmd, func(p redis.Pipeliner, eval func()) {
 		eval()
-		ended = s.scripts.endStep.EvalSha(ctx, p, endKeys, endArgs...) // refused unless the commit went through
+		ended = endCmd.cmd(ctx) // refused unless the commit went through
+		_ = p.Process(ctx, ended)
 	})
 	if err != nil {
 		return pipeline.Run{}, nil, scriptError(err, what)
@@ -218,58 +219,70 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 	return s.decodeEnded(runID, ended.Val())
 }
 
-// commitStepArgs checks c and gives commit_step's keys and arguments, and
-// the hash it writes of each call (callFields).
-func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommit, now time.Time) ([]string, []any, []writtenCall, error) {
+// commitStepArgs checks c and gives commit_step's command, and the hash it
+// writes of each call (callFields).
+func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommit, now time.Time) (script, []writtenCall, error) {
 	if c.Assistant.Role != pipeline.RoleAssistant {
-		return nil, nil, nil, fmt.Errorf("%w: assistant message has role %q", ErrInvalid, c.Assistant.Role)
+		return script{}, nil, fmt.Errorf("%w: assistant message has role %q", ErrInvalid, c.Assistant.Role)
 	}
 	msg, err := json.Marshal(c.Assistant)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: assistant message: %v", ErrInvalid, err)
+		return script{}, nil, fmt.Errorf("%w: assistant message: %v", ErrInvalid, err)
 	}
 	evAssistant, err := assistantEvent(step, now)
 	if err != nil {
-		return nil, nil, nil, err
+		return script{}, nil, err
 	}
-	keys := []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step)}
 	inFlight := s.busyCalls
 	if c.Sequential {
 		inFlight = ""
 	}
-	args := []any{step, owner, toMillis(now), runID, c.Usage.InputTokens, c.Usage.OutputTokens, string(msg), evAssistant, pipeline.MicroUSD(c.Usage.CostUSD), inFlight}
 	seen := make(map[string]bool, len(c.Calls))
 	written := make([]writtenCall, 0, len(c.Calls))
+	n := 5 + 10 + 2*len(c.State) + 1 // keys and arguments of the command
 	for i, call := range c.Calls {
 		if err := checkNewCall(i, call, seen); err != nil {
-			return nil, nil, nil, err
+			return script{}, nil, err
 		}
 		rec, evs, err := newCallRecord(runID, step, call, now)
 		if err != nil {
-			return nil, nil, nil, err
+			return script{}, nil, err
 		}
 		fields := callFields(rec)
 		if len(c.Calls) == 1 {
 			fields = append(fields, "alone", 1) // its finish ends the step (finish_call.lua)
 		}
-		written = append(written, writtenCall{call.ID, fields})
-		keys = append(keys, s.callKey(runID, call.ID))
-		args = append(args, call.ID, len(fields))
-		args = append(args, fields...)
-		args = append(args, len(evs))
-		for _, ev := range evs {
-			args = append(args, ev)
+		written = append(written, writtenCall{call.ID, fields, evs})
+		n += 1 + 2 + len(fields) + 1 + len(evs)
+	}
+	cmd := newScript(s.scripts.commitStep, n)
+	cmd.key(s.runKey(runID))
+	cmd.key(s.eventsKey(runID))
+	cmd.key(s.msgsKey(runID))
+	cmd.key(s.stepKey(runID, step))
+	for _, w := range written {
+		cmd.key(s.callKey(runID, w.id))
+	}
+	s.withState(&cmd, runID)
+	cmd.arg(step, owner, toMillis(now), runID, c.Usage.InputTokens, c.Usage.OutputTokens, string(msg), evAssistant, pipeline.MicroUSD(c.Usage.CostUSD), inFlight)
+	for _, w := range written {
+		cmd.arg(w.id, len(w.fields))
+		cmd.arg(w.fields...)
+		cmd.arg(len(w.events))
+		for _, ev := range w.events {
+			cmd.arg(ev)
 		}
 	}
-	keys, args = s.withState(runID, keys, args, c.State)
-	return keys, args, written, nil
+	withUpdates(&cmd, c.State)
+	return cmd, written, nil
 }
 
-// writtenCall is a call a commit writes: its id and its hash's HSET
-// arguments (callFields).
+// writtenCall is a call a commit writes: its id, its hash's HSET
+// arguments (callFields) and its events.
 type writtenCall struct {
 	id     string
 	fields []any
+	events []string
 }
 
 // decodeCommit decodes commit_step's reply, the run, and the calls from
@@ -461,10 +474,9 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 				return pipeline.Run{}, nil, nil, fmt.Errorf("%s: %w", what, err)
 			}
 		}
-		keys, args := build(ids)
 		var cached conversation
 		var read *redis.StringSliceCmd
-		v, err := s.evalAmong(ctx, s.scripts.endStep, keys, args, func(p redis.Pipeliner, eval func()) {
+		v, err := s.evalAmong(ctx, build(ids), func(p redis.Pipeliner, eval func()) {
 			eval()
 			if next != nil {
 				cached, read = s.readConversation(ctx, p, runID)
@@ -497,8 +509,8 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 
 // endStepArgs checks end and prepares end_step's events and messages, and
 // the claim of step+1 for next when it is not nil; the function it returns
-// gives the script's keys and arguments for the step's call ids.
-func (s *Store) endStepArgs(runID string, step int, end StepEnd, next *Lease, now time.Time) (func(ids []string) ([]string, []any), error) {
+// gives the script's command for the step's call ids.
+func (s *Store) endStepArgs(runID string, step int, end StepEnd, next *Lease, now time.Time) (func(ids []string) script, error) {
 	finish, t := "0", pipeline.Termination{}
 	if end.Finish != nil {
 		if err := checkTermination(*end.Finish); err != nil {
@@ -524,24 +536,34 @@ func (s *Store) endStepArgs(runID string, step int, end StepEnd, next *Lease, no
 		}
 		claimer, until = next.Owner, toMillis(next.Until)
 	}
-	msgs := make([]any, 0, len(end.ToolMessages))
+	msgs := make([]string, len(end.ToolMessages))
 	for i, m := range end.ToolMessages {
 		b, err := json.Marshal(m)
 		if err != nil {
 			return nil, fmt.Errorf("%w: tool message %d: %v", ErrInvalid, i, err)
 		}
-		msgs = append(msgs, string(b))
+		msgs[i] = string(b)
 	}
-	return func(ids []string) ([]string, []any) {
-		keys := []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step)}
-		args := []any{step, toMillis(now), s.terminalCalls, finish, string(t.Reason), t.Code, t.Detail,
-			evEnded, evFinished, claimer, until, started, len(ids)}
+	return func(ids []string) script {
+		cmd := newScript(s.scripts.endStep, 5+2*len(ids)+13+len(msgs)+2*len(end.State)+1)
+		cmd.key(s.runKey(runID))
+		cmd.key(s.eventsKey(runID))
+		cmd.key(s.msgsKey(runID))
+		cmd.key(s.stepKey(runID, step))
 		for _, id := range ids {
-			keys = append(keys, s.callKey(runID, id))
-			args = append(args, id)
+			cmd.key(s.callKey(runID, id))
 		}
-		args = append(args, msgs...)
-		return s.withState(runID, keys, args, end.State)
+		s.withState(&cmd, runID)
+		cmd.arg(step, toMillis(now), s.terminalCalls, finish, string(t.Reason), t.Code, t.Detail,
+			evEnded, evFinished, claimer, until, started, len(ids))
+		for _, id := range ids {
+			cmd.arg(id)
+		}
+		for _, m := range msgs {
+			cmd.arg(m)
+		}
+		withUpdates(&cmd, end.State)
+		return cmd
 	}, nil
 }
 

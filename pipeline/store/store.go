@@ -153,22 +153,25 @@ func scriptError(err error, what string) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// evalAmong sends sc in one pipeline with other commands: fill adds them,
+// evalAmong sends c in one pipeline with other commands: fill adds them,
 // calling eval where the script goes among them. It returns the script's
 // reply or its error as Redis gave it; the other commands' results are in
 // their Cmds. A script Redis has not cached (NOSCRIPT) is loaded and the
 // whole pipeline sent again, once: what goes beside a script must be safe
 // to send twice.
-func (s *Store) evalAmong(ctx context.Context, sc *redis.Script, keys []string, args []any, fill func(p redis.Pipeliner, eval func())) (any, error) {
+func (s *Store) evalAmong(ctx context.Context, c script, fill func(p redis.Pipeliner, eval func())) (any, error) {
 	for attempt := 0; ; attempt++ {
 		var cmd *redis.Cmd
 		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			fill(p, func() { cmd = sc.EvalSha(ctx, p, keys, args...) })
+			fill(p, func() {
+				cmd = c.cmd(ctx)
+				_ = p.Process(ctx, cmd)
+			})
 			return nil
 		})
 		v, err := cmd.Result()
 		if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+			if err := c.sc.Load(ctx, s.rdb).Err(); err != nil {
 				return nil, fmt.Errorf("load the script: %w", err)
 			}
 			continue
@@ -179,11 +182,27 @@ func (s *Store) evalAmong(ctx context.Context, sc *redis.Script, keys []string, 
 
 // eval runs a script and maps its refusals to sentinels.
 func (s *Store) eval(ctx context.Context, sc *redis.Script, what string, keys []string, args ...any) (any, error) {
-	v, err := sc.Run(ctx, s.rdb, keys, args...).Result()
-	if err != nil {
-		return nil, scriptError(err, what)
+	return s.run(ctx, scriptOf(sc, keys, args), what)
+}
+
+// run runs c alone, in one round trip (two and a load when Redis has not
+// cached the script), and maps its refusals to sentinels.
+func (s *Store) run(ctx context.Context, c script, what string) (any, error) {
+	for attempt := 0; ; attempt++ {
+		cmd := c.cmd(ctx)
+		_ = s.rdb.Process(ctx, cmd)
+		v, err := cmd.Result()
+		if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			if err := c.sc.Load(ctx, s.rdb).Err(); err != nil {
+				return nil, fmt.Errorf("%s: load the script: %w", what, err)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, scriptError(err, what)
+		}
+		return v, nil
 	}
-	return v, nil
 }
 
 // checkLease refuses a lease without an owner or one that has already

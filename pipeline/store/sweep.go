@@ -78,7 +78,7 @@ func (s *Store) RescheduleWaiting(ctx context.Context, run pipeline.Run, calls [
 	what := "reschedule run " + run.ID
 	zs := pendingEntries(run.ID, calls)
 	var indexed []redis.Cmder
-	v, err := s.evalAmong(ctx, s.scripts.rescheduleIf, []string{s.activeKey()}, []any{run.ID, score(read), score(next)},
+	v, err := s.evalAmong(ctx, scriptOf(s.scripts.rescheduleIf, []string{s.activeKey()}, []any{run.ID, score(read), score(next)}),
 		func(p redis.Pipeliner, eval func()) {
 			if len(zs) > 0 {
 				indexed = s.queuePending(ctx, p, run.Tenant, zs)
