@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -17,14 +18,33 @@ type script struct {
 	sc    *redis.Script
 	args  []any
 	nkeys int
+	buf   *[]any // where args goes back to the pool (release)
 }
+
+// scriptArgs holds the argument slices of commands that have been sent:
+// four a step, about 2 KB, are otherwise made anew.
+var scriptArgs = sync.Pool{New: func() any { return new([]any) }}
 
 // newScript starts a command of sc with room for n keys and arguments in
 // all (a guess too small only costs a copy).
 func newScript(sc *redis.Script, n int) script {
-	args := make([]any, 3, 3+n)
-	args[0], args[1] = "evalsha", sc.Hash()
-	return script{sc: sc, args: args}
+	buf := scriptArgs.Get().(*[]any)
+	if cap(*buf) < 3+n {
+		*buf = make([]any, 0, 3+n)
+	}
+	args := append((*buf)[:0], "evalsha", sc.Hash(), 0)
+	return script{sc: sc, args: args, buf: buf}
+}
+
+// release gives c's arguments back for another command to use; c and the
+// commands it made must not be used after. The store's runners call it
+// once a command's reply is read (go-redis is done with its arguments when
+// Process returns).
+func (c *script) release() {
+	clear(c.args)
+	*c.buf = c.args[:0]
+	scriptArgs.Put(c.buf)
+	c.args, c.buf = nil, nil
 }
 
 // scriptOf is sc with keys and args, for a caller that has them apart.

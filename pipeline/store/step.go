@@ -196,6 +196,7 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 		return pipeline.Run{}, nil, err
 	}
 	endCmd := build([]string{})
+	defer endCmd.release()
 	what := fmt.Sprintf("commit step %d of run %s by %s", step, runID, owner)
 	var ended *redis.Cmd
 	v, err := s.evalAmong(ctx, cmd, func(p redis.Pipeliner, eval func()) {

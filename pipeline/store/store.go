@@ -158,8 +158,9 @@ func scriptError(err error, what string) error {
 // reply or its error as Redis gave it; the other commands' results are in
 // their Cmds. A script Redis has not cached (NOSCRIPT) is loaded and the
 // whole pipeline sent again, once: what goes beside a script must be safe
-// to send twice.
+// to send twice. It releases c.
 func (s *Store) evalAmong(ctx context.Context, c script, fill func(p redis.Pipeliner, eval func())) (any, error) {
+	defer c.release()
 	for attempt := 0; ; attempt++ {
 		var cmd *redis.Cmd
 		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -186,8 +187,9 @@ func (s *Store) eval(ctx context.Context, sc *redis.Script, what string, keys []
 }
 
 // run runs c alone, in one round trip (two and a load when Redis has not
-// cached the script), and maps its refusals to sentinels.
+// cached the script), and maps its refusals to sentinels. It releases c.
 func (s *Store) run(ctx context.Context, c script, what string) (any, error) {
+	defer c.release()
 	for attempt := 0; ; attempt++ {
 		cmd := c.cmd(ctx)
 		_ = s.rdb.Process(ctx, cmd)
