@@ -523,9 +523,11 @@ func (s *Store) endStepArgs(runID string, step int, end StepEnd, next *Lease, no
 	if err != nil {
 		return nil, err
 	}
-	evFinished, err := newEvent(step, "", pipeline.EventRunFinished, now, t)
-	if err != nil {
-		return nil, err
+	evFinished := "" // the script reads it only when it ends the run
+	if end.Finish != nil {
+		if evFinished, err = newEvent(step, "", pipeline.EventRunFinished, now, t); err != nil {
+			return nil, err
+		}
 	}
 	claimer, until, started := "", int64(0), ""
 	if next != nil {
