@@ -60,6 +60,9 @@ func (ph *phases) updates() []pipeline.StateUpdate { return ph.set.PersistentUpd
 // stepEnd runs the StepEnd phase over a step's terminal calls and returns
 // its persistent state updates.
 func (w *Worker) stepEnd(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) ([]pipeline.StateUpdate, error) {
+	if w.plugins[run.Agent].Empty() {
+		return nil, nil // no hook, so nothing to run: no action can be scheduled
+	}
 	ph, err := w.phases(ctx, run, nil)
 	if err != nil {
 		return nil, err
@@ -74,6 +77,9 @@ func (w *Worker) stepEnd(ctx context.Context, run pipeline.Run, calls []pipeline
 // runEnd runs the RunEnd phase of a done run. Its hooks observe; the run is
 // done, so state they set is not kept.
 func (w *Worker) runEnd(ctx context.Context, run pipeline.Run) error {
+	if w.plugins[run.Agent].Empty() {
+		return nil
+	}
 	ph, err := w.phases(ctx, run, nil)
 	if err != nil {
 		return err
