@@ -161,29 +161,38 @@ type callAttemptEvents struct {
 }
 
 func newCallAttemptEvents(callID string, now time.Time) (callAttemptEvents, error) {
-	var out callAttemptEvents
-	for i, typ := range []pipeline.EventType{pipeline.EventToolCallStarted, pipeline.EventToolCallRetried} {
-		ev, err := newEvent(-1, callID, typ, now, json.RawMessage(attemptHole))
-		if err != nil {
-			return out, err
-		}
-		step, err := stepHoled(ev)
-		if err != nil {
-			return out, err
-		}
-		attempt, err := holed(step[1], attemptHole, [2]string{`{"attempt":`, `}`})
-		if err != nil {
-			return out, err
-		}
-		parts := [3]string{step[0], attempt[0], attempt[1]}
-		if i == 0 {
-			out.first = parts
-		} else {
-			out.retried = parts
-		}
+	ev, err := newEvent(-1, callID, pipeline.EventToolCallStarted, now, json.RawMessage(attemptHole))
+	if err != nil {
+		return callAttemptEvents{}, err
 	}
-	return out, nil
+	step, err := stepHoled(ev)
+	if err != nil {
+		return callAttemptEvents{}, err
+	}
+	attempt, err := holed(step[1], attemptHole, [2]string{`{"attempt":`, `}`})
+	if err != nil {
+		return callAttemptEvents{}, err
+	}
+	// The two differ only before the step: one event is built, not two.
+	return callAttemptEvents{
+		first:   [3]string{step[0], attempt[0], attempt[1]},
+		retried: [3]string{toolCallRetriedStart, attempt[0], attempt[1]},
+	}, nil
 }
+
+// toolCallRetriedStart is a tool_call.retried event up to its step, as
+// newEvent writes it.
+var toolCallRetriedStart = func() string {
+	ev, err := newEvent(-1, "", pipeline.EventToolCallRetried, time.Unix(0, 0), nil)
+	if err != nil {
+		panic(err)
+	}
+	t, err := stepHoled(ev)
+	if err != nil {
+		panic(err)
+	}
+	return t[0]
+}()
 
 // addTo adds the templates to c's arguments, first then retried.
 func (a callAttemptEvents) addTo(c *script) {

@@ -96,6 +96,7 @@ func TestEventTemplates_filled_in_are_events(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		check(a.first[0]+"7"+a.first[1]+"1"+a.first[2], pipeline.EventToolCallStarted, 7, id, `{"attempt":1}`)
 		check(a.retried[0]+"7"+a.retried[1]+"3"+a.retried[2], pipeline.EventToolCallRetried, 7, id, `{"attempt":3}`)
 		s, err := newSiblingStartedEvent(at)
 		if err != nil {
