@@ -160,8 +160,7 @@ func scriptError(err error, what string) error {
 // whole pipeline sent again, once: what goes beside a script must be safe
 // to send twice. It releases c.
 func (s *Store) evalAmong(ctx context.Context, c script, fill func(p redis.Pipeliner, eval func())) (any, error) {
-	defer c.release()
-	for attempt := 0; ; attempt++ {
+	return s.sendLoaded(ctx, c, func() *redis.Cmd {
 		var cmd *redis.Cmd
 		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			fill(p, func() {
@@ -170,15 +169,8 @@ func (s *Store) evalAmong(ctx context.Context, c script, fill func(p redis.Pipel
 			})
 			return nil
 		})
-		v, err := cmd.Result()
-		if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			if err := c.sc.Load(ctx, s.rdb).Err(); err != nil {
-				return nil, fmt.Errorf("load the script: %w", err)
-			}
-			continue
-		}
-		return v, err
-	}
+		return cmd
+	})
 }
 
 // eval runs a script and maps its refusals to sentinels.
@@ -186,24 +178,34 @@ func (s *Store) eval(ctx context.Context, sc *redis.Script, what string, keys []
 	return s.run(ctx, scriptOf(sc, keys, args), what)
 }
 
-// run runs c alone, in one round trip (two and a load when Redis has not
-// cached the script), and maps its refusals to sentinels. It releases c.
+// run runs c alone, in one round trip, and maps its refusals to
+// sentinels. It releases c.
 func (s *Store) run(ctx context.Context, c script, what string) (any, error) {
-	defer c.release()
-	for attempt := 0; ; attempt++ {
+	v, err := s.sendLoaded(ctx, c, func() *redis.Cmd {
 		cmd := c.cmd(ctx)
 		_ = s.rdb.Process(ctx, cmd)
-		v, err := cmd.Result()
+		return cmd
+	})
+	if err != nil {
+		return nil, scriptError(err, what)
+	}
+	return v, nil
+}
+
+// sendLoaded returns the reply to c that send sends; when Redis has not
+// cached c's script (NOSCRIPT), it loads it and sends again, once. Then it
+// releases c.
+func (s *Store) sendLoaded(ctx context.Context, c script, send func() *redis.Cmd) (any, error) {
+	defer c.release()
+	for attempt := 0; ; attempt++ {
+		v, err := send().Result()
 		if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			if err := c.sc.Load(ctx, s.rdb).Err(); err != nil {
-				return nil, fmt.Errorf("%s: load the script: %w", what, err)
+				return nil, fmt.Errorf("load the script: %w", err)
 			}
 			continue
 		}
-		if err != nil {
-			return nil, scriptError(err, what)
-		}
-		return v, nil
+		return v, err
 	}
 }
 
