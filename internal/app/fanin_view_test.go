@@ -3,7 +3,10 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/kafka"
 	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/topics"
 )
 
 // lateReplay publishes every message of one topic a second time, later: a
@@ -172,4 +176,73 @@ func TestPipeline_a_forged_view_is_not_believed(t *testing.T) {
 	}
 	// Each was refused, and said so where an operator looks.
 	scrapeUntil(t, base, fmt.Sprintf(`stepwise_fan_in_views_total{outcome="refused"} %d`, forged))
+}
+
+// recordTopic keeps the payloads published to one topic.
+type recordTopic struct {
+	message.Publisher
+	topic string
+
+	mu       sync.Mutex
+	payloads [][]byte
+}
+
+func (r *recordTopic) Publish(topic string, msgs ...*message.Message) error {
+	if topic == r.topic {
+		r.mu.Lock()
+		for _, m := range msgs {
+			r.payloads = append(r.payloads, m.Payload)
+		}
+		r.mu.Unlock()
+	}
+	return r.Publisher.Publish(topic, msgs...)
+}
+
+// A fan-in's view leaves out the run's model and metadata (they can be
+// big, and never change): a run with its own script and metadata still
+// runs every step with its script, and its result carries its metadata.
+func TestPipeline_a_run_with_its_own_model_and_metadata_keeps_both_past_its_fan_ins(t *testing.T) {
+	stack := connect(t, newInfra(t), parseConfig(t, testConfig))
+	results := collect(t, stack, stack.Names.RunResults())
+	sent := &recordTopic{Publisher: stack.Publisher, topic: stack.Names.ToolResults()}
+	stack.Publisher = sent
+	workers(t, stack)
+	base := serve(t, stack)
+
+	metadata := `{"note":"` + strings.Repeat("n", 500) + `","order":7}`
+	body := map[string]any{"run_id": "r-own", "agent": "assistant", "input": "go",
+		"model": json.RawMessage(threeSteps), "metadata": json.RawMessage(metadata)}
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs", body, nil); code != http.StatusCreated {
+		t.Fatalf("create run: status %d", code)
+	}
+	assertNaturalEnd(t, waitDone(t, base, "r-own", 30*time.Second), 2)
+	assertHistory(t, getMessages(t, base, "r-own"), threeStepsHistory())
+
+	var result topics.RunResult
+	testinfra.Eventually(t, 30*time.Second, func() bool {
+		for _, r := range results() {
+			if m, err := topics.Decode[topics.RunResult]([]byte(r.payload)); err == nil && m.RunID == "r-own" {
+				result = m
+				return true
+			}
+		}
+		return false
+	}, func() string { return "no result of r-own on run-results" })
+	if string(result.Metadata) != metadata {
+		t.Errorf("the result's metadata is %s, want %s", result.Metadata, metadata)
+	}
+	sent.mu.Lock()
+	defer sent.mu.Unlock()
+	views := 0
+	for _, p := range sent.payloads {
+		if bytes.Contains(p, []byte(`"view":{`)) {
+			views++
+		}
+		if bytes.Contains(p, []byte("nnnn")) || bytes.Contains(p, []byte("step one")) {
+			t.Errorf("a tool result carries the run's metadata or model: %.300s", p)
+		}
+	}
+	if views == 0 {
+		t.Error("no tool result carried a view: the test tested nothing")
+	}
 }

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -117,7 +118,40 @@ var fanInCases = []contractCase{
 
 // viewCases hold when the last finish of a step reads the fan-in's view
 // (store.Finished.View), and that the view is the step as the store has it.
+// slim is run as a fan-in's view holds it: without its model and
+// metadata (DecodeView).
+func slim(run pipeline.Run) pipeline.Run {
+	run.Model, run.Metadata = nil, nil
+	return run
+}
+
 var viewCases = []contractCase{
+	{"a_view_leaves_out_the_runs_model_and_metadata", func(t *testing.T, f *fixture) {
+		run := newRun("big")
+		run.Model = json.RawMessage(`{"provider":"script","turns":[{"text":"` + strings.Repeat("m", 600) + `"}]}`)
+		run.Metadata = json.RawMessage(`{"ticket":"` + strings.Repeat("d", 600) + `"}`)
+		if _, ok, err := f.st.CreateRun(f.ctx, run, input, t0); err != nil || !ok {
+			t.Fatalf("CreateRun = %v, %v", ok, err)
+		}
+		if _, err := f.st.ClaimStep(f.ctx, "big", 0, lease("w1", at(30)), at(1)); err != nil {
+			t.Fatal(err)
+		}
+		f.commit(t, "big", 0, "w1", "c1")
+		fin := f.finish(t, "big", "c1", "t1", succeeded)
+		if fin.View == nil {
+			t.Fatal("no view: with the model and metadata it would be over MaxViewBytes? it should not hold them")
+		}
+		if bytes.Contains(fin.View, []byte("mmmm")) || bytes.Contains(fin.View, []byte("dddd")) {
+			t.Errorf("the view holds the run's model or metadata: %.200s", fin.View)
+		}
+		snap, err := f.st.DecodeView(f.ctx, "big", fin.View, fin.ViewMAC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored := f.run(t, "big"); !reflect.DeepEqual(slim(stored), snap.Run) || len(stored.Model) == 0 || len(stored.Metadata) == 0 {
+			t.Errorf("view's run %+v, Redis holds %+v", snap.Run, stored)
+		}
+	}},
 	{"the_last_call_of_a_step_brings_the_step_for_its_fan_in", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1", "c1", "c2")
 		if fin := f.finish(t, "r1", "c2", "t1", succeeded); fin.View != nil {
@@ -135,8 +169,8 @@ var viewCases = []contractCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(want.Run, snap.Run) || !reflect.DeepEqual(want.Calls, snap.Calls) {
-			t.Fatalf("the view is not a snapshot read after the finish:\nview     %+v\nsnapshot %+v", snap, want)
+		if !reflect.DeepEqual(slim(want.Run), snap.Run) || !reflect.DeepEqual(want.Calls, snap.Calls) {
+			t.Fatalf("the view is not a snapshot read after the finish, less the run's model and metadata:\nview     %+v\nsnapshot %+v", snap, want)
 		}
 		if len(snap.Held) != 0 || !snap.HeldKnown || len(snap.Outcomes) != 0 || !snap.Scheduled.IsZero() {
 			t.Fatalf("view = %+v, want nothing held, nothing waiting, no sweep time", snap)
@@ -168,8 +202,8 @@ var viewCases = []contractCase{
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(want.Run, snap.Run) || !reflect.DeepEqual(want.Calls, snap.Calls) {
-				t.Fatalf("%s: the view is not a snapshot read after the finish:\nview     %+v\nsnapshot %+v", id, snap, want)
+			if !reflect.DeepEqual(slim(want.Run), snap.Run) || !reflect.DeepEqual(want.Calls, snap.Calls) {
+				t.Fatalf("%s: the view is not a snapshot read after the finish, less the run's model and metadata:\nview     %+v\nsnapshot %+v", id, snap, want)
 			}
 		}
 	}},

@@ -109,7 +109,9 @@ var replyCases = []contractCase{
 		if err != nil || len(snap.Calls) != 2 {
 			t.Fatalf("DecodeView = %+v, %v", snap, err)
 		}
-		f.sameRun(t, "FinishCall's view", snap.Run)
+		if stored := f.run(t, "r1"); !reflect.DeepEqual(slim(stored), snap.Run) {
+			t.Fatalf("FinishCall's view returned\n%+v\nRedis holds, less its model and metadata,\n%+v", snap.Run, slim(stored))
+		}
 		for _, c := range snap.Calls {
 			f.sameCall(t, "FinishCall's view", "r1", c)
 		}

@@ -76,9 +76,16 @@ var ErrViewForged = errors.New("the view's MAC does not verify")
 // DecodeView reads a fan-in view of run runID (Finished.View and ViewMAC)
 // as the snapshot a reconcile starts from: the run and the calls of its
 // step, no decision held, no outcome waiting. Its sweep time is not known
-// (zero). A view whose MAC does not verify is ErrViewForged: Redis is the
-// truth, and a view is only a copy of it that someone with no access to
-// Redis must not be able to write.
+// (zero). The run comes without its model and metadata: a run's own
+// blobs, given at its creation and possibly big, that every view would
+// otherwise carry through Lua, Kafka and two parsers, and that nothing a
+// fan-in does reads. A view is made only of a running run at its tools
+// state (finish_call.lua); a step it leads to is claimed, and the claim
+// reads the run whole, and a result is published from the run its end
+// wrote. A view whose MAC
+// does not verify is ErrViewForged: Redis is the truth, and a view is only
+// a copy of it that someone with no access to Redis must not be able to
+// write.
 func (s *Store) DecodeView(ctx context.Context, runID string, raw json.RawMessage, mac string) (Snapshot, error) {
 	want, err := s.viewMAC(ctx, runID, raw)
 	if err != nil {

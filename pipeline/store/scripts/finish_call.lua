@@ -125,9 +125,18 @@ local function view()
       and (redis.call('XLEN', base .. 'outcomes') > 0 or redis.call('EXISTS', base .. 'held') > 0) then
     return ''
   end
-  local runh = whole or redis.call('HGETALL', KEYS[3])
-  for j = 1, #runh do
-    size = size + #runh[j]
+  -- The run without its model and metadata: given at its creation and
+  -- never changed, they can be big, and the fan-in needs neither (what
+  -- does reads the run itself: a step's claim, the run's result).
+  local full = whole or redis.call('HGETALL', KEYS[3])
+  local runh = {}
+  for j = 1, #full, 2 do
+    local f = full[j]
+    if f ~= 'model' and f ~= 'metadata' then
+      runh[#runh + 1] = f
+      runh[#runh + 1] = full[j + 1]
+      size = size + #f + #full[j + 1]
+    end
   end
   if size > limit then
     return ''
