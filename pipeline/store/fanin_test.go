@@ -139,7 +139,7 @@ var viewCases = []contractCase{
 		f.commit(t, "big", 0, "w1", "c1")
 		fin := f.finish(t, "big", "c1", "t1", succeeded)
 		if fin.View == nil {
-			t.Fatal("no view: with the model and metadata it would be over MaxViewBytes? it should not hold them")
+			t.Fatal("the only call's finish brought no view (held the run's model and metadata, it would be over MaxViewBytes)")
 		}
 		if bytes.Contains(fin.View, []byte("mmmm")) || bytes.Contains(fin.View, []byte("dddd")) {
 			t.Errorf("the view holds the run's model or metadata: %.200s", fin.View)

@@ -31,7 +31,7 @@ func TestScript_sends_evalsha_the_keys_then_the_arguments(t *testing.T) {
 	c.key("k3")
 }
 
-func TestScript_released_arguments_hold_nothing_and_serve_the_next_command(t *testing.T) {
+func TestScript_released_arguments_hold_nothing_and_serve_the_next_commands(t *testing.T) {
 	if raceEnabled {
 		t.Skip("under -race a sync.Pool drops what it is given at random")
 	}
@@ -46,10 +46,8 @@ func TestScript_released_arguments_hold_nothing_and_serve_the_next_command(t *te
 			t.Errorf("released slice holds %v at %d", v, i)
 		}
 	}
-	next := newScript(sc, 4)
-	if &next.args[:1][0] != &held[0] {
-		t.Error("the next command did not reuse the released slice")
-	}
+	// A command made once released ones exist reuses one (sync.Pool: most
+	// of the time, hence an average over many).
 	if n := testing.AllocsPerRun(100, func() {
 		c := newScript(sc, 4)
 		c.key("k")
