@@ -212,7 +212,7 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 			if err != nil {
 				return Finished{}, err
 			}
-			parked, err := newEvent(step, callID, pipeline.EventToolCallParked, now, p)
+			parked, err := newEvent(step, callID, pipeline.EventToolCallParked, now, parkedOf(p))
 			if err != nil {
 				return Finished{}, err
 			}

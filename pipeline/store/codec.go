@@ -200,17 +200,7 @@ func decodeCall(runID, callID string, h fields) (pipeline.ToolCall, error) {
 		Gate:       pipeline.GateAction(h.get("gate")),
 		OrigArgs:   rawJSON(h.get("orig_args")),
 	}
-	if h.get("ticket") != "" {
-		c.Parking = &pipeline.Parking{
-			Ticket:     h.get("ticket"),
-			Reason:     h.get("park_reason"),
-			ArgsHash:   h.get("args_hash"),
-			ResumeMode: pipeline.ResumeMode(h.get("resume_mode")),
-			Deadline:   d.time("deadline"),
-			OnTimeout:  h.get("on_timeout"),
-			ParkedAt:   d.time("parked_at"),
-		}
-	}
+	c.Parking = d.parking()
 	if h.get("dec_id") != "" {
 		c.Decision = &pipeline.Decided{
 			ID:        h.get("dec_id"),
@@ -246,6 +236,22 @@ func (d *fieldDecoder) int(field string) int64 {
 }
 
 func (d *fieldDecoder) time(field string) time.Time { return fromMillis(d.int(field)) }
+
+// parking reads the parking fields (parkingFields): nil without a ticket.
+func (d *fieldDecoder) parking() *pipeline.Parking {
+	if d.h.get("ticket") == "" {
+		return nil
+	}
+	return &pipeline.Parking{
+		Ticket:     d.h.get("ticket"),
+		Reason:     d.h.get("park_reason"),
+		ArgsHash:   d.h.get("args_hash"),
+		ResumeMode: pipeline.ResumeMode(d.h.get("resume_mode")),
+		Deadline:   d.time("deadline"),
+		OnTimeout:  d.h.get("on_timeout"),
+		ParkedAt:   d.time("parked_at"),
+	}
+}
 
 // toMillis is t in unix milliseconds, 0 for the zero time.
 func toMillis(t time.Time) int64 {

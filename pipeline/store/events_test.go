@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
@@ -116,6 +119,79 @@ var eventCases = []contractCase{
 			if !slices.Equal(finished, want) {
 				t.Fatalf("tool_call.finished as read = %.200q, want %.200q", finished, want)
 			}
+		}
+	}},
+	{"each_parking_of_a_call_is_kept_in_its_call_and_read_back_into_its_event", func(t *testing.T, f *fixture) {
+		// Parked by its gate at the commit, then twice more by its tool after
+		// a decision to replay it; the last time with the first's ticket.
+		f.parked(t, "r1", pipeline.ResumeReplay, at(2), "c1")
+		hash, err := pipeline.ArgsHash(commitOf("c1").Calls[0].Arguments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := *parking(pipeline.ResumeReplay)
+		first.Ticket, first.ArgsHash, first.ParkedAt = "tk-c1", hash, at(2)
+		second := pipeline.Parking{Ticket: "tk-2", Reason: "over the limit", ArgsHash: hash,
+			ResumeMode: pipeline.ResumeReplay, OnTimeout: "cancel", Deadline: at(700), ParkedAt: at(5)}
+		third := pipeline.Parking{Ticket: "tk-c1", Reason: "once more", ArgsHash: hash,
+			ResumeMode: pipeline.ResumeReplay, Deadline: at(900), OnTimeout: "resume", ParkedAt: at(8)}
+		for i, p := range []pipeline.Parking{second, third} {
+			now := at(3 + 3*i)
+			f.decide(t, "r1", resume(fmt.Sprintf("d%d", i), "c1"), now)
+			if _, err := f.st.ClaimCall(f.ctx, "r1", "c1", lease("t1", at(60)), at(4+3*i)); err != nil {
+				t.Fatal(err)
+			}
+			given := p
+			given.ArgsHash, given.ParkedAt = "", time.Time{} // the store completes them
+			if _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1",
+				store.CallOutcome{Status: pipeline.CallSuspended, Parking: &given}, at(5+3*i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stored := f.stored(t, "r1", pipeline.EventToolCallParked)
+		if len(stored) != 3 {
+			t.Fatalf("tool_call.suspended as stored = %q", stored)
+		}
+		for i, ticket := range []string{"tk-c1", "tk-2", "tk-c1"} {
+			if !strings.HasSuffix(stored[i], `{"ticket":"`+ticket+`"}]`) {
+				t.Errorf("tool_call.suspended %d as stored = %s; want its ticket, the rest in the call", i, stored[i])
+			}
+		}
+		// An event stored whole, as the stores before 2026-11-27 did, reads
+		// as it is.
+		whole := `{"ticket":"tk-old","reason":"kept whole","args_hash":"h","resume_mode":"replay","parked_at":"2026-11-26T10:00:00.123456789Z"}`
+		if err := f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.prefix + ":{r1}:events",
+			Values: []string{"e", `["tool_call.suspended",0,"c1",1,` + whole + `]`}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{}
+		for _, p := range []pipeline.Parking{first, second, third} {
+			b, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, string(b))
+		}
+		want = append(want, whole)
+		wait, err := f.st.WaitEvents(f.ctx, "r1", "", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, evs := range [][]pipeline.Event{f.events(t, "r1"), wait} {
+			var read []string
+			for _, ev := range evs {
+				if ev.Type == pipeline.EventToolCallParked {
+					read = append(read, string(ev.Data))
+				}
+			}
+			if !slices.Equal(read, want) {
+				t.Fatalf("tool_call.suspended as read:\n%s\nwant:\n%s", strings.Join(read, "\n"), strings.Join(want, "\n"))
+			}
+		}
+		// The call's own parking is its last.
+		call, err := f.st.GetCall(f.ctx, "r1", "c1")
+		if err != nil || call.Parking == nil || *call.Parking != third {
+			t.Fatalf("GetCall = %+v, %v", call.Parking, err)
 		}
 	}},
 	{"a_run_logs_each_transition_once_in_order", func(t *testing.T, f *fixture) {

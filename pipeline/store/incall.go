@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,60 @@ func createdOf(d createdData) createdData {
 	return d
 }
 
+// parkedRef is the data of a call's tool_call.suspended event as stored:
+// the parking with only its ticket, the rest being the call's. The call's
+// hash holds its parking until the call is parked again, and then keeps it
+// in parked_before (finish_call.lua), so the event of every parking finds
+// its own, by its ticket and its time (parkingOf). The parking was the
+// event's whole data before 2026-11-27 (about 300 bytes, all of them in the
+// hash as well); such an event, which has a resume mode, reads as it is.
+type parkedRef struct {
+	Ticket     string              `json:"ticket"`
+	ResumeMode pipeline.ResumeMode `json:"resume_mode,omitempty"` // a whole parking's, never empty
+}
+
+// parkedOf is the data of the tool_call.suspended event of a parking.
+func parkedOf(p pipeline.Parking) parkedRef { return parkedRef{Ticket: p.Ticket} }
+
+// parkingReads are the fields of a call's hash a tool_call.suspended event
+// is filled from: its parking (parkingFields) and the earlier ones.
+var parkingReads = []string{"ticket", "park_reason", "args_hash", "resume_mode", "deadline", "on_timeout", "parked_at", "parked_before"}
+
+// parkingOf finds the parking of a tool_call.suspended event of ticket at
+// time at in vals, the call's parkingReads as read: of the call's parkings
+// (the earlier ones, a list of field, value lists, oldest first, then its
+// own) the latest with that ticket that began by at. A tool may give the
+// same ticket again; a parking begins at its event or before (parkAt). It
+// is nil when there is none (the call gone as the run expires).
+func parkingOf(ticket string, at time.Time, vals []any) (*pipeline.Parking, error) {
+	own := make(pairsFields, 0, 2*len(parkingReads))
+	for i, f := range parkingReads[:len(parkingReads)-1] {
+		v, _ := vals[i].(string)
+		own = append(own, f, v)
+	}
+	all := []pairsFields{own}
+	if before, _ := vals[len(vals)-1].(string); before != "" {
+		var earlier [][]string
+		if err := json.Unmarshal([]byte(before), &earlier); err != nil {
+			return nil, fmt.Errorf("parked_before: %w", err)
+		}
+		for _, e := range slices.Backward(earlier) {
+			h := make(pairsFields, len(e)&^1)
+			for i := range h {
+				h[i] = e[i]
+			}
+			all = append(all, h)
+		}
+	}
+	for _, h := range all {
+		d := fieldDecoder{h: h}
+		if p := d.parking(); p != nil && p.Ticket == ticket && !p.ParkedAt.After(at) {
+			return p, d.err
+		}
+	}
+	return nil, nil
+}
+
 // assistantAt is the data of a message.assistant event as stored: where
 // the message is in the conversation, which holds it (ADR 0036; before it,
 // a message of 512 bytes or less was kept in the event as well).
@@ -67,7 +122,7 @@ func assistantEvent(step int, now time.Time) (string, error) {
 }
 
 // fillFromCalls puts back into evs, the run's events as stored, what they
-// keep elsewhere: in their calls (results, arguments) or in the
+// keep elsewhere: in their calls (results, arguments, parkings) or in the
 // conversation (an assistant message), read in one round trip. What is no
 // longer there (the run expiring as it is read) is left out.
 func (s *Store) fillFromCalls(ctx context.Context, runID string, evs []pipeline.Event) error {
@@ -76,6 +131,7 @@ func (s *Store) fillFromCalls(ctx context.Context, runID string, evs []pipeline.
 		finished *finishedData
 		created  *createdData
 		message  *assistantAt
+		parked   *parkedRef
 		read     *redis.SliceCmd
 		msg      *redis.StringCmd
 	}
@@ -90,6 +146,8 @@ func (s *Store) fillFromCalls(ctx context.Context, runID string, evs []pipeline.
 			f.created, err = storedData[createdData](ev, runID)
 		case ev.Type == pipeline.EventAssistantMessage && strings.HasPrefix(string(ev.Data), `{"message_at":`):
 			f.message, err = storedData[assistantAt](ev, runID)
+		case ev.Type == pipeline.EventToolCallParked:
+			f.parked, err = storedData[parkedRef](ev, runID)
 		default:
 			continue
 		}
@@ -98,7 +156,8 @@ func (s *Store) fillFromCalls(ctx context.Context, runID string, evs []pipeline.
 		}
 		// The text found may be in the arguments or the result themselves:
 		// only the event's own mark counts.
-		if (f.finished != nil && f.finished.InCall) || (f.created != nil && f.created.InCall) || f.message != nil {
+		if (f.finished != nil && f.finished.InCall) || (f.created != nil && f.created.InCall) || f.message != nil ||
+			(f.parked != nil && f.parked.ResumeMode == "") {
 			fills = append(fills, f)
 		}
 	}
@@ -113,6 +172,8 @@ func (s *Store) fillFromCalls(ctx context.Context, runID string, evs []pipeline.
 				fills[i].read = p.HMGet(ctx, key, "result")
 			case f.created != nil:
 				fills[i].read = p.HMGet(ctx, key, "orig_args", "args")
+			case f.parked != nil:
+				fills[i].read = p.HMGet(ctx, key, parkingReads...)
 			default:
 				fills[i].msg = p.LIndex(ctx, s.msgsKey(runID), int64(f.message.At))
 			}
@@ -135,6 +196,15 @@ func (s *Store) fillFromCalls(ctx context.Context, runID string, evs []pipeline.
 		case f.created != nil:
 			f.created.InCall, f.created.Arguments = false, firstOf(f.read.Val())
 			data = f.created
+		case f.parked != nil:
+			p, err := parkingOf(f.parked.Ticket, evs[f.at].At, f.read.Val())
+			if err != nil {
+				return fmt.Errorf("event %s of run %s: %w", evs[f.at].ID, runID, err)
+			}
+			data = map[string]string{"ticket": f.parked.Ticket}
+			if p != nil {
+				data = p
+			}
 		default:
 			data = json.RawMessage(nil)
 			if m := f.msg.Val(); m != "" {

@@ -359,7 +359,7 @@ func newCallRecord(runID string, step int, call pipeline.ToolCall, now time.Time
 	var next string
 	switch {
 	case rec.Status == pipeline.CallSuspended:
-		next, err = newEvent(step, call.ID, pipeline.EventToolCallParked, now, rec.Parking)
+		next, err = newEvent(step, call.ID, pipeline.EventToolCallParked, now, parkedOf(*rec.Parking))
 	case rec.Status.Terminal():
 		next, err = newEvent(step, call.ID, pipeline.EventToolCallFinished, now, finishedOf(rec.Status, rec.Result, rec.Error))
 	}

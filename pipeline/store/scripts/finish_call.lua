@@ -39,6 +39,24 @@ local set = {'status', ARGV[3], 'result', ARGV[4], 'error', ARGV[5], 'lease_owne
   'updated_at', ARGV[2]}
 redis.call('HSET', KEYS[1], unpack(set))
 patch(call, at, set)
+-- A call parked again keeps the parking it had in parked_before (a list of
+-- its parkings' field, value lists, oldest first): the tool_call.suspended
+-- event of each parking names its ticket and finds the rest in the call
+-- (incall.go).
+if ARGV[8] ~= '' and (call[at.ticket] or '') ~= '' then
+  local before = call[at.parked_before] and cjson.decode(call[at.parked_before]) or {}
+  local p = {}
+  for _, f in ipairs({'ticket', 'park_reason', 'args_hash', 'resume_mode', 'deadline', 'on_timeout', 'parked_at'}) do
+    if call[at[f]] then
+      p[#p + 1] = f
+      p[#p + 1] = call[at[f]]
+    end
+  end
+  before[#before + 1] = p
+  local kept = cjson.encode(before)
+  redis.call('HSET', KEYS[1], 'parked_before', kept)
+  patch(call, at, {'parked_before', kept})
+end
 if #ARGV > 12 then
   redis.call('HSET', KEYS[1], unpack(ARGV, 13, #ARGV))
   patch(call, at, ARGV, 13, #ARGV)
