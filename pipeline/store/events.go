@@ -19,14 +19,53 @@ import (
 const eventField = "e"
 
 // An event is stored as the JSON array [type, step, call id, time, data]:
-// the call id "" when it has none, the time in unix nanoseconds, the data
-// left out when it has none. Its id is the entry's and its run id the
-// stream's (decodeEvents puts both back), so a run's events repeat
-// neither. The array holds what the object {"type", "step", "call_id",
-// "at", "data"} of the stores before 2026-11-26 held (decodeEvents still
-// reads those) in about 45 bytes less: the keys, and a time of 19 digits
-// instead of 32 characters of RFC 3339. Its JSON begins with the type
-// (deltaPrefix).
+// the type as its code (eventCodes), the call id "" when it has none, the
+// time in unix nanoseconds, the data left out when it has none. Its id is
+// the entry's and its run id the stream's (decodeEvents puts both back),
+// so a run's events repeat neither. The array holds what the object
+// {"type", "step", "call_id", "at", "data"} of the stores before 2026-11-26
+// held (decodeEvents still reads those) in about 45 bytes less: the keys,
+// and a time of 19 digits instead of 32 characters of RFC 3339. Its JSON
+// begins with the type's code (deltaPrefix).
+
+// eventCodes are the numbers that stand for the event types in a stored
+// event (ADR 0042): a number of one or two digits instead of a name of 11
+// to 19 characters and its quotes, in every event a run keeps. A code is
+// never given to another type; a type without one (none today) is stored
+// by its name, as every type was before 2026-11-27, and such events still
+// read.
+var eventCodes = map[pipeline.EventType]int{
+	pipeline.EventRunCreated:       1,
+	pipeline.EventRunStarted:       2,
+	pipeline.EventStepStarted:      3,
+	pipeline.EventAssistantMessage: 4,
+	pipeline.EventTextDelta:        5,
+	pipeline.EventToolCallCreated:  6,
+	pipeline.EventToolCallStarted:  7,
+	pipeline.EventToolCallFinished: 8,
+	pipeline.EventStepEnded:        9,
+	pipeline.EventStepRetried:      10,
+	pipeline.EventStepDeferred:     11,
+	pipeline.EventToolCallRetried:  12,
+	pipeline.EventRunFinished:      13,
+	pipeline.EventRunResumed:       14,
+	pipeline.EventToolCallParked:   15,
+	pipeline.EventDecisionApplied:  16,
+	pipeline.EventDecisionRejected: 17,
+	pipeline.EventDecisionHeld:     18,
+}
+
+// eventTypes are the types of the codes (eventCodes), by code.
+var eventTypes = func() []pipeline.EventType {
+	out := make([]pipeline.EventType, len(eventCodes)+1)
+	for typ, code := range eventCodes {
+		if code <= 0 || code >= len(out) || out[code] != "" {
+			panic(fmt.Sprintf("store: event code %d of %s is not one of 1 to %d, once", code, typ, len(eventCodes)))
+		}
+		out[code] = typ
+	}
+	return out
+}()
 
 // newEvent returns the JSON of one event, as a script appends it to its
 // run's stream. data is marshalled unless nil; a json.RawMessage is
@@ -57,7 +96,11 @@ func newEvent(step int, callID string, typ pipeline.EventType, now time.Time, da
 	var num [20]byte
 	b.Grow(48 + len(typ) + len(callID) + len(raw))
 	b.WriteByte('[')
-	writeJSONString(&b, string(typ))
+	if code, ok := eventCodes[typ]; ok {
+		b.Write(strconv.AppendInt(num[:0], int64(code), 10))
+	} else {
+		writeJSONString(&b, string(typ))
+	}
 	b.WriteByte(',')
 	b.Write(strconv.AppendInt(num[:0], int64(step), 10))
 	b.WriteByte(',')
@@ -115,11 +158,11 @@ func holed(ev, hole string, keep [2]string) (template, error) {
 }
 
 // stepHoled cuts an event newEvent wrote with step -1 around its step:
-// the script appends t[0] .. step .. t[1]. The step follows the type,
-// whose closing quote and the comma after the step make the hole one that
-// cannot occur earlier (the type is ours, and has no quote).
+// the script appends t[0] .. step .. t[1]. The step is the second element,
+// after the type's code: the first ",-1," is the hole (the code is a
+// number, and a type stored by its name has no comma).
 func stepHoled(ev string) (template, error) {
-	return holed(ev, `",-1,`, [2]string{`",`, `,`})
+	return holed(ev, `,-1,`, [2]string{`,`, `,`})
 }
 
 // attemptEvents are the two events a claim may append: the script fills in
@@ -379,7 +422,7 @@ func decodeStored(raw string) (pipeline.Event, error) {
 		return ev, fmt.Errorf("%d fields, not 4 or 5", len(parts))
 	}
 	var at int64
-	if err := errors.Join(json.Unmarshal(parts[0], &ev.Type), json.Unmarshal(parts[1], &ev.Step),
+	if err := errors.Join(decodeType(parts[0], &ev.Type), json.Unmarshal(parts[1], &ev.Step),
 		json.Unmarshal(parts[2], &ev.CallID), json.Unmarshal(parts[3], &at)); err != nil {
 		return ev, err
 	}
@@ -388,4 +431,18 @@ func decodeStored(raw string) (pipeline.Event, error) {
 		ev.Data = parts[4]
 	}
 	return ev, nil
+}
+
+// decodeType reads a stored event's type: its code (eventCodes), or its
+// name as the stores before 2026-11-27 wrote it.
+func decodeType(raw json.RawMessage, typ *pipeline.EventType) error {
+	if len(raw) > 0 && raw[0] == '"' {
+		return json.Unmarshal(raw, typ)
+	}
+	code, err := strconv.Atoi(string(raw))
+	if err != nil || code <= 0 || code >= len(eventTypes) {
+		return fmt.Errorf("event type %.20s is neither a name nor a code", raw)
+	}
+	*typ = eventTypes[code]
+	return nil
 }

@@ -49,7 +49,7 @@ func TestNewEvent_is_read_back_as_written(t *testing.T) {
 		}
 	}
 	plain, _ := newEvent(2, "c1", pipeline.EventToolCallStarted, at, json.RawMessage(`{"attempt":1}`))
-	if want := `["tool_call.started",2,"c1",1795648143483135576,{"attempt":1}]`; plain != want {
+	if want := `[7,2,"c1",1795648143483135576,{"attempt":1}]`; plain != want {
 		t.Errorf("newEvent = %s, want %s", plain, want)
 	}
 	if _, err := newEvent(0, "", pipeline.EventStepStarted, at, json.RawMessage(`{"attempt":`)); err == nil {
@@ -73,10 +73,47 @@ func TestDecodeStored_reads_the_objects_of_earlier_stores(t *testing.T) {
 	if !strings.HasPrefix(`{"type":"message.delta","step":0,"at":"2026-11-25T23:09:03Z","data":{"text":"hi"}}`, objectDeltaPrefix) {
 		t.Errorf("objectDeltaPrefix %q is not how an earlier store's delta began", objectDeltaPrefix)
 	}
-	for _, bad := range []string{`[]`, `["run.started",0,"",1,{},2]`, `["run.started","0","",1]`, `[`, `{`} {
+	for _, bad := range []string{`[]`, `["run.started",0,"",1,{},2]`, `["run.started","0","",1]`, `[`, `{`,
+		`[0,0,"",1]`, `[19,0,"",1]`, `[1.5,0,"",1]`, `[-1,0,"",1]`, `[null,0,"",1]`} {
 		if _, err := decodeStored(bad); err == nil {
 			t.Errorf("decodeStored(%s) took it", bad)
 		}
+	}
+}
+
+// The arrays of the stores from 2026-11-26 to 2026-11-27, which named the
+// type, are still read, and their deltas still trimmed; every type has a
+// code of its own, which reads back as the type.
+func TestDecodeStored_reads_the_types_by_name_and_by_code(t *testing.T) {
+	named := `["tool_call.finished",3,"c1",1795648143483135576,{"status":"succeeded"}]`
+	ev, err := decodeStored(named)
+	if err != nil || ev.Type != pipeline.EventToolCallFinished || ev.Step != 3 || ev.CallID != "c1" {
+		t.Fatalf("decodeStored(%s) = %+v, %v", named, ev, err)
+	}
+	if !strings.HasPrefix(`["message.delta",0,"",1795648143483135576,{"text":"hi"}]`, namedDeltaPrefix) {
+		t.Errorf("namedDeltaPrefix %q is not how an earlier store's delta began", namedDeltaPrefix)
+	}
+	types := []pipeline.EventType{pipeline.EventRunCreated, pipeline.EventRunStarted, pipeline.EventStepStarted,
+		pipeline.EventAssistantMessage, pipeline.EventTextDelta, pipeline.EventToolCallCreated, pipeline.EventToolCallStarted,
+		pipeline.EventToolCallFinished, pipeline.EventStepEnded, pipeline.EventStepRetried, pipeline.EventStepDeferred,
+		pipeline.EventToolCallRetried, pipeline.EventRunFinished, pipeline.EventRunResumed, pipeline.EventToolCallParked,
+		pipeline.EventDecisionApplied, pipeline.EventDecisionRejected, pipeline.EventDecisionHeld}
+	if len(types) != len(eventCodes) {
+		t.Fatalf("%d types have codes, %d are listed here", len(eventCodes), len(types))
+	}
+	for _, typ := range types {
+		raw, err := newEvent(1, "", typ, time.Unix(0, 0), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev, err := decodeStored(raw); err != nil || ev.Type != typ || strings.Contains(raw, string(typ)) {
+			t.Errorf("%s stored as %s, read back as %q, %v", typ, raw, ev.Type, err)
+		}
+	}
+	// A type without a code (a later store's, read by this one) is its name.
+	raw, err := newEvent(1, "", "run.paused", time.Unix(0, 0), nil)
+	if ev, _ := decodeStored(raw); err != nil || ev.Type != "run.paused" || !strings.HasPrefix(raw, `["run.paused",`) {
+		t.Errorf("a type without a code stored as %s, read back as %q, %v", raw, ev.Type, err)
 	}
 }
 

@@ -325,7 +325,10 @@ func (f *fixture) stored(t *testing.T, runID string, typ pipeline.EventType) []s
 	}
 	var out []string
 	for _, e := range entries {
-		if raw := e.Values["e"].(string); strings.Contains(raw, `"`+string(typ)+`"`) {
+		raw := e.Values["e"].(string)
+		if ev, err := store.DecodeStoredEvent(raw); err != nil {
+			t.Fatalf("event %s: %v", e.ID, err)
+		} else if ev.Type == typ {
 			out = append(out, raw)
 		}
 	}

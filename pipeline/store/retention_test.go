@@ -214,14 +214,19 @@ var retentionCases = []contractCase{
 		if err := f.rdb.HSetNX(f.ctx, run, "delta_from", id).Err(); err != nil {
 			t.Fatal(err)
 		}
+		// The second as a store before 2026-11-27 wrote it (its type named).
+		if err := f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: events, Values: []string{"e",
+			`["message.delta",0,"",1700000001000000000,{"text":"well, "}]`}}).Err(); err != nil {
+			t.Fatal(err)
+		}
 		for _, d := range []string{"let ", "me ", "look"} {
 			if err := f.st.AppendDelta(f.ctx, "r1", 0, "w1", d, at(1)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		before := f.eventTypes(t, "r1")
-		if n := countType(before, pipeline.EventTextDelta); n != 4 {
-			t.Fatalf("events before the commit = %v, want 4 deltas", before)
+		if n := countType(before, pipeline.EventTextDelta); n != 5 {
+			t.Fatalf("events before the commit = %v, want 5 deltas", before)
 		}
 		f.commit(t, "r1", 0, "w1", "c1")
 		after := f.eventTypes(t, "r1")
