@@ -121,6 +121,37 @@ var eventCases = []contractCase{
 			}
 		}
 	}},
+	{"a_created_event_keeps_how_its_call_began_and_reads_the_rest_from_the_call", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		c := commitOf("c1", "c2")
+		c.Calls[1].Queue, c.Calls[1].Gate, c.Calls[1].Arguments = "slow", pipeline.GateAllow, nil
+		if _, _, err := f.st.CommitStep(f.ctx, "r1", 0, "w1", c, at(2)); err != nil {
+			t.Fatal(err)
+		}
+		stored := f.stored(t, "r1", pipeline.EventToolCallCreated)
+		if len(stored) != 2 || !strings.HasSuffix(stored[0], `{"arguments":{"n":0},"status":"new"}]`) ||
+			!strings.HasSuffix(stored[1], `{"arguments":null,"status":"new","gate":"allow"}]`) {
+			t.Fatalf("tool_call.created as stored = %q; want no tool, queue or index", stored)
+		}
+		// An event stored whole, as the stores before 2026-11-27 did, reads
+		// as it is.
+		whole := `{"tool":"other","queue":"q","index":7,"arguments":{"n":7},"status":"new"}`
+		if err := f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.prefix + ":{r1}:events",
+			Values: []string{"e", `["tool_call.created",0,"c1",1,` + whole + `]`}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var read []string
+		for _, ev := range f.events(t, "r1") {
+			if ev.Type == pipeline.EventToolCallCreated {
+				read = append(read, string(ev.Data))
+			}
+		}
+		want := []string{`{"tool":"echo","queue":"default","index":0,"arguments":{"n":0},"status":"new"}`,
+			`{"tool":"echo","queue":"slow","index":1,"arguments":null,"status":"new","gate":"allow"}`, whole}
+		if !slices.Equal(read, want) {
+			t.Fatalf("tool_call.created as read = %q, want %q", read, want)
+		}
+	}},
 	{"each_parking_of_a_call_is_kept_in_its_call_and_read_back_into_its_event", func(t *testing.T, f *fixture) {
 		// Parked by its gate at the commit, then twice more by its tool after
 		// a decision to replay it; the last time with the first's ticket.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,14 +34,31 @@ func finishedOf(status pipeline.ToolCallStatus, result json.RawMessage, errText 
 	return finishedData{Status: status, Result: result, Error: errText}
 }
 
+// createdRef is the data of a call's tool_call.created event as stored:
+// what the call was created as (its status and gate) and its arguments, or
+// the mark that they are the call's when big. Its tool, queue and index,
+// which never change, are the call's too: about 45 bytes an event. The
+// event held them before 2026-11-27; such an event, which has a tool,
+// reads as it is.
+type createdRef struct {
+	Arguments json.RawMessage         `json:"arguments,omitempty"`
+	Status    pipeline.ToolCallStatus `json:"status"`
+	Gate      pipeline.GateAction     `json:"gate,omitempty"`
+	InCall    bool                    `json:"arguments_in_call,omitempty"`
+}
+
 // createdOf is the data of a call's tool_call.created event as stored: big
 // arguments left to the call (whose orig_args keeps them when a decision
-// changes its args).
-func createdOf(d createdData) createdData {
+// changes its args), and the rest as createdRef says.
+func createdOf(d createdData) createdRef {
+	ref := createdRef{Arguments: d.Arguments, Status: d.Status, Gate: d.Gate}
 	if len(d.Arguments) > maxInline {
-		d.Arguments, d.InCall = nil, true
+		ref.Arguments, ref.InCall = nil, true
 	}
-	return d
+	if ref.Arguments == nil && !ref.InCall {
+		ref.Arguments = json.RawMessage("null") // as the event read before: none
+	}
+	return ref
 }
 
 // parkedRef is the data of a call's tool_call.suspended event as stored:
@@ -142,7 +160,7 @@ func (s *Store) fillFromCalls(ctx context.Context, runID string, evs []pipeline.
 		switch {
 		case ev.Type == pipeline.EventToolCallFinished && strings.Contains(string(ev.Data), `"result_in_call":true`):
 			f.finished, err = storedData[finishedData](ev, runID)
-		case ev.Type == pipeline.EventToolCallCreated && strings.Contains(string(ev.Data), `"arguments_in_call":true`):
+		case ev.Type == pipeline.EventToolCallCreated:
 			f.created, err = storedData[createdData](ev, runID)
 		case ev.Type == pipeline.EventAssistantMessage && strings.HasPrefix(string(ev.Data), `{"message_at":`):
 			f.message, err = storedData[assistantAt](ev, runID)
@@ -156,7 +174,7 @@ func (s *Store) fillFromCalls(ctx context.Context, runID string, evs []pipeline.
 		}
 		// The text found may be in the arguments or the result themselves:
 		// only the event's own mark counts.
-		if (f.finished != nil && f.finished.InCall) || (f.created != nil && f.created.InCall) || f.message != nil ||
+		if (f.finished != nil && f.finished.InCall) || (f.created != nil && (f.created.InCall || f.created.Tool == "")) || f.message != nil ||
 			(f.parked != nil && f.parked.ResumeMode == "") {
 			fills = append(fills, f)
 		}
@@ -171,7 +189,7 @@ func (s *Store) fillFromCalls(ctx context.Context, runID string, evs []pipeline.
 			case f.finished != nil:
 				fills[i].read = p.HMGet(ctx, key, "result")
 			case f.created != nil:
-				fills[i].read = p.HMGet(ctx, key, "orig_args", "args")
+				fills[i].read = p.HMGet(ctx, key, "orig_args", "args", "tool", "queue", "idx")
 			case f.parked != nil:
 				fills[i].read = p.HMGet(ctx, key, parkingReads...)
 			default:
@@ -194,7 +212,16 @@ func (s *Store) fillFromCalls(ctx context.Context, runID string, evs []pipeline.
 			f.finished.InCall, f.finished.Result = false, firstOf(f.read.Val())
 			data = f.finished
 		case f.created != nil:
-			f.created.InCall, f.created.Arguments = false, firstOf(f.read.Val())
+			vals := f.read.Val()
+			if f.created.InCall {
+				f.created.InCall, f.created.Arguments = false, firstOf(vals[:2])
+			}
+			if f.created.Tool == "" {
+				f.created.Tool, _ = vals[2].(string)
+				f.created.Queue, _ = vals[3].(string)
+				idx, _ := vals[4].(string)
+				f.created.Index, _ = strconv.Atoi(idx)
+			}
 			data = f.created
 		case f.parked != nil:
 			p, err := parkingOf(f.parked.Ticket, evs[f.at].At, f.read.Val())
