@@ -10,6 +10,30 @@ import (
 )
 
 var markCases = []contractCase{
+	{"a_finished_call_keeps_no_mark", func(t *testing.T, f *fixture) {
+		// The mark is read for a new, resuming or running call only; a
+		// finished or parked one empties it (finish_call.lua).
+		f.claimed(t, "r1")
+		c := commitOf("c1", "c2", "c3")
+		c.Calls[0].DispatchedBy, c.Calls[1].DispatchedBy = "w-a", "w-a"
+		if _, _, err := f.st.CommitStep(f.ctx, "r1", 0, "w1", c, at(2)); err != nil {
+			t.Fatal(err)
+		}
+		f.done(t, "r1", "c1")
+		f.finish(t, "r1", "c2", "t1", store.CallOutcome{Status: pipeline.CallSuspended, Parking: parking(pipeline.ResumeReplay)})
+		f.done(t, "r1", "c3") // never marked: gains no field
+		for id, want := range map[string][]any{"c1": {""}, "c2": {""}, "c3": {nil}} {
+			got, err := f.rdb.HMGet(f.ctx, f.prefix+":{r1}:call:"+id, "sent").Result()
+			if err != nil || !slices.Equal(got, want) {
+				t.Errorf("call %s's mark = %q, %v; want %q", id, got, err, want)
+			}
+		}
+		for _, call := range f.stepCalls(t, "r1", 0) {
+			if !call.DispatchedAt.IsZero() || call.DispatchedBy != "" {
+				t.Errorf("call %s reads as sent at %v by %q", call.ID, call.DispatchedAt, call.DispatchedBy)
+			}
+		}
+	}},
 	{"a_call_marked_as_being_sent_by_its_committer_reads_back_with_its_worker", func(t *testing.T, f *fixture) {
 		f.claimed(t, "r1")
 		c := commitOf("c1", "c2")

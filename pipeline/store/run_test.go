@@ -10,6 +10,34 @@ import (
 )
 
 var runCases = []contractCase{
+	{"an_ended_run_keeps_only_the_termination_it_has", func(t *testing.T, f *fixture) {
+		f.committed(t, "r1", "c1")
+		f.done(t, "r1", "c1")
+		if _, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{
+			Finish: &pipeline.Termination{Reason: pipeline.ReasonNaturalEnd}}, at(5)); err != nil {
+			t.Fatal(err)
+		}
+		f.created(t, "r2")
+		cancelled := pipeline.Termination{Reason: pipeline.ReasonCancelled, Detail: "by alice"}
+		if _, err := f.st.FinishRun(f.ctx, "r2", cancelled, at(2)); err != nil {
+			t.Fatal(err)
+		}
+		f.created(t, "r3")
+		failed := pipeline.Termination{Reason: pipeline.ReasonError, Code: "model_error", Detail: "429"}
+		if _, err := f.st.FinishRun(f.ctx, "r3", failed, at(2)); err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[string][]any{"r1": {"natural_end", nil, nil}, "r2": {"cancelled", nil, "by alice"},
+			"r3": {"error", "model_error", "429"}} {
+			got, err := f.rdb.HMGet(f.ctx, f.prefix+":{"+id+"}:run", "term_reason", "term_code", "term_detail").Result()
+			if err != nil || !slices.Equal(got, want) {
+				t.Errorf("run %s's termination fields = %q, %v; want %q", id, got, err, want)
+			}
+		}
+		if r := f.run(t, "r3"); r.Termination == nil || *r.Termination != failed {
+			t.Fatalf("run r3's termination = %+v", r.Termination)
+		}
+	}},
 	{"create_writes_a_created_run_its_input_and_one_event", func(t *testing.T, f *fixture) {
 		run, created, err := f.st.CreateRun(f.ctx, newRun("r1"), input, t0)
 		if err != nil || !created {

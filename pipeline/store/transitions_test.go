@@ -96,7 +96,9 @@ var statusWrites = map[string]scriptWrites{
 		run: []string{"running→done"},
 	},
 	"finish_run.lua": {
-		sites: []string{"HSET KEYS[1] status='done'"}, // from the statuses Go derives (finishableRuns)
+		// status='done' and the termination (lib.lua's termination: no status),
+		// from the statuses Go derives (finishableRuns)
+		sites: []string{"HSET KEYS[1] unpack(termination(ARGV[2], ARGV[3], ARGV[4], ARGV[1]))"},
 		run:   []string{"created→done", "running→done", "waiting→done"},
 	},
 	"set_waiting.lua": {
@@ -107,7 +109,7 @@ var statusWrites = map[string]scriptWrites{
 		sites: []string{
 			"HSET KEYS[5 + i] status='cancelled'", // every call not terminal (terminalCalls)
 			"DEL KEYS[5]",                         // the held decisions hash
-			"HSET KEYS[1] status='done'",
+			"HSET KEYS[1] unpack(termination('cancelled', '', ARGV[4], ARGV[2]))", // status='done' and the termination
 		},
 		run:  []string{"created→done", "running→done", "waiting→done"},
 		call: []string{"new→cancelled", "running→cancelled", "suspended→cancelled", "resuming→cancelled"},

@@ -69,8 +69,7 @@ if decision ~= '' then
   outcome(KEYS[1], decision, '', 'applied', '')
 end
 redis.call('DEL', KEYS[5])
-redis.call('HSET', KEYS[1], 'status', 'done', 'term_reason', 'cancelled', 'term_code', '', 'term_detail', ARGV[4],
-  'updated_at', ARGV[2])
+redis.call('HSET', KEYS[1], 'status', 'done', unpack(termination('cancelled', '', ARGV[4], ARGV[2])))
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[6])
 retire(KEYS[1])
 return redis.call('HGETALL', KEYS[1])

@@ -70,8 +70,7 @@ set_state(KEYS[#KEYS], argEnd + 1, #ARGV - 1)
 rpush(KEYS[3], ARGV, 14 + n, argEnd)
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
 if ARGV[4] == '1' then
-  local set = {'status', 'done', 'term_reason', ARGV[5], 'term_code', ARGV[6], 'term_detail', ARGV[7],
-    'updated_at', ARGV[2]}
+  local set = {'status', 'done', unpack(termination(ARGV[5], ARGV[6], ARGV[7], ARGV[2]))}
   redis.call('HSET', KEYS[1], unpack(set))
   patch(run, at, set)
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[9])

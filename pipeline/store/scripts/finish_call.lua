@@ -37,6 +37,13 @@ if ARGV[8] ~= '' and (call[at.args] or '') ~= ARGV[9] then
 end
 local set = {'status', ARGV[3], 'result', ARGV[4], 'error', ARGV[5], 'lease_owner', '', 'lease_until', '0',
   'updated_at', ARGV[2]}
+-- The mark of the request that started the call (outbox.go) is read for a
+-- new, resuming or running call only: emptied, it leaves the hash 30 bytes
+-- lighter for the retention.
+if (call[at.sent] or '') ~= '' then
+  set[#set + 1] = 'sent'
+  set[#set + 1] = ''
+end
 redis.call('HSET', KEYS[1], unpack(set))
 patch(call, at, set)
 -- A call parked again keeps the parking it had in parked_before (a list of

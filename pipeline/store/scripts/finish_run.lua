@@ -13,8 +13,7 @@ end
 if not string.find(ARGV[7], ',' .. status .. ',', 1, true) then
   return redis.error_reply('STALE run is already ' .. status .. ' (' .. (run[3] or '') .. ')')
 end
-redis.call('HSET', KEYS[1], 'status', 'done', 'term_reason', ARGV[2], 'term_code', ARGV[3],
-  'term_detail', ARGV[4], 'updated_at', ARGV[1])
+redis.call('HSET', KEYS[1], 'status', 'done', unpack(termination(ARGV[2], ARGV[3], ARGV[4], ARGV[1])))
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[5] .. run[2] .. ARGV[6])
 retire(KEYS[1])
 return redis.call('HGETALL', KEYS[1])

@@ -78,6 +78,23 @@ local function retire(run, step)
   end
 end
 
+-- termination is the HSET arguments of the termination that ends a run
+-- at now (ms), its status aside: its code and detail only when not empty,
+-- as a run ends once and has neither before (a field missing reads as
+-- ""): 64 bytes of every ended run's hash, kept for the retention.
+local function termination(reason, code, detail, now)
+  local set = {'term_reason', reason, 'updated_at', now}
+  if code ~= '' then
+    set[#set + 1] = 'term_code'
+    set[#set + 1] = code
+  end
+  if detail ~= '' then
+    set[#set + 1] = 'term_detail'
+    set[#set + 1] = detail
+  end
+  return set
+end
+
 -- inherit gives key, just written to an ended run, the run's time to live:
 -- a key an ended run gains (a decision id rejected after the end) goes when
 -- the run goes.
