@@ -12,6 +12,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	sjson "github.com/segmentio/encoding/json"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -69,7 +70,7 @@ func (s *Schema) Validate(args json.RawMessage) error {
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	v, err := decodeArgs(args)
 	if err != nil {
 		return &ValidationError{Problems: []Problem{{Message: "arguments are not valid JSON: " + jsonError(err)}}}
 	}
@@ -88,6 +89,20 @@ func (s *Schema) Validate(args json.RawMessage) error {
 		return &ValidationError{Problems: []Problem{{Message: err.Error()}}}
 	}
 	return &ValidationError{Problems: problems(ve)}
+}
+
+// decodeArgs reads arguments as the validator takes them, numbers as
+// json.Number. segmentio's parser reads them whole, without the
+// encoding/json Decoder jsonschema's own reader makes for each (its buffer
+// alone is 512 bytes, for arguments validated at every step); arguments it
+// refuses are read again by jsonschema's reader, for its error.
+func decodeArgs(args []byte) (any, error) {
+	var v any
+	rest, err := sjson.Parse(args, &v, sjson.UseNumber)
+	if err == nil && len(bytes.TrimSpace(rest)) == 0 {
+		return v, nil
+	}
+	return jsonschema.UnmarshalJSON(bytes.NewReader(args))
 }
 
 // Problem is one thing wrong with the arguments. Path is a JSON Pointer into
