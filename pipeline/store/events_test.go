@@ -103,19 +103,9 @@ var eventCases = []contractCase{
 			t.Fatalf("tool_call.finished as stored = %.300q; want the big result of c1 out, the others in", stored)
 		}
 		// As read, by both reads: each event whole, as if it held it.
-		wait, err := f.st.WaitEvents(f.ctx, "r1", "", time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, evs := range [][]pipeline.Event{f.events(t, "r1"), wait} {
-			var finished []string
-			for _, ev := range evs {
-				if ev.Type == pipeline.EventToolCallFinished {
-					finished = append(finished, ev.CallID+" "+string(ev.Data))
-				}
-			}
-			want := []string{`c1 {"status":"succeeded","result":` + big + `}`, `c2 {"status":"succeeded","result":{"ok":true}}`,
-				`c3 {"status":"suspended","result":` + big + `}`}
+		want := []string{`c1 {"status":"succeeded","result":` + big + `}`, `c2 {"status":"succeeded","result":{"ok":true}}`,
+			`c3 {"status":"suspended","result":` + big + `}`}
+		for _, finished := range f.readBoth(t, "r1", pipeline.EventToolCallFinished) {
 			if !slices.Equal(finished, want) {
 				t.Fatalf("tool_call.finished as read = %.200q, want %.200q", finished, want)
 			}
@@ -140,16 +130,12 @@ var eventCases = []contractCase{
 			Values: []string{"e", `["tool_call.created",0,"c1",1,` + whole + `]`}}).Err(); err != nil {
 			t.Fatal(err)
 		}
-		var read []string
-		for _, ev := range f.events(t, "r1") {
-			if ev.Type == pipeline.EventToolCallCreated {
-				read = append(read, string(ev.Data))
+		want := []string{`c1 {"tool":"echo","queue":"default","index":0,"arguments":{"n":0},"status":"new"}`,
+			`c2 {"tool":"echo","queue":"slow","index":1,"arguments":null,"status":"new","gate":"allow"}`, "c1 " + whole}
+		for _, read := range f.readBoth(t, "r1", pipeline.EventToolCallCreated) {
+			if !slices.Equal(read, want) {
+				t.Fatalf("tool_call.created as read = %q, want %q", read, want)
 			}
-		}
-		want := []string{`{"tool":"echo","queue":"default","index":0,"arguments":{"n":0},"status":"new"}`,
-			`{"tool":"echo","queue":"slow","index":1,"arguments":null,"status":"new","gate":"allow"}`, whole}
-		if !slices.Equal(read, want) {
-			t.Fatalf("tool_call.created as read = %q, want %q", read, want)
 		}
 	}},
 	{"each_parking_of_a_call_is_kept_in_its_call_and_read_back_into_its_event", func(t *testing.T, f *fixture) {
@@ -204,16 +190,9 @@ var eventCases = []contractCase{
 			want = append(want, string(b))
 		}
 		want = append(want, whole)
-		wait, err := f.st.WaitEvents(f.ctx, "r1", "", time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, evs := range [][]pipeline.Event{f.events(t, "r1"), wait} {
-			var read []string
-			for _, ev := range evs {
-				if ev.Type == pipeline.EventToolCallParked {
-					read = append(read, string(ev.Data))
-				}
+		for _, read := range f.readBoth(t, "r1", pipeline.EventToolCallParked) {
+			for i := range read {
+				read[i] = strings.TrimPrefix(read[i], "c1 ")
 			}
 			if !slices.Equal(read, want) {
 				t.Fatalf("tool_call.suspended as read:\n%s\nwant:\n%s", strings.Join(read, "\n"), strings.Join(want, "\n"))
@@ -344,6 +323,25 @@ func idBefore(a, b string) bool {
 func sameEvent(a, b pipeline.Event) bool {
 	return a.ID == b.ID && a.Type == b.Type && a.CallID == b.CallID && a.Step == b.Step &&
 		a.At.Equal(b.At) && string(a.Data) == string(b.Data)
+}
+
+// readBoth is "<call id> <data>" of the events of type typ of run runID as
+// each of the two reads gives them: Events, and WaitEvents from the start.
+func (f *fixture) readBoth(t *testing.T, runID string, typ pipeline.EventType) [2][]string {
+	t.Helper()
+	wait, err := f.st.WaitEvents(f.ctx, runID, "", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [2][]string
+	for i, evs := range [][]pipeline.Event{f.events(t, runID), wait} {
+		for _, ev := range evs {
+			if ev.Type == typ {
+				out[i] = append(out[i], ev.CallID+" "+string(ev.Data))
+			}
+		}
+	}
+	return out
 }
 
 // stored is the events of type typ in run runID's stream as they are
