@@ -98,7 +98,10 @@ func decodeRun(runID string, h fields) (pipeline.Run, error) {
 // deadline, and its empty fields (withoutEmpty: no result yet). About a
 // dozen bytes a field, for every call a run keeps.
 func callFields(c pipeline.ToolCall) []any {
-	f := []any{
+	// Room for the mark and a parking: an append past a slice's capacity
+	// copies it whole, as most commits would.
+	f := make([]any, 0, 20+2+14)
+	f = append(f,
 		"step", c.Step,
 		"idx", c.Index,
 		"tool", c.Tool,
@@ -109,7 +112,7 @@ func callFields(c pipeline.ToolCall) []any {
 		"error", c.Error,
 		"updated_at", toMillis(c.UpdatedAt),
 		"gate", string(c.Gate),
-	}
+	)
 	if c.DispatchedBy != "" { // the committer publishes it right after the commit
 		f = append(f, "sent", beingSentMark(generation(c), c.DispatchedAt, c.DispatchedBy))
 	}
