@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -31,6 +32,7 @@ type Scenario struct {
 	parks       bool   // its runs park a call and wait: measured once all wait
 	decides     bool   // its runs park call D, then are decided at once: the decisions are measured
 	agent       string // the runs' agent when not the script model's "assistant": no model of their own
+	keys        bool   // the keys of its last run are measured (KeyBytes)
 	latency     time.Duration
 	defaultRuns int
 }
@@ -42,13 +44,13 @@ var Scenarios = []Scenario{
 	{Name: "latency", What: "runs of 3 steps (2 parallel echo calls in each of the first two) one at a time: the unloaded step latency",
 		model: threeSteps(`{"name":"echo","arguments":{"n":4}}`), steps: 3, calls: 4, sequential: true, defaultRuns: 50},
 	{Name: "ten-steps", What: "runs of an agent of 10 steps (one echo call in each of the first nine) all at once: the hot-path issue's workload",
-		agent: "stepper", steps: 10, calls: 9, defaultRuns: 256},
+		agent: "stepper", steps: 10, calls: 9, keys: true, defaultRuns: 256},
 	{Name: "long-runs", What: "runs of an agent of 300 steps (one echo call in each but the last) all at once: what a step costs deep in a run",
 		agent: "long", steps: 300, calls: 299, defaultRuns: 32},
 	{Name: "fanout", What: "runs of one step of 20 no-op calls all at once: calls per second",
 		model: wideStep(20), steps: 2, calls: 20, defaultRuns: 50},
 	{Name: "memory", What: "runs of an agent that park a call for approval, all at once: the Redis memory a parked call holds",
-		agent: "approver", steps: 1, calls: 1, parks: true, defaultRuns: 2000}, // enough that the keyspace table doubling once within them is a few bytes a call
+		agent: "approver", steps: 1, calls: 1, parks: true, keys: true, defaultRuns: 2000}, // enough that the keyspace table doubling once within them is a few bytes a call
 	{Name: "llm-bound", What: "runs on a model that takes 500 ms a step, requested together: the share of the Little's-law bound reached",
 		agent: "llm", latency: 500 * time.Millisecond, steps: 3, calls: 2, together: true, defaultRuns: 1000},
 	{Name: "decisions", What: "runs parked on a call, then all decided at once: from a decision's publish to its run's result",
@@ -179,6 +181,11 @@ type Result struct {
 	RedisBusiestCPUmsPerStep float64 `json:"redis_busiest_primary_cpu_ms_per_step"`
 	RedisPrimaries           int     `json:"redis_primaries"`             // 1 for one server, 0 when the Redis does not say
 	RedisBytesPerParkedCall  float64 `json:"redis_bytes_per_parked_call"` // Redis's used_memory grown per parked call (memory scenario)
+	// RedisBytesByKey is what the keys of the scenario's last run hold in
+	// Redis, by kind (KeyBytes: the run's hash, its conversation, events,
+	// calls, step lists), for the memory and ten-steps scenarios on a
+	// redis-server (absent otherwise).
+	RedisBytesByKey map[string]float64 `json:"redis_bytes_by_key,omitempty"`
 	// ResumedP50ms, ResumedP99ms and AllResumedMs are, for the decisions
 	// scenario, the time from a decision's publish to its run running
 	// again (its run.resumed event), and until the last run was (-1 for
@@ -330,6 +337,14 @@ func (r Report) WriteText(w io.Writer) error {
 		if s.RedisBytesPerParkedCall >= 0 {
 			fmt.Fprintf(w, "  %6.0f B of Redis a parked call", s.RedisBytesPerParkedCall)
 		}
+		if len(s.RedisBytesByKey) > 0 {
+			kinds := slices.Sorted(maps.Keys(s.RedisBytesByKey))
+			parts := make([]string, len(kinds))
+			for i, k := range kinds {
+				parts[i] = fmt.Sprintf("%s %.0f B", k, s.RedisBytesByKey[k])
+			}
+			fmt.Fprintf(w, "  a run's keys: %s", strings.Join(parts, ", "))
+		}
 		if s.RedisPrimaries > 1 {
 			fmt.Fprintf(w, "  Redis CPU %.3f ms a step, %.3f on the busiest of %d primaries", s.RedisCPUmsPerStep, s.RedisBusiestCPUmsPerStep, s.RedisPrimaries)
 		} else if s.RedisPrimaries == 1 {
@@ -374,5 +389,8 @@ func (s *stack) request(ctx context.Context, sc Scenario, id string) (run, error
 		[]pipeline.Message{{Role: pipeline.RoleUser, Content: "go"}}, r.start.Add(30*time.Second), r.start); err != nil {
 		return r, err
 	}
+	s.mu.Lock()
+	s.last = r.id
+	s.mu.Unlock()
 	return r, topics.Publish(s.stack.Publisher, s.stack.Names.RunSteps(), topics.StepRequested{Header: topics.Header{RunID: r.id}})
 }

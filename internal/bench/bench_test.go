@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stepwise-run/stepwise/internal/bench"
@@ -32,6 +34,16 @@ func TestBench_reports_every_field_of_each_scenario(t *testing.T) {
 	}
 	if mem := rep.Scenarios[2]; mem.RedisBytesPerParkedCall == -1 || mem.Steps != 3 {
 		t.Errorf("memory: %+v", mem)
+	}
+	// A parked run's keys, each measured: its hash, conversation, events,
+	// call and step list, none of them empty; no other scenario's.
+	kinds := slices.Sorted(maps.Keys(rep.Scenarios[2].RedisBytesByKey))
+	if !slices.Equal(kinds, []string{"call", "events", "msgs", "run", "step"}) ||
+		slices.ContainsFunc(kinds, func(k string) bool { return rep.Scenarios[2].RedisBytesByKey[k] < 64 }) {
+		t.Errorf("memory: a parked run's keys %v", rep.Scenarios[2].RedisBytesByKey)
+	}
+	if rep.Scenarios[0].RedisBytesByKey != nil {
+		t.Errorf("latency: keys measured %v", rep.Scenarios[0].RedisBytesByKey)
 	}
 	if dec := rep.Scenarios[3]; dec.Steps != 3 || dec.P50ms <= 0 || dec.RedisRoundTripsPerStep <= 0 ||
 		dec.ResumedP50ms <= 0 || dec.ResumedP99ms < dec.ResumedP50ms || dec.AllResumedMs < dec.ResumedP99ms || dec.ResumedP99ms > dec.P99ms {

@@ -26,6 +26,7 @@ type stack struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	waiting map[string]chan ended // run id → gets its result when it arrives
+	last    string                // the run requested last (KeyBytes measures its keys)
 }
 
 // ended is a run's result as it arrived: its steps, and when.
@@ -330,6 +331,14 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	}
 	if sc.parks && before.OK && after.OK {
 		res.RedisBytesPerParkedCall = float64(after.UsedMemory-before.UsedMemory) / float64(n*sc.calls)
+	}
+	if sc.keys && before.OK && after.OK { // after the counts: these are the bench's commands
+		s.mu.Lock()
+		last := s.last
+		s.mu.Unlock()
+		if res.RedisBytesByKey, err = KeyBytes(ctx, s.stack.Redis, last); err != nil {
+			return Result{}, err
+		}
 	}
 	return res, nil
 }
