@@ -70,21 +70,25 @@ func copiesBytes(ctx context.Context, src, dst *redis.Client, key string) (float
 	if err != nil || ttl < 0 {
 		ttl = 0
 	}
-	before, _ := readNodeStats(ctx, dst)
 	names := make([]string, keyCopies)
-	_, err = dst.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range names {
-			names[i] = fmt.Sprintf("%s#%05d", key, i)
-			p.RestoreReplace(ctx, names[i], ttl, dump)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s#%05d", key, i)
+	}
+	before, _ := readNodeStats(ctx, dst)
+	_, restoreErr := dst.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, name := range names {
+			p.RestoreReplace(ctx, name, ttl, dump)
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, fmt.Errorf("restore copies of %s: %w", key, err)
-	}
 	after, _ := readNodeStats(ctx, dst)
+	// The copies go whatever happened: a copy left behind would make the
+	// database look in use to the next measurement, which would skip it.
 	if err := dst.Del(ctx, names...).Err(); err != nil {
 		return 0, fmt.Errorf("delete the copies of %s: %w", key, err)
+	}
+	if restoreErr != nil {
+		return 0, fmt.Errorf("restore copies of %s: %w", key, restoreErr)
 	}
 	return float64(after.UsedMemory-before.UsedMemory) / keyCopies, nil
 }
