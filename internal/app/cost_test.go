@@ -124,8 +124,8 @@ func TestCost_round_trips_commands_and_publishes_per_step(t *testing.T) {
 		t.Errorf("%.1f Redis round trips per step of a streaming model, above the ceiling of %.1f", streamed.RedisRoundTripsPerStep, maxRoundTripsPerStreamedStep)
 	}
 	for _, oneCall := range rep.Scenarios[3:] {
-		t.Logf("%s, per step with one tool call: %.2f Redis round trips (%.2f on the wire, shared by runs: ADR 0044), %.1f Redis commands, %.1f Kafka publishes",
-			oneCall.Scenario, oneCall.RedisRoundTripsPerStep, oneCall.RedisWireRoundTripsPerStep, oneCall.RedisCommandsPerStep, oneCall.KafkaPublishesPerStep)
+		t.Logf("%s, per step with one tool call: %.2f Redis round trips, %.1f Redis commands, %.1f Kafka publishes",
+			oneCall.Scenario, oneCall.RedisRoundTripsPerStep, oneCall.RedisCommandsPerStep, oneCall.KafkaPublishesPerStep)
 		if oneCall.RedisRoundTripsPerStep > maxRoundTripsPerOneCallStep {
 			t.Errorf("%s: %.2f Redis round trips per step with one tool call, above the ceiling of %.1f", oneCall.Scenario, oneCall.RedisRoundTripsPerStep, maxRoundTripsPerOneCallStep)
 		}

@@ -164,12 +164,9 @@ type Result struct {
 	CallsPerS              float64 `json:"calls_per_s"`
 	P50ms                  float64 `json:"p50_ms"` // of a step: a run's time from request to result over its steps (decisions: from the decision's publish to the result)
 	P99ms                  float64 `json:"p99_ms"`
-	RedisRoundTripsPerStep float64 `json:"redis_round_trips_per_step"` // the round trips a step waited for
-	// RedisWireRoundTripsPerStep is the round trips on the wire a step:
-	// fewer than those it waited for when runs shared them (ADR 0044).
-	RedisWireRoundTripsPerStep float64 `json:"redis_wire_round_trips_per_step"`
-	KafkaPublishesPerStep      float64 `json:"kafka_publishes_per_step"`
-	AllocBytesPerStep          float64 `json:"alloc_bytes_per_step"` // of this whole process: client, workers and broker
+	RedisRoundTripsPerStep float64 `json:"redis_round_trips_per_step"`
+	KafkaPublishesPerStep  float64 `json:"kafka_publishes_per_step"`
+	AllocBytesPerStep      float64 `json:"alloc_bytes_per_step"` // of this whole process: client, workers and broker
 	// ProcessCPUmsPerStep is the CPU (user and system) this whole process
 	// used a step: client, workers and an embedded broker, not separate
 	// tool worker processes (-1 where the system does not say). With
@@ -332,8 +329,8 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	for _, s := range r.Scenarios {
-		fmt.Fprintf(w, "%-10s %5d runs  %8.0f steps/s  %8.0f calls/s  step p50 %6.1f ms  p99 %6.1f ms  %5.1f round trips (%.1f on the wire)  %5.1f publishes  %6.1f commands  %7.0f B allocated a step",
-			s.Scenario, s.Runs, s.StepsPerS, s.CallsPerS, s.P50ms, s.P99ms, s.RedisRoundTripsPerStep, s.RedisWireRoundTripsPerStep, s.KafkaPublishesPerStep, s.RedisCommandsPerStep, s.AllocBytesPerStep)
+		fmt.Fprintf(w, "%-10s %5d runs  %8.0f steps/s  %8.0f calls/s  step p50 %6.1f ms  p99 %6.1f ms  %5.1f round trips  %5.1f publishes  %6.1f commands  %7.0f B allocated a step",
+			s.Scenario, s.Runs, s.StepsPerS, s.CallsPerS, s.P50ms, s.P99ms, s.RedisRoundTripsPerStep, s.KafkaPublishesPerStep, s.RedisCommandsPerStep, s.AllocBytesPerStep)
 		if s.ProcessCPUmsPerStep >= 0 {
 			fmt.Fprintf(w, "  CPU %.3f ms a step", s.ProcessCPUmsPerStep)
 		}

@@ -9,29 +9,18 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
 // RoundTrips is a go-redis hook that counts the client's round trips to
 // Redis: one per command sent alone (blocking XREADs excluded: they wait,
 // they are not work; so are the bench's own INFO reads), one per pipeline.
-// Count is the round trips the callers waited for; Wire those on the
-// wire, fewer when the store combined several callers' commands in one
-// pipeline (store.Riders, ADR 0044).
-type RoundTrips struct{ n, wire atomic.Int64 }
+type RoundTrips struct{ n atomic.Int64 }
 
-// Count is the round trips the callers waited for so far.
+// Count is the round trips so far.
 func (c *RoundTrips) Count() int64 { return c.n.Load() }
 
-// Wire is the round trips on the wire so far.
-func (c *RoundTrips) Wire() int64 { return c.wire.Load() }
-
-// Reset sets the counts to zero.
-func (c *RoundTrips) Reset() {
-	c.n.Store(0)
-	c.wire.Store(0)
-}
+// Reset sets the count to zero.
+func (c *RoundTrips) Reset() { c.n.Store(0) }
 
 func (c *RoundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -39,7 +28,6 @@ func (c *RoundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if name := cmd.Name(); name != "xread" && name != "info" {
 			c.n.Add(1)
-			c.wire.Add(1)
 		}
 		return next(ctx, cmd)
 	}
@@ -47,8 +35,7 @@ func (c *RoundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (c *RoundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(max(store.Riders(ctx), 1)))
-		c.wire.Add(1)
+		c.n.Add(1)
 		return next(ctx, cmds)
 	}
 }

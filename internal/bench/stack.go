@@ -300,10 +300,9 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		Scenario: sc.Name, Runs: n, Steps: steps, Calls: n * sc.calls, Seconds: elapsed.Seconds(),
 		StepsPerS: float64(steps) / elapsed.Seconds(), CallsPerS: float64(n*sc.calls) / elapsed.Seconds(),
 		P50ms: percentile(lat, 0.50), P99ms: percentile(lat, 0.99),
-		RedisRoundTripsPerStep: per(float64(s.trips.Count())), RedisWireRoundTripsPerStep: per(float64(s.trips.Wire())),
-		KafkaPublishesPerStep: per(float64(s.pubs.Count() - int64(n))),
-		AllocBytesPerStep:     per(float64(m1.TotalAlloc - m0.TotalAlloc)),
-		RedisCommandsPerStep:  -1, RedisCPUmsPerStep: -1, RedisBusiestCPUmsPerStep: -1, RedisBytesPerParkedCall: -1, LittlesLawFraction: -1,
+		RedisRoundTripsPerStep: per(float64(s.trips.Count())), KafkaPublishesPerStep: per(float64(s.pubs.Count() - int64(n))),
+		AllocBytesPerStep:    per(float64(m1.TotalAlloc - m0.TotalAlloc)),
+		RedisCommandsPerStep: -1, RedisCPUmsPerStep: -1, RedisBusiestCPUmsPerStep: -1, RedisBytesPerParkedCall: -1, LittlesLawFraction: -1,
 		ProcessCPUmsPerStep: -1, RunsInFlight: -1, ResumedP50ms: -1, ResumedP99ms: -1, AllResumedMs: -1,
 		samples: lat,
 	}

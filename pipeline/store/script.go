@@ -65,14 +65,6 @@ func (c *script) key(k string) {
 	c.nkeys++
 }
 
-// firstKey is c's first key, "" when it has none.
-func (c *script) firstKey() string {
-	if c.nkeys == 0 {
-		return ""
-	}
-	return c.args[3].(string)
-}
-
 func (c *script) arg(a ...any) { c.args = append(c.args, a...) }
 
 // cmd is the command to send; each call makes a new one of the same

@@ -31,9 +31,7 @@ type Store struct {
 	retention time.Duration // of ended runs' keys; 0 keeps them (retention.go)
 	cluster   bool          // rdb is a Redis Cluster: global indexes live on other nodes than a run
 
-	scripts  scripts
-	combined combiner // sends the scripts (combine.go)
-	nodes    sync.Map // on a cluster, a *combiner for each primary's *redis.Client
+	scripts scripts
 
 	// Status sets passed to the scripts, derived once from the domain's
 	// transition tables rather than copied into the Lua. Each is a
@@ -77,7 +75,7 @@ func WithWaitClient(c redis.UniversalClient) Option {
 // The scripts are loaded lazily (EVALSHA, falling back to EVAL once).
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	_, cluster := rdb.(*redis.ClusterClient)
-	s := &Store{rdb: rdb, wait: rdb, prefix: DefaultPrefix, cluster: cluster, combined: combiner{rdb: rdb}}
+	s := &Store{rdb: rdb, wait: rdb, prefix: DefaultPrefix, cluster: cluster}
 	for _, o := range opts {
 		o(s)
 	}
@@ -156,8 +154,7 @@ func scriptError(err error, what string) error {
 }
 
 // evalAmong sends c in one pipeline with other commands: fill adds them,
-// calling eval where the script goes among them. (The pipeline may carry
-// other callers' commands too: combine.go.) It returns the script's
+// calling eval where the script goes among them. It returns the script's
 // reply or its error as Redis gave it; the other commands' results are in
 // their Cmds. A script Redis has not cached (NOSCRIPT) is loaded and the
 // whole pipeline sent again, once: what goes beside a script must be safe
@@ -165,12 +162,13 @@ func scriptError(err error, what string) error {
 func (s *Store) evalAmong(ctx context.Context, c script, fill func(p redis.Pipeliner, eval func())) (any, error) {
 	return s.sendLoaded(ctx, c, func() *redis.Cmd {
 		var cmd *redis.Cmd
-		p := s.rdb.Pipeline()
-		fill(p, func() {
-			cmd = c.cmd(ctx)
-			_ = p.Process(ctx, cmd)
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			fill(p, func() {
+				cmd = c.cmd(ctx)
+				_ = p.Process(ctx, cmd)
+			})
+			return nil
 		})
-		s.combinerFor(ctx, c.firstKey()).process(ctx, p.Cmds())
 		return cmd
 	})
 }
@@ -180,12 +178,12 @@ func (s *Store) eval(ctx context.Context, sc *redis.Script, what string, keys []
 	return s.run(ctx, scriptOf(sc, keys, args), what)
 }
 
-// run runs c alone, in one round trip (which other callers' commands may
-// share: combine.go), and maps its refusals to sentinels. It releases c.
+// run runs c alone, in one round trip, and maps its refusals to
+// sentinels. It releases c.
 func (s *Store) run(ctx context.Context, c script, what string) (any, error) {
 	v, err := s.sendLoaded(ctx, c, func() *redis.Cmd {
 		cmd := c.cmd(ctx)
-		s.combinerFor(ctx, c.firstKey()).process(ctx, []redis.Cmder{cmd})
+		_ = s.rdb.Process(ctx, cmd)
 		return cmd
 	})
 	if err != nil {
