@@ -41,11 +41,13 @@ const (
 	// the retirement's fewer commands); 19.3 since the first call's claim
 	// takes the others of the step with it (ADR 0025); 18.4 since the
 	// commit checks that its calls are new with one EXISTS, not one a call;
-	// 17.4 since the claim reads each other call it takes once.
+	// 17.4 since the claim reads each other call it takes once; 16.3 since
+	// the end of a step takes the calls its fan-in's read saw terminal
+	// without reading them again (ADR 0045).
 	// Its round trips: 2.5 a call, 1.4 since then (one claim a step, not
 	// one a call).
 	fanoutCalls              = 20
-	maxCommandsPerWideCall   = 19.0
+	maxCommandsPerWideCall   = 17.5
 	maxRoundTripsPerWideCall = 1.8
 
 	// A step of a model that streams its answer (llm-bound: the synthetic
@@ -74,10 +76,11 @@ const (
 	// count of calls in flight and a run that has had no decision says so;
 	// 30.8 since a run's retirement gives its event stream its time to
 	// live as it compacts it; 30.0 since it deletes the step lists in one
-	// command rather than give each its time to live (ADR 0029; the goal
-	// is 16).
+	// command rather than give each its time to live (ADR 0029); 29.3
+	// since the end takes the call as its fan-in's read saw it, terminal
+	// (ADR 0045; the goal is 16).
 	maxRoundTripsPerOneCallStep = 4.2
-	maxCommandsPerOneCallStep   = 31.0
+	maxCommandsPerOneCallStep   = 30.0
 )
 
 // What a step costs, counted by package bench on four of its scenarios:

@@ -71,21 +71,24 @@ func (w *Worker) viewOf(res topics.ToolCallFinished) *view {
 	return &view{Snapshot: snap, here: true}
 }
 
+// allTerminal reports whether every call of calls is terminal.
+func allTerminal(calls []pipeline.ToolCall) bool {
+	for _, c := range calls {
+		if !c.Status.Terminal() {
+			return false
+		}
+	}
+	return true
+}
+
 // endsStep reports whether a view (which holds no decision: DecodeView)
 // shows step committed with calls, every one terminal: all a fan-in needs
 // to end the step. A view without calls would end the run as a turn
 // without calls does, so it is not one.
 func endsStep(snap store.Snapshot, step int) bool {
 	run := snap.Run
-	if run.Status != pipeline.RunRunning || run.StepState != pipeline.StepTools || run.Step != step || len(snap.Calls) == 0 {
-		return false
-	}
-	for _, c := range snap.Calls {
-		if !c.Status.Terminal() {
-			return false
-		}
-	}
-	return true
+	return run.Status == pipeline.RunRunning && run.StepState == pipeline.StepTools && run.Step == step &&
+		len(snap.Calls) > 0 && allTerminal(snap.Calls)
 }
 
 // endStep is the StepEnd phase: append the tool results in call order, then
@@ -102,6 +105,11 @@ func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline
 		return w.giveUpFrom(ctx, run, err.Error())
 	}
 	end := store.StepEnd{ToolMessages: toolMessages(calls), Finish: finishOf(calls), State: state, CallIDs: callIDs(calls)}
+	if allTerminal(calls) {
+		// run and calls are one read (a snapshot, a fan-in's view or the
+		// commit's reply): the end need not read the calls again.
+		end.SeenTerminal = run.CreatedAt
+	}
 	if end.Finish == nil {
 		stop, err := w.stopped(ctx, run, calls)
 		if err != nil {

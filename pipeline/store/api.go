@@ -39,6 +39,17 @@ type StepEnd struct {
 	// them (a snapshot has them); nil: EndStep reads them. The script
 	// confirms them either way.
 	CallIDs []string
+	// SeenTerminal, when not zero, is the creation time of the run as one
+	// read of it and of every call of the step had it (a snapshot, a
+	// fan-in's view, a commit's reply) when that read found the run at
+	// this step, committed, and CallIDs every call of it, each terminal.
+	// The script then takes the calls as terminal without reading them
+	// again (ADR 0045): a terminal status is final, and a step's calls are
+	// fixed once it is committed, so if the run it finds (the same run,
+	// not one made again under its id after the first expired: its
+	// creation time tells) is still at the step, committed, they still
+	// are. Zero: it reads each call's status.
+	SeenTerminal time.Time
 }
 
 // CallOutcome is what a tool worker commits for a call it executed.

@@ -548,7 +548,11 @@ func (s *Store) endStepArgs(runID string, step int, end StepEnd, next *Lease, no
 		msgs[i] = string(b)
 	}
 	return func(ids []string) script {
-		cmd := newScript(s.scripts.endStep, 5+2*len(ids)+13+len(msgs)+2*len(end.State)+1)
+		seen := "" // only for the ids the caller saw terminal, not for ones read here
+		if !end.SeenTerminal.IsZero() && end.CallIDs != nil && slices.Equal(ids, end.CallIDs) {
+			seen = strconv.FormatInt(toMillis(end.SeenTerminal), 10)
+		}
+		cmd := newScript(s.scripts.endStep, 5+2*len(ids)+14+len(msgs)+2*len(end.State)+1)
 		cmd.key(s.runKey(runID))
 		cmd.key(s.eventsKey(runID))
 		cmd.key(s.msgsKey(runID))
@@ -558,7 +562,7 @@ func (s *Store) endStepArgs(runID string, step int, end StepEnd, next *Lease, no
 		}
 		s.withState(&cmd, runID)
 		cmd.arg(step, toMillis(now), s.terminalCalls, finish, string(t.Reason), t.Code, t.Detail,
-			evEnded, evFinished, claimer, until, started, len(ids))
+			evEnded, evFinished, claimer, until, started, seen, len(ids))
 		for _, id := range ids {
 			cmd.arg(id)
 		}

@@ -10,9 +10,11 @@
 --       7 detail, 8 step.ended event JSON, 9 run.finished event JSON,
 --       10 the owner that claims the next step ("": none), 11 its lease
 --       until (ms), 12 the claimed step's step.started event JSON,
---       13 n = number of calls, 14..13+n their ids in list order,
---       14+n.. tool-result message JSON, then k state updates as key, value
---       pairs ("" deletes) and last k
+--       13 the run's created_at as the caller's one read of the run and
+--       its step saw every call terminal ("": it did not), 14 n = number
+--       of calls, 15..14+n their ids in list order, 15+n.. tool-result
+--       message JSON, then k state updates as key, value pairs ("" deletes)
+--       and last k
 -- Returns {run hash, held decisions hash}: the run as the script left it,
 -- and the decisions still held when the run ended ({} when it goes on).
 -- "RETRY" when the step list is not what the caller read (it read before
@@ -31,43 +33,54 @@ end
 if state ~= 'tools' then
   return redis.error_reply('STALE step ' .. step .. ' is ' .. state .. ', not tools')
 end
-local n = tonumber(ARGV[13])
+local n = tonumber(ARGV[14])
 local nstate = tonumber(ARGV[#ARGV])
 local argEnd = #ARGV - 1 - 2 * nstate
 if #KEYS - 5 ~= n then
   return redis.error_reply('RETRY step list changed')
 end
--- The statuses of the step's calls, checked against the step list. A call
--- commit_step marked "alone" (the only call of its step) is the whole list
--- when its step is this one: one read gives both. Any other step reads its
--- list.
-local ids, statuses
-local only = n == 1 and redis.call('HMGET', KEYS[5], 'status', 'alone', 'step')
-if only and only[2] and tonumber(only[3]) == tonumber(step) then
-  ids, statuses = {ARGV[14]}, {only[1]}
-else
-  ids = redis.call('LRANGE', KEYS[4], 0, -1)
-  if #ids ~= n then
-    return redis.error_reply('RETRY step list changed')
-  end
-  for i = 1, n do
-    if ids[i] ~= ARGV[13 + i] then
+-- The statuses of the step's calls, checked against the step list; not
+-- read again when the caller saw them all terminal in one read of this
+-- run (the same run: its created_at) at this step, committed, as it is
+-- here: a terminal status is final and the calls of a committed step are
+-- fixed (ADR 0045). A call commit_step marked "alone" (the only call of
+-- its step) is the whole list when its step is this one: one read gives
+-- both. Any other step reads its list.
+local function check()
+  local ids, statuses
+  local only = n == 1 and redis.call('HMGET', KEYS[5], 'status', 'alone', 'step')
+  if only and only[2] and tonumber(only[3]) == tonumber(step) then
+    ids, statuses = {ARGV[15]}, {only[1]}
+  else
+    ids = redis.call('LRANGE', KEYS[4], 0, -1)
+    if #ids ~= n then
       return redis.error_reply('RETRY step list changed')
     end
+    for i = 1, n do
+      if ids[i] ~= ARGV[14 + i] then
+        return redis.error_reply('RETRY step list changed')
+      end
+    end
+    statuses = {}
+    for i = 1, n do
+      statuses[i] = redis.call('HGET', KEYS[4 + i], 'status')
+    end
   end
-  statuses = {}
   for i = 1, n do
-    statuses[i] = redis.call('HGET', KEYS[4 + i], 'status')
+    local cs = statuses[i] or 'missing'
+    if not string.find(ARGV[3], ',' .. cs .. ',', 1, true) then
+      return redis.error_reply('STALE call ' .. ids[i] .. ' is ' .. cs .. ', not terminal')
+    end
   end
 end
-for i = 1, n do
-  local cs = statuses[i] or 'missing'
-  if not string.find(ARGV[3], ',' .. cs .. ',', 1, true) then
-    return redis.error_reply('STALE call ' .. ids[i] .. ' is ' .. cs .. ', not terminal')
+if ARGV[13] == '' or ARGV[13] ~= run[at.created_at] then
+  local refused = check()
+  if refused then
+    return refused
   end
 end
 set_state(KEYS[#KEYS], argEnd + 1, #ARGV - 1)
-rpush(KEYS[3], ARGV, 14 + n, argEnd)
+rpush(KEYS[3], ARGV, 15 + n, argEnd)
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[8])
 if ARGV[4] == '1' then
   local set = {'status', 'done', unpack(termination(ARGV[5], ARGV[6], ARGV[7], ARGV[2]))}
