@@ -78,7 +78,15 @@ func parkedOf(p pipeline.Parking) parkedRef { return parkedRef{Ticket: p.Ticket}
 
 // parkingReads are the fields of a call's hash a tool_call.suspended event
 // is filled from: its parking (parkingFields) and the earlier ones.
-var parkingReads = []string{"ticket", "park_reason", "args_hash", "resume_mode", "deadline", "on_timeout", "parked_at", "parked_before"}
+var parkingReads = func() []string {
+	var names []string
+	for i, f := range parkingFields(pipeline.Parking{}) {
+		if i%2 == 0 {
+			names = append(names, f.(string))
+		}
+	}
+	return append(names, "parked_before")
+}()
 
 // parkingOf finds the parking of a tool_call.suspended event of ticket at
 // time at in vals, the call's parkingReads as read: of the call's parkings

@@ -49,11 +49,13 @@ patch(call, at, set)
 -- A call parked again keeps the parking it had in parked_before (a list of
 -- its parkings' field, value lists, oldest first): the tool_call.suspended
 -- event of each parking names its ticket and finds the rest in the call
--- (incall.go).
+-- (incall.go). The parking's fields are those the new one is written with
+-- (ARGV 13.., given with a suspended outcome).
 if ARGV[8] ~= '' and (call[at.ticket] or '') ~= '' then
   local before = call[at.parked_before] and cjson.decode(call[at.parked_before]) or {}
   local p = {}
-  for _, f in ipairs({'ticket', 'park_reason', 'args_hash', 'resume_mode', 'deadline', 'on_timeout', 'parked_at'}) do
+  for i = 13, #ARGV, 2 do
+    local f = ARGV[i]
     if call[at[f]] then
       p[#p + 1] = f
       p[#p + 1] = call[at[f]]
