@@ -74,14 +74,14 @@ func copiesBytes(ctx context.Context, src, dst *redis.Client, key string) (float
 	for i := range names {
 		names[i] = fmt.Sprintf("%s#%05d", key, i)
 	}
-	before, _ := readNodeStats(ctx, dst)
+	before, okBefore := readNodeStats(ctx, dst)
 	_, restoreErr := dst.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, name := range names {
 			p.RestoreReplace(ctx, name, ttl, dump)
 		}
 		return nil
 	})
-	after, _ := readNodeStats(ctx, dst)
+	after, okAfter := readNodeStats(ctx, dst)
 	// The copies go whatever happened: a copy left behind would make the
 	// database look in use to the next measurement, which would skip it.
 	if err := dst.Del(ctx, names...).Err(); err != nil {
@@ -89,6 +89,9 @@ func copiesBytes(ctx context.Context, src, dst *redis.Client, key string) (float
 	}
 	if restoreErr != nil {
 		return 0, fmt.Errorf("restore copies of %s: %w", key, restoreErr)
+	}
+	if !okBefore || !okAfter { // a growth from or to a failed read would be a made-up figure
+		return 0, fmt.Errorf("copies of %s: the server's INFO could not be read around them", key)
 	}
 	return float64(after.UsedMemory-before.UsedMemory) / keyCopies, nil
 }
