@@ -20,6 +20,13 @@ test-js:
 	$(GO) build -o e2e/js/.bin/stepwise ./cmd/stepwise
 	cd e2e/js && npm ci --no-audit --no-fund --loglevel=error && STEPWISE_BIN="$(CURDIR)/e2e/js/.bin/stepwise" npm test
 
+## test-kafka: the Kafka-touching packages against a 3-node Apache Kafka
+## cluster started for the run (scripts/kafka; needs Java 17+ and Maven,
+## fetches Apache Kafka from Maven Central once per machine)
+.PHONY: test-kafka
+test-kafka:
+	scripts/test-kafka
+
 ## test-short: the fast tests only (-short skips the slow suites)
 test-short:
 	$(GO) test -race -count=1 -short -timeout 10m ./...
@@ -58,12 +65,15 @@ demo:
 ## chaos: the chaos harness (docs/reliability.md): separate worker processes
 ## killed -9, Redis killed -9, records duplicated; fails on a stuck, wrong or
 ## double-committed run. Defaults 1000 runs and 60s of churn; bounded:
-## `make chaos CHAOS_RUNS=200 CHAOS_CHURN=30s`. Other knobs: STEPWISE_CHAOS_*.
+## `make chaos CHAOS_RUNS=200 CHAOS_CHURN=30s`. CHAOS_KAFKA=real runs it on a
+## 3-node Apache Kafka cluster (scripts/kafka) and kills brokers too.
+## Other knobs: STEPWISE_CHAOS_*.
 CHAOS_RUNS ?= $(or $(STEPWISE_CHAOS_RUNS),1000)
 CHAOS_CHURN ?= $(or $(STEPWISE_CHAOS_CHURN),60s)
+CHAOS_KAFKA ?= $(or $(STEPWISE_CHAOS_KAFKA),embedded)
 .PHONY: chaos
 chaos:
-	STEPWISE_CHAOS_RUNS=$(CHAOS_RUNS) STEPWISE_CHAOS_CHURN=$(CHAOS_CHURN) \
+	STEPWISE_CHAOS_RUNS=$(CHAOS_RUNS) STEPWISE_CHAOS_CHURN=$(CHAOS_CHURN) STEPWISE_CHAOS_KAFKA=$(CHAOS_KAFKA) \
 		$(GO) test -tags chaos -run '^TestChaos$$' -count=1 -v -timeout 30m ./internal/chaos/
 
 ## chaos-rolling: the rolling-restart experiment (docs/reliability.md,

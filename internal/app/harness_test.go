@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/topics"
 )
 
 // testConfig has short leases and a fast sweeper, so recovery tests take
@@ -41,6 +43,9 @@ func parseConfig(t *testing.T, yaml string) *config.Config {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
+	if cfg.Kafka.TopicPrefix == topics.DefaultPrefix {
+		cfg.Kafka.TopicPrefix = testinfra.TopicPrefix(t)
+	}
 	return cfg
 }
 
@@ -56,7 +61,7 @@ func newInfra(t *testing.T) infra {
 }
 
 func (in infra) options(cfg *config.Config) app.Options {
-	return app.Options{Config: cfg, Kafka: in.brokers[0], Redis: in.redisURL, Logger: testLogger()}
+	return app.Options{Config: cfg, Kafka: strings.Join(in.brokers, ","), Redis: in.redisURL, Logger: testLogger()}
 }
 
 func testLogger() *slog.Logger {

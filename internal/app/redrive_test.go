@@ -30,10 +30,14 @@ func TestRedrive_a_poison_decision_redriven_after_its_cause_is_fixed_completes_i
 	if err := topics.Publish(stack.Publisher, stack.Names.Decisions(), early); err != nil {
 		t.Fatal(err)
 	}
+	cfgFile := filepath.Join(t.TempDir(), "stepwise.yaml")
+	if err := os.WriteFile(cfgFile, []byte("kafka: {topic_prefix: "+stack.Config.Kafka.TopicPrefix+"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	dlq := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command(bin, append([]string{"dlq"}, args...)...)
-		cmd.Env = append(os.Environ(), "STEPWISE_KAFKA_BROKERS="+in.brokers[0], "STEPWISE_REDIS_URL="+in.redisURL)
+		cmd := exec.Command(bin, append(append([]string{"dlq"}, args...), "--config", cfgFile)...)
+		cmd.Env = append(os.Environ(), "STEPWISE_KAFKA_BROKERS="+strings.Join(in.brokers, ","), "STEPWISE_REDIS_URL="+in.redisURL)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("stepwise dlq %s: %v\n%s", strings.Join(args, " "), err, out)

@@ -16,7 +16,8 @@ const topicReadyTimeout = 10 * time.Second
 
 // EnsureTopics creates those of names that do not exist on brokers, each
 // with the given number of partitions (≥ 1) and a replication factor of
-// three, or the number of brokers when the cluster has fewer. Existing
+// three (min.insync.replicas 2), or the number of brokers when the cluster
+// has fewer. Existing
 // topics are left as they are, whatever their partition count, so calling it
 // again, or from several programs at once, is harmless.
 //
@@ -57,10 +58,7 @@ func ensureTopics(ctx context.Context, admin sarama.ClusterAdmin, nbrokers int, 
 	if err != nil {
 		return fmt.Errorf("list topics: %w", err)
 	}
-	detail := &sarama.TopicDetail{
-		NumPartitions:     partitions,
-		ReplicationFactor: int16(max(1, min(3, nbrokers))),
-	}
+	detail := topicDetail(nbrokers, partitions)
 	var created []string
 	var errs []error
 	for _, name := range names {
@@ -81,6 +79,20 @@ func ensureTopics(ctx context.Context, admin sarama.ClusterAdmin, nbrokers int, 
 		errs = append(errs, waitForTopics(ctx, admin, created))
 	}
 	return errors.Join(errs...)
+}
+
+// topicDetail is how a topic is created on a cluster of nbrokers: three
+// replicas, or as many as there are brokers, and with three replicas
+// min.insync.replicas = 2, so that a write acknowledged with acks=all is on
+// two brokers and one broker down stops nothing.
+func topicDetail(nbrokers int, partitions int32) *sarama.TopicDetail {
+	rf := max(1, min(3, nbrokers))
+	d := &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: int16(rf)}
+	if rf == 3 {
+		two := "2"
+		d.ConfigEntries = map[string]*string{"min.insync.replicas": &two}
+	}
+	return d
 }
 
 // waitForTopics polls the metadata until every topic of names has a leader

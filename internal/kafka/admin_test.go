@@ -63,6 +63,42 @@ func TestEnsureTopics_creates_missing_topics_and_leaves_existing_ones(t *testing
 	}
 }
 
+func TestEnsureTopics_replicates_three_times_with_two_in_sync_on_three_brokers(t *testing.T) {
+	t.Parallel()
+	brokers := testinfra.Kafka(t)
+	admin, err := sarama.NewClusterAdmin(brokers, kafka.SaramaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	nodes, _, err := admin.DescribeCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := unique(t, "replicated")
+	ensure(t, brokers, 2, topic)
+	meta, err := admin.DescribeTopics([]string{topic})
+	if err != nil || len(meta) != 1 || len(meta[0].Partitions) != 2 {
+		t.Fatalf("describe %s: %v %+v", topic, err, meta)
+	}
+	wantRF, wantISR := min(3, len(nodes)), "1"
+	if wantRF == 3 {
+		wantISR = "2"
+	}
+	for _, p := range meta[0].Partitions {
+		if len(p.Replicas) != wantRF {
+			t.Errorf("partition %d has replicas %v on %d brokers, want %d", p.ID, p.Replicas, len(nodes), wantRF)
+		}
+	}
+	if wantRF < 3 {
+		return // the embedded broker: one node, and min.insync.replicas left to the broker
+	}
+	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"min.insync.replicas"}})
+	if err != nil || len(entries) != 1 || entries[0].Value != wantISR {
+		t.Fatalf("min.insync.replicas of %s: %v %+v, want %s", topic, err, entries, wantISR)
+	}
+}
+
 func TestEnsureTopics_refuses_fewer_than_one_partition(t *testing.T) {
 	t.Parallel()
 	err := kafka.EnsureTopics(context.Background(), kafka.Plain(deadAddr(t)), []string{"x"}, 0)

@@ -1,8 +1,11 @@
 package testinfra
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stepwise-run/stepwise/internal/embedded"
@@ -48,3 +51,37 @@ func KafkaFake(t testing.TB) []string {
 	t.Cleanup(k.Close)
 	return k.Addrs()
 }
+
+// TopicPrefix returns the topic prefix t's stack should use: "stepwise."
+// (the default) on a broker private to t, and one of t's own on the
+// brokers of EnvKafka, which every test shares: the test's name and this
+// test process's nonce, so neither another test nor an earlier run of the
+// same one (its committed offsets, its records) is in the way. Consumer
+// groups take the same prefix.
+func TopicPrefix(t testing.TB) string {
+	t.Helper()
+	if os.Getenv(EnvKafka) == "" {
+		return "stepwise."
+	}
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, t.Name())
+	const keep = 120 // a topic name is at most 249 characters
+	if len(name) > keep {
+		name = name[:keep]
+	}
+	return "t" + processNonce() + "." + name + "."
+}
+
+// processNonce tells apart the test processes that share EnvKafka's
+// brokers: a package's tests run in one process, and the runs of a test
+// over time are each a process of their own.
+var processNonce = sync.OnceValue(func() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+})
