@@ -208,11 +208,17 @@ func (c *Cluster) node(id int) (int, error) {
 }
 
 // newClusterID is a KRaft cluster id: 16 random bytes, URL-safe base64
-// without padding, as `kafka-storage random-uuid` prints.
+// without padding, as `kafka-storage random-uuid` prints. Like Kafka's own
+// Uuid, it never starts with '-', which a command line would take for a
+// flag.
 func newClusterID() string {
 	b := make([]byte, 16)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	for {
+		rand.Read(b)
+		if id := base64.RawURLEncoding.EncodeToString(b); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // freePorts returns n distinct loopback ports that were free a moment ago.
