@@ -29,6 +29,14 @@ const (
 	EnvKeepWorkDir = "STEPWISE_CHAOS_KEEP_WORKDIR" // Config.KeepWorkDir: true or false
 	EnvRolling     = "STEPWISE_CHAOS_ROLLING"      // Config.Rolling: true or false
 	EnvRounds      = "STEPWISE_CHAOS_ROUNDS"       // Config.Rounds, rounds of the rolling restart
+	EnvKafka       = "STEPWISE_CHAOS_KAFKA"        // Config.Kafka: embedded or real
+	EnvBrokerKill  = "STEPWISE_CHAOS_BROKER_KILL"  // Config.BrokerKillEvery; 0 kills no broker
+)
+
+// The brokers a chaos run can run on ([Config.Kafka]).
+const (
+	KafkaEmbedded = "embedded" // `stepwise infra`'s kfake broker, one process
+	KafkaReal     = "real"     // an Apache Kafka cluster of three nodes (internal/kafkacluster)
 )
 
 // DefaultWorkerYAML is the worker part of the configuration the programs
@@ -91,6 +99,15 @@ type Config struct {
 	// default 2.
 	Rounds int
 
+	// Kafka is the broker: KafkaEmbedded (default) or KafkaReal. On a real
+	// cluster the churn also kills brokers (BrokerKillEvery) and restarts
+	// one cleanly, which moves its partitions' leadership.
+	Kafka string
+	// BrokerKillEvery is the mean time between two broker kills -9 on a
+	// real cluster (jittered ±50%; one broker down at a time, back after
+	// brokerDownMin–brokerDownMax); default 15s; negative: none.
+	BrokerKillEvery time.Duration
+
 	StepWorkers int // stepworker processes; default 2
 	ToolWorkers int // toolworker processes; default 2
 
@@ -152,6 +169,12 @@ func (c *Config) setDefaults() {
 	if c.Rounds == 0 {
 		c.Rounds = 2
 	}
+	if c.Kafka == "" {
+		c.Kafka = KafkaEmbedded
+	}
+	if c.BrokerKillEvery == 0 {
+		c.BrokerKillEvery = 15 * time.Second
+	}
 	if c.Settle == 0 {
 		c.Settle = 120 * time.Second
 	}
@@ -202,6 +225,9 @@ func (c *Config) Validate() error {
 	if c.Rounds < 1 {
 		errs = append(errs, fmt.Errorf("rounds: %d, want ≥ 1", c.Rounds))
 	}
+	if c.Kafka != KafkaEmbedded && c.Kafka != KafkaReal {
+		errs = append(errs, fmt.Errorf("kafka: %q, want %s or %s", c.Kafka, KafkaEmbedded, KafkaReal))
+	}
 	if _, err := parseTimings(c.WorkerYAML); err != nil {
 		errs = append(errs, err)
 	}
@@ -210,6 +236,11 @@ func (c *Config) Validate() error {
 
 // churning reports whether faults are injected at all.
 func (c *Config) churning() bool { return c.Churn > 0 }
+
+// killsBrokers reports whether the churn kills and restarts brokers.
+func (c *Config) killsBrokers() bool {
+	return c.churning() && c.Kafka == KafkaReal && c.BrokerKillEvery > 0
+}
 
 // killsRedis reports whether the churn kills redis-server once.
 func (c *Config) killsRedis() bool { return c.churning() && c.RedisKill != nil && *c.RedisKill }
@@ -288,5 +319,7 @@ func ConfigFromEnv() (Config, error) {
 	boolVar(EnvKeepWorkDir, &c.KeepWorkDir)
 	boolVar(EnvRolling, &c.Rolling)
 	intVar(EnvRounds, &c.Rounds)
+	c.Kafka = os.Getenv(EnvKafka)
+	durVar(EnvBrokerKill, &c.BrokerKillEvery, true)
 	return c, errors.Join(errs...)
 }

@@ -105,13 +105,15 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	defer st.close()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go func() {
-		select {
-		case <-st.broker.exited():
-			cancel(errBrokerGone)
-		case <-ctx.Done():
-		}
-	}()
+	if st.broker != nil {
+		go func() {
+			select {
+			case <-st.broker.exited():
+				cancel(errBrokerGone)
+			case <-ctx.Done():
+			}
+		}()
+	}
 	fail := func(err error) (*Report, error) {
 		if c := context.Cause(ctx); c != nil && ctx.Err() != nil && !errors.Is(err, c) {
 			err = fmt.Errorf("%w (%v)", err, c)
@@ -150,6 +152,15 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 
 	churnStart := time.Now()
+	brokersChurned := make(chan brokerCounts, 1)
+	if cfg.killsBrokers() {
+		brng := rand.New(rand.NewPCG(cfg.Seed, 0xb40c3))
+		moveAt := cfg.Churn / 2
+		logf("churn for %s: a broker killed -9 every ~%s, one restarted cleanly at %s", cfg.Churn, cfg.BrokerKillEvery, moveAt)
+		go func() { brokersChurned <- churnBrokers(ctx, st, brng, cfg.Churn, cfg.BrokerKillEvery, moveAt) }()
+	} else {
+		brokersChurned <- brokerCounts{}
+	}
 	churned := make(chan churnCounts, 1)
 	rolled := make(chan rollingCounts, 1)
 	window := time.Duration(0)
@@ -182,6 +193,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}()
 	cc := <-churned
 	rc := <-rolled
+	bc := <-brokersChurned
 	churnEnd := time.Now()
 	if dup != nil {
 		dup.stop()
@@ -191,6 +203,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	rep.RedisKills, rep.RedisRestarts, rep.RedisDownS = cc.redisKills, cc.redisRestarts, cc.redisDown.Seconds()
 	rep.HarnessErrors = append(rep.HarnessErrors, cc.errors...)
 	rep.HarnessErrors = append(rep.HarnessErrors, rc.errors...)
+	rep.BrokerKills, rep.BrokerRestarts, rep.LeaderMoves = bc.kills, bc.restarts, bc.moves
+	rep.BrokerDownS = bc.longestDown.Seconds()
+	rep.HarnessErrors = append(rep.HarnessErrors, bc.errors...)
 	if cfg.Rolling {
 		rep.Rolling = rollingFigures(cfg.Rounds, tim, rc.restarts)
 	}
@@ -204,7 +219,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if ctx.Err() != nil {
 		return fail(ctx.Err())
 	}
-	logf("churn over after %.1fs: %d kills, %d graceful restarts, %d redis kills, %d duplicates; %d runs submitted", rep.ChurnS, rep.Kills, len(rc.restarts), rep.RedisKills, rep.Duplicates, rep.Submitted)
+	logf("churn over after %.1fs: %d kills, %d graceful restarts, %d redis kills, %d broker kills, %d duplicates; %d runs submitted", rep.ChurnS, rep.Kills, len(rc.restarts), rep.RedisKills, rep.BrokerKills, rep.Duplicates, rep.Submitted)
 
 	doneAt, took := settle(ctx, st.gw, ids, submitted, churnEnd.Add(cfg.Settle), logf)
 	rep.RunSeconds = durationFigures(took)

@@ -33,7 +33,11 @@ type Report struct {
 	RedisKills        int            `json:"redis_kills"`
 	RedisRestarts     int            `json:"redis_restarts"`
 	RedisDownS        float64        `json:"redis_down_s"`
-	Duplicates        int            `json:"duplicates"` // records the duplicator published again
+	BrokerKills       int            `json:"broker_kills,omitempty"`    // Kafka brokers killed with SIGKILL (real cluster)
+	BrokerRestarts    int            `json:"broker_restarts,omitempty"` // killed brokers started again on their data
+	BrokerDownS       float64        `json:"broker_down_s,omitempty"`   // the longest a killed broker was down, until it answered again
+	LeaderMoves       int            `json:"leader_moves,omitempty"`    // brokers restarted cleanly, their leadership moved
+	Duplicates        int            `json:"duplicates"`                // records the duplicator published again
 	DuplicatesByTopic map[string]int `json:"duplicates_by_topic,omitempty"`
 	DuplicateFailures int            `json:"duplicate_failures,omitempty"`
 	// Rolling holds the rolling restart's figures, in rolling mode only.
@@ -96,6 +100,8 @@ type Settings struct {
 	Variants    int     `json:"variants"`
 	Steps       int     `json:"steps"`
 	Rolling     bool    `json:"rolling"`
+	Kafka       string  `json:"kafka"`
+	BrokerKillS float64 `json:"broker_kill_every_s,omitempty"`
 	Rounds      int     `json:"rounds,omitempty"`
 	KillEveryS  float64 `json:"kill_every_s"`
 	RedisKill   bool    `json:"redis_kill"`
@@ -126,7 +132,10 @@ func settingsOf(c *Config) Settings {
 	s := Settings{
 		Runs: c.Runs, Seed: c.Seed, Variants: c.Variants, Steps: c.Steps,
 		RedisKill: c.killsRedis(), StepWorkers: c.StepWorkers, ToolWorkers: c.ToolWorkers, Rolling: c.Rolling,
-		SettleS: c.Settle.Seconds(), WorkerYAML: c.WorkerYAML,
+		SettleS: c.Settle.Seconds(), WorkerYAML: c.WorkerYAML, Kafka: c.Kafka,
+	}
+	if c.killsBrokers() {
+		s.BrokerKillS = c.BrokerKillEvery.Seconds()
 	}
 	if c.Rolling {
 		s.Rounds = c.Rounds
@@ -180,6 +189,9 @@ func (r *Report) WriteTable(w io.Writer) {
 		if r.Settings.RedisKill {
 			f = append(f, "redis-server killed once")
 		}
+		if r.Settings.BrokerKillS > 0 {
+			f = append(f, fmt.Sprintf("a broker killed every ~%.0fs and one restarted cleanly", r.Settings.BrokerKillS))
+		}
 		if r.Settings.Duplicate > 0 {
 			f = append(f, fmt.Sprintf("%.0f%% of the records duplicated", 100*r.Settings.Duplicate))
 		}
@@ -200,6 +212,10 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	row("crashes", r.Crashes, "processes that exited by themselves, restarted")
 	row("redis kills", r.RedisKills, fmt.Sprintf("restarts from AOF %d, down %.2fs", r.RedisRestarts, r.RedisDownS))
+	if r.Settings.Kafka == KafkaReal {
+		row("broker kills", r.BrokerKills, fmt.Sprintf("Apache Kafka, %d nodes: restarts %d, longest down %.1fs; %d clean restarts (leadership moved)",
+			clusterNodes, r.BrokerRestarts, r.BrokerDownS, r.LeaderMoves))
+	}
 	row("duplicates", r.Duplicates, "records published again by the duplicator")
 	row("done", r.Done, "")
 	row("stuck", r.Stuck, "not done when the settle time ran out")

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stepwise-run/stepwise/internal/kafkacluster"
 )
 
 // The programs the harness runs workers of.
@@ -23,12 +25,13 @@ const topicPrefix = "stepwise."
 
 // stack is stepwise as the harness runs it, every part an OS process: the
 // embedded Kafka-protocol broker of `stepwise infra` (its embedded Redis is
-// started too, and left unused), a private redis-server with an AOF, one
-// gateway, and the step and tool workers.
+// started too, and left unused) or a real Apache Kafka cluster, a private
+// redis-server with an AOF, one gateway, and the step and tool workers.
 type stack struct {
 	dir         string
 	configPath  string
-	broker      *process
+	broker      *process              // the embedded broker; nil on a real cluster
+	cluster     *kafkacluster.Cluster // the real cluster; nil on the embedded broker
 	brokers     []string
 	redis       *redisServer
 	gatewayProc *process
@@ -66,7 +69,12 @@ func startStack(ctx context.Context, cfg *Config, dir, bin string) (_ *stack, er
 		return nil, fmt.Errorf("write the configuration: %w", err)
 	}
 
-	if err := s.startBroker(ctx, bin); err != nil {
+	if cfg.Kafka == KafkaReal {
+		err = s.startCluster(ctx)
+	} else {
+		err = s.startBroker(ctx, bin)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if s.redis, err = newRedisServer(dir, cfg.Logf); err != nil {
@@ -224,6 +232,11 @@ func (s *stack) close() {
 	}
 	if s.broker != nil {
 		s.broker.close()
+	}
+	if s.cluster != nil {
+		if err := s.cluster.Down(); err != nil {
+			s.logf("take the Kafka cluster down: %v", err)
+		}
 	}
 }
 
