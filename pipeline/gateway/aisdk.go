@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -126,7 +127,9 @@ func (req *aiSDKChatRequest) turn() (chatTurn, *apiError) {
 
 // aiSDKResume serves GET /v1/ai-sdk/chat/{id}/stream: the chat's latest
 // turn, replayed from its start and followed until it ends or waits; 204
-// for a chat with no turn.
+// for a chat with no turn, and for another tenant's chat alike (the AI
+// SDK's resume reads 204 as nothing to resume and any other refusal as an
+// error; the same answer tells nobody the chat exists).
 func (s *Server) aiSDKResume(w http.ResponseWriter, r *http.Request) {
 	thread := r.PathValue("id")
 	if ae := checkThreadID("the chat id", thread); ae != nil {
@@ -134,21 +137,19 @@ func (s *Server) aiSDKResume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	head, err := s.cfg.Store.ThreadHead(r.Context(), thread)
-	if err != nil {
-		s.fail(w, r, "chat "+thread, err)
-		return
-	}
-	if head == 0 {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
 	runID := store.ThreadRunID(thread, head)
-	run, err := s.threadRun(r, r.Context(), runID)
-	if err != nil {
-		s.fail(w, r, "run "+runID, err)
-		return
+	var run pipeline.Run
+	if err == nil && head > 0 {
+		run, err = s.threadRun(r, r.Context(), runID)
 	}
-	s.serveUIStream(w, r, chatStream{run: run})
+	switch {
+	case errors.Is(err, errNotYours), err == nil && head == 0:
+		w.WriteHeader(http.StatusNoContent)
+	case err != nil:
+		s.fail(w, r, "chat "+thread, err)
+	default:
+		s.serveUIStream(w, r, chatStream{run: run})
+	}
 }
 
 // serveUIStream answers with cs as a UI message stream.

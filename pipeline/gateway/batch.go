@@ -34,9 +34,11 @@ type batchItem struct {
 // createBatch serves POST /v1/runs/batch. Every item is validated before
 // anything is written; one invalid item refuses the whole batch. Then the
 // runs are created and published concurrently, at most BatchConcurrency at a
-// time. A run that fails after validation does not stop the others; the
-// answer then names the failed items and carries every run id, so the same
-// batch can be sent again safely.
+// time, and the batch is recorded with those of its runs the tenant owns
+// (recordBatch). A run that fails after validation does not stop the
+// others; the answer then names the failed items and carries every run id,
+// so the same batch can be sent again safely, and the batch id only when
+// the batch has a record.
 func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	mt, ae := mediaType(r, mediaJSON, mediaNDJSON, mediaJSONL, mediaJSONL2)
 	if ae != nil {
@@ -93,20 +95,18 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 		}
 		ids[i] = runs[i].run.ID
 	}
-	// The batch is recorded before its runs: a batch id the answer names
-	// always has a record.
+	// The budget goes before the runs, which spend it from their first
+	// step; the batch's record after them, with the runs the tenant owns.
 	tenant := principalOf(r).Tenant
 	batch := batchID(tenant, ids)
 	for i := range runs {
 		runs[i].run.Batch, runs[i].run.BatchBudget = batch, budget != (store.Amounts{})
 	}
-	err := s.cfg.Store.SaveBatch(r.Context(), batch, store.Batch{Tenant: tenant, RunIDs: ids})
-	if err == nil && budget != (store.Amounts{}) {
-		err = s.cfg.Store.SetBatchBudget(r.Context(), batch, budget)
-	}
-	if err != nil {
-		writeError(w, s.classify(r, "save batch "+batch, err))
-		return
+	if budget != (store.Amounts{}) {
+		if err := s.cfg.Store.SetBatchBudget(r.Context(), batch, budget); err != nil {
+			writeError(w, s.classify(r, "save the budget of batch "+batch, err))
+			return
+		}
 	}
 	errs := make([]error, len(runs))
 	sem := make(chan struct{}, s.cfg.BatchConcurrency)
@@ -122,6 +122,14 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	wg.Wait()
 
+	recorded, err := s.recordBatch(r, batch, tenant, ids)
+	if err != nil {
+		ae := *s.classify(r, "record batch "+batch, err)
+		ae.body.Error.Message += "; its runs may be created: sending the same batch again is safe"
+		ae.body.RunIDs = ids
+		writeError(w, &ae)
+		return
+	}
 	var failed *apiError
 	details = nil
 	for i, err := range errs {
@@ -143,7 +151,9 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 				len(details), len(items), summarize(details)))
 		out.body.Error.Details = details
 		out.body.RunIDs = ids
-		out.body.BatchID = batch
+		if recorded {
+			out.body.BatchID = batch
+		}
 		writeError(w, out)
 		return
 	}
@@ -251,4 +261,28 @@ func (s *Server) splitLines(body []byte) ([]batchItem, *apiError) {
 func tooManyItems(max int) *apiError {
 	return apiErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
 		fmt.Sprintf("the batch has more than %d items; split it", max))
+}
+
+// recordBatch records batch with those of ids that exist as runs of tenant,
+// read back after their creates: a run whose create failed (another
+// tenant's id, a conflict, a store error) is left out, so a batch never
+// names a run it did not create for its tenant. With none of them, nothing
+// is recorded and recorded is false.
+func (s *Server) recordBatch(r *http.Request, batch, tenant string, ids []string) (recorded bool, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), createTimeout)
+	defer cancel()
+	statuses, err := s.cfg.Store.RunStatuses(ctx, ids)
+	if err != nil {
+		return false, err
+	}
+	var owned []string
+	for i, st := range statuses {
+		if st.Status != "" && st.Tenant == tenant {
+			owned = append(owned, ids[i])
+		}
+	}
+	if len(owned) == 0 {
+		return false, nil
+	}
+	return true, s.cfg.Store.SaveBatch(ctx, batch, store.Batch{Tenant: tenant, RunIDs: owned})
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // BatchView is the answer of GET /v1/batches/{id}: how far the batch's runs
-// are. Counts are by run status; Reasons count the done runs by their
+// are, of those the caller may see (Total). Counts are by run status; Reasons count the done runs by their
 // termination reason; Usage sums the tokens of its runs; Expired counts
 // runs that are gone (ended more than runs.retention ago).
 type BatchView struct {
@@ -34,33 +34,47 @@ func batchID(tenant string, runIDs []string) string {
 	return "batch-" + hex.EncodeToString(sum[:10])
 }
 
-// batchRuns reads batch id of r's principal and its runs' statuses; it
-// answers 404 (another tenant's batch reads as none) or what the store's
-// error calls for, and returns false, when it cannot.
-func (s *Server) batchRuns(w http.ResponseWriter, r *http.Request, id string) (store.Batch, []store.RunStatus, bool) {
+// batchRuns reads batch id of r's principal: the ids of its runs that the
+// principal may see and their statuses. Each run's tenant is read with its
+// status, and a run of another tenant is left out as if the batch did not
+// name it; a run gone with the retention stays (its status ""). It answers
+// 404 (another tenant's batch, or one with no run left, reads as none) or
+// what the store's error calls for, and returns false, when it cannot.
+func (s *Server) batchRuns(w http.ResponseWriter, r *http.Request, id string) ([]string, []store.RunStatus, bool) {
+	p := principalOf(r)
 	b, err := s.cfg.Store.GetBatch(r.Context(), id)
-	if err == nil && !principalOf(r).owns(b.Tenant) {
+	if err == nil && !p.owns(b.Tenant) {
 		err = store.ErrNotFound
 	}
 	var statuses []store.RunStatus
 	if err == nil {
 		statuses, err = s.cfg.Store.RunStatuses(r.Context(), b.RunIDs)
 	}
+	var ids []string
+	var seen []store.RunStatus
+	for i, st := range statuses {
+		if st.Status == "" || p.owns(st.Tenant) {
+			ids, seen = append(ids, b.RunIDs[i]), append(seen, st)
+		}
+	}
+	if err == nil && len(ids) == 0 {
+		err = store.ErrNotFound
+	}
 	if err != nil {
 		s.fail(w, r, "batch "+id, err)
-		return store.Batch{}, nil, false
+		return nil, nil, false
 	}
-	return b, statuses, true
+	return ids, seen, true
 }
 
 // getBatch serves GET /v1/batches/{id}.
 func (s *Server) getBatch(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	b, statuses, ok := s.batchRuns(w, r, id)
+	ids, statuses, ok := s.batchRuns(w, r, id)
 	if !ok {
 		return
 	}
-	v := BatchView{BatchID: id, Total: len(b.RunIDs), Counts: map[pipeline.RunStatus]int{}, Reasons: map[pipeline.TerminationReason]int{}}
+	v := BatchView{BatchID: id, Total: len(ids), Counts: map[pipeline.RunStatus]int{}, Reasons: map[pipeline.TerminationReason]int{}}
 	for _, st := range statuses {
 		v.Usage = v.Usage.Add(st.Usage)
 		switch {
@@ -85,15 +99,15 @@ type BatchCancelResponse struct {
 }
 
 // cancelBatch serves POST /v1/batches/{id}/cancel: a cancel_run decision
-// for every run of the batch that is not done (optional body as for a
-// run's cancel). Cancelling twice is harmless: a done run ignores it.
+// for every run of the batch that is not done and that r's principal owns
+// (optional body as for a run's cancel). Cancelling twice is harmless: a done run ignores it.
 func (s *Server) cancelBatch(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	req, ok := s.cancelRequest(w, r)
 	if !ok {
 		return
 	}
-	b, statuses, ok := s.batchRuns(w, r, id)
+	ids, statuses, ok := s.batchRuns(w, r, id)
 	if !ok {
 		return
 	}
@@ -103,7 +117,7 @@ func (s *Server) cancelBatch(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		d := topics.Decision{
-			Header: topics.Header{RunID: b.RunIDs[i]}, DecisionID: uuid.NewString(), Action: topics.ActionCancelRun,
+			Header: topics.Header{RunID: ids[i]}, DecisionID: uuid.NewString(), Action: topics.ActionCancelRun,
 			DecidedBy: cmp.Or(decidedBy(r, req.DecidedBy), decidedByAPI), Reason: cmp.Or(req.Reason, "batch "+id+" cancelled"),
 		}
 		if ae := s.publishDecision(r, d, ""); ae != nil {

@@ -151,6 +151,8 @@ func (s *Server) startTurn(r *http.Request, t chatTurn) (chatStream, *apiError) 
 		return chatStream{run: run, after: after}, nil
 	case err == nil:
 		return chatStream{run: run}, nil // the same request again: the run again
+	case errors.Is(err, errNotYours):
+		return chatStream{}, s.classify(r, "chat "+t.thread, err)
 	case !errors.Is(err, store.ErrNotFound):
 		return chatStream{}, s.classify(r, "run "+runID, err)
 	case len(t.answers) > 0:
@@ -177,12 +179,17 @@ func (s *Server) startTurn(r *http.Request, t chatTurn) (chatStream, *apiError) 
 	return chatStream{run: run}, nil
 }
 
-// threadRun reads a run of a thread that r's principal may see (not seeing
-// it reads as not finding it).
+// errNotYours is a thread's run that another tenant owns: not found, as
+// for any route, but not a turn to create either (its id is taken), so a
+// chat request for it answers 404 and a resume 204, as for no stream.
+var errNotYours = fmt.Errorf("%w: another tenant's", store.ErrNotFound)
+
+// threadRun reads a run of a thread that r's principal may see; a run it
+// may not see is errNotYours.
 func (s *Server) threadRun(r *http.Request, ctx context.Context, runID string) (pipeline.Run, error) {
 	run, err := s.cfg.Store.GetRun(ctx, runID)
 	if err == nil && !principalOf(r).owns(run.Tenant) {
-		return pipeline.Run{}, fmt.Errorf("%w: run %s", store.ErrNotFound, runID)
+		return pipeline.Run{}, fmt.Errorf("%w: run %s", errNotYours, runID)
 	}
 	return run, err
 }
@@ -196,6 +203,9 @@ func (s *Server) nextTurn(r *http.Request, ctx context.Context, t chatTurn) (new
 	if t.turn > 1 {
 		prevID := store.ThreadRunID(t.thread, t.turn-1)
 		prev, err := s.threadRun(r, ctx, prevID)
+		if errors.Is(err, errNotYours) {
+			return newRun{}, s.classify(r, "chat "+t.thread, err)
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			return newRun{}, apiErr(http.StatusConflict, CodeConflict,
 				fmt.Sprintf("turn %d of chat %s is not known (%s): start a new chat", t.turn-1, t.thread, s.gone()))

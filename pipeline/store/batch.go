@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,8 +15,9 @@ import (
 
 // Batches: POST /v1/runs/batch names the runs it creates as a batch, so a
 // person can follow the batch's progress. The batch is the list of its run
-// ids, written once before its runs; its counts are read from the runs
-// themselves, so they are never out of step with them.
+// ids its tenant owns, written after its runs (the gateway leaves out the
+// ids of runs it could not create for that tenant); its counts are read
+// from the runs themselves, so they are never out of step with them.
 //
 //	<p>:batch:{<batch>}   STRING  JSON {"tenant", "run_ids"}, kept twice runs.retention
 
@@ -27,15 +29,16 @@ type Batch struct {
 	RunIDs []string `json:"run_ids"`
 }
 
-// SaveBatch records batch id once: the same batch sent again leaves the
-// first record. It outlives its runs (twice runs.retention), like a
-// thread's hint.
+// SaveBatch records batch id: the same batch sent again replaces the
+// record with what that send found, so a run whose create failed the
+// first time joins the batch once a resend creates it. It outlives its runs
+// (twice runs.retention), like a thread's hint.
 func (s *Store) SaveBatch(ctx context.Context, id string, b Batch) error {
 	v, err := json.Marshal(b)
 	if err != nil {
 		return fmt.Errorf("encode batch %s: %w", id, err)
 	}
-	if err := s.rdb.SetNX(ctx, s.batchKey(id), v, 2*s.retention).Err(); err != nil {
+	if err := s.rdb.Set(ctx, s.batchKey(id), v, 2*s.retention).Err(); err != nil {
 		return fmt.Errorf("save batch %s: %w", id, err)
 	}
 	return nil
@@ -58,8 +61,10 @@ func (s *Store) GetBatch(ctx context.Context, id string) (Batch, error) {
 }
 
 // RunStatus is a run's status, once it has one its termination reason,
-// and the tokens it has used.
+// the tokens it has used and its tenant (pipeline.DefaultTenant for a run
+// stored without one; "" with the status, for a run that does not exist).
 type RunStatus struct {
+	Tenant string
 	Status pipeline.RunStatus
 	Reason pipeline.TerminationReason
 	Usage  pipeline.Usage
@@ -75,7 +80,7 @@ func (s *Store) RunStatuses(ctx context.Context, runIDs []string) ([]RunStatus, 
 		cmds := make([]*redis.SliceCmd, len(ids))
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {
-				cmds[i] = p.HMGet(ctx, s.runKey(id), "status", "term_reason", "in_tok", "out_tok", "cost")
+				cmds[i] = p.HMGet(ctx, s.runKey(id), "status", "term_reason", "in_tok", "out_tok", "cost", "tenant")
 			}
 			return nil
 		})
@@ -89,12 +94,16 @@ func (s *Store) RunStatuses(ctx context.Context, runIDs []string) ([]RunStatus, 
 			in, _ := v[2].(string)
 			outTok, _ := v[3].(string)
 			cost, _ := v[4].(string)
+			tenant, _ := v[5].(string)
+			if st != "" {
+				tenant = cmp.Or(tenant, pipeline.DefaultTenant)
+			}
 			u := pipeline.Usage{}
 			u.InputTokens, _ = strconv.ParseInt(in, 10, 64)
 			u.OutputTokens, _ = strconv.ParseInt(outTok, 10, 64)
 			micro, _ := strconv.ParseInt(cost, 10, 64)
 			u.CostUSD = pipeline.USD(micro)
-			out = append(out, RunStatus{Status: pipeline.RunStatus(st), Reason: pipeline.TerminationReason(reason), Usage: u})
+			out = append(out, RunStatus{Tenant: tenant, Status: pipeline.RunStatus(st), Reason: pipeline.TerminationReason(reason), Usage: u})
 		}
 	}
 	return out, nil
