@@ -184,6 +184,7 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 		Logger:             s.Logger.With("component", "gateway"),
 		Keys:               keys,
 		CORSOrigins:        g.CORSOrigins,
+		AllowedHosts:       g.AllowedHosts,
 		MaxStreamsPerKey:   g.MaxStreamsPerKey,
 		StreamWriteTimeout: g.WriteTimeout.Duration,
 		Signer:             signer,

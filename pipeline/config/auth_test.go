@@ -13,7 +13,7 @@ auth:
   keys:
     - {name: a, key_env: A_KEY, scopes: [runs:read]}
     - {name: b, key_sha256: "` + strings.Repeat("ab", 32) + `", scopes: [admin, runs:write], tenant: shop-1}
-gateway: {cors_origins: ["https://console.example.com", "*"], read_timeout: 5s, max_streams_per_key: 3}
+gateway: {cors_origins: ["https://console.example.com", "*"], allowed_hosts: [stepwise.lan, 10.0.0.5, "::1"], read_timeout: 5s, max_streams_per_key: 3}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +22,7 @@ gateway: {cors_origins: ["https://console.example.com", "*"], read_timeout: 5s, 
 		t.Errorf("keys %+v", cfg.Auth.Keys)
 	}
 	g := cfg.Gateway
-	if g.ReadTimeout.Seconds() != 5 || g.MaxStreamsPerKey != 3 || g.WriteTimeout.Seconds() != 60 || g.MaxHeaderBytes != 64<<10 {
+	if len(g.AllowedHosts) != 3 || g.ReadTimeout.Seconds() != 5 || g.MaxStreamsPerKey != 3 || g.WriteTimeout.Seconds() != 60 || g.MaxHeaderBytes != 64<<10 {
 		t.Errorf("gateway %+v", g)
 	}
 	if def := config.Default(); def.Auth.Enabled() {
@@ -38,7 +38,7 @@ auth:
     - {name: b, scopes: [runs:read]}
     - {name: b, key_env: B, key_sha256: "00", scopes: []}
     - {name: c, key_sha256: "xyz", scopes: [runs:delete], tenant: "no spaces"}
-gateway: {cors_origins: ["console.example.com"], read_timeout: -1s, max_streams_per_key: -2}
+gateway: {cors_origins: ["console.example.com"], allowed_hosts: [stepwise.lan, "http://stepwise.lan", "stepwise.lan:8080"], read_timeout: -1s, max_streams_per_key: -2}
 `))
 	for _, want := range []string{
 		"auth.keys[0].name: missing",
@@ -50,6 +50,8 @@ gateway: {cors_origins: ["console.example.com"], read_timeout: -1s, max_streams_
 		`auth.keys[3].scopes: unknown scope "runs:delete"`,
 		`auth.keys[3].tenant: "no spaces"`,
 		`gateway.cors_origins[0]: "console.example.com": want an origin`,
+		`gateway.allowed_hosts[1]: "http://stepwise.lan": want a host name`,
+		`gateway.allowed_hosts[2]: "stepwise.lan:8080": want a host name`,
 		"gateway.read_timeout",
 		"gateway.max_streams_per_key",
 	} {

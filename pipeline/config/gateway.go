@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
+	"regexp"
 	"time"
 )
 
@@ -15,6 +17,12 @@ type Gateway struct {
 	// default): none, and a state-changing request from a page of another
 	// origin is refused.
 	CORSOrigins []string `json:"cors_origins,omitempty"`
+	// AllowedHosts are the host names ("stepwise.lan") or addresses, no
+	// port, that a gateway without API keys answers to besides localhost,
+	// *.localhost and IP addresses; a request with another Host is refused
+	// (a page that reaches the gateway under its own name may be a DNS
+	// rebinding attack). Not used when auth has keys.
+	AllowedHosts []string `json:"allowed_hosts,omitempty"`
 	// ReadHeaderTimeout bounds reading a request's headers; default 10s.
 	ReadHeaderTimeout Duration `json:"read_header_timeout,omitzero"`
 	// ReadTimeout bounds reading a whole request, body included: a body
@@ -34,6 +42,10 @@ type Gateway struct {
 	// default 64. One more is answered 429.
 	MaxStreamsPerKey int `json:"max_streams_per_key,omitempty"`
 }
+
+// hostPattern is a DNS name: labels of letters, digits and inner hyphens
+// (underscores too, as some internal names have), an optional final dot.
+var hostPattern = regexp.MustCompile(`^([A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?\.)*[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?\.?$`)
 
 func (g *Gateway) setDefaults() {
 	if g.ReadHeaderTimeout.Duration == 0 {
@@ -64,6 +76,11 @@ func (g Gateway) check(ps *problems, path string) {
 		u, err := url.Parse(o)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
 			ps.add(fmt.Sprintf("%s.cors_origins[%d]", path, i), fmt.Sprintf("%q: want an origin, scheme://host[:port], or *", o))
+		}
+	}
+	for i, h := range g.AllowedHosts {
+		if !hostPattern.MatchString(h) && net.ParseIP(h) == nil {
+			ps.add(fmt.Sprintf("%s.allowed_hosts[%d]", path, i), fmt.Sprintf("%q: want a host name or an IP address, without scheme or port", h))
 		}
 	}
 	nonNegativeDuration(ps, field(path, "read_header_timeout"), g.ReadHeaderTimeout)

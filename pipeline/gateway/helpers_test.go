@@ -238,6 +238,8 @@ type response struct {
 	body   []byte
 }
 
+// do sends a request with header's name and value pairs ("Host" sets the
+// request's Host) and reads its answer.
 func (h *harness) do(method, path, contentType string, body []byte, header ...string) response {
 	h.t.Helper()
 	req, err := http.NewRequest(method, h.url+path, bytes.NewReader(body))
@@ -248,6 +250,10 @@ func (h *harness) do(method, path, contentType string, body []byte, header ...st
 		req.Header.Set("Content-Type", contentType)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1] // the client sends req.Host, not a Host header
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	res, err := http.DefaultClient.Do(req)

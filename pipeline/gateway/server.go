@@ -89,6 +89,11 @@ type Config struct {
 	// served, as the admin of the default tenant (keep such a gateway on
 	// loopback). Some: every route but /healthz and /readyz needs one.
 	Keys []Key
+	// AllowedHosts are host names (or addresses), beyond localhost,
+	// *.localhost and IP addresses, that a gateway without Keys answers
+	// to; a request with another Host is refused with 403 (hosts.go). With
+	// Keys it is not used.
+	AllowedHosts []string
 	// CORSOrigins are the browser origins allowed to call the API ("*":
 	// any). None: no CORS answer, and a state-changing request a page of
 	// another origin sends is refused with 403.
@@ -196,6 +201,7 @@ type Server struct {
 	mux     *http.ServeMux
 	keys    keyring
 	origins origins
+	hosts   hosts
 	streams *streamCounter
 }
 
@@ -209,7 +215,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, keys: keys, origins: newOrigins(cfg.CORSOrigins),
+	s := &Server{cfg: cfg, log: cfg.Logger, keys: keys, origins: newOrigins(cfg.CORSOrigins), hosts: newHosts(cfg.AllowedHosts),
 		streams: newStreamCounter(cfg.MaxStreamsPerKey)}
 	s.mux = http.NewServeMux()
 	s.routes()
@@ -241,11 +247,12 @@ func (s *Server) routes() {
 
 // Handler returns the API as one http.Handler: every route, JSON errors for
 // unknown paths (404) and wrong methods (405), panics answered with 500, and
-// one debug log line per request. Cross-origin requests are checked first
+// one debug log line per request. A gateway without API keys checks the
+// request's Host first (hosts.go); then cross-origin requests are checked
 // (cors.go), then the API key (auth.go). Cancelling a request's context
 // (the client going away) stops its work, an SSE stream included.
 func (s *Server) Handler() http.Handler {
-	return s.logRequests(s.recoverPanics(s.crossOrigin(s.authenticate(http.HandlerFunc(s.route)))))
+	return s.logRequests(s.recoverPanics(s.checkHost(s.crossOrigin(s.authenticate(http.HandlerFunc(s.route))))))
 }
 
 // route serves through the mux, rewriting the mux's own plain-text 404 and
