@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
+	"unicode/utf8"
 )
 
 // Media types of request bodies.
@@ -48,7 +50,16 @@ func mediaType(r *http.Request, accepted ...string) (string, *apiError) {
 		fmt.Sprintf("Content-Type %q is not accepted here, send %s", mt, strings.Join(accepted, " or ")))
 }
 
-// readBody reads the whole body, at most max bytes; a larger one is a 413.
+// answerTimeout is how long the answer to a stalled body may take to
+// write. The server's write deadline runs from the end of the headers, as
+// its read deadline does from their start: with the two equal (the
+// defaults) it would pass before the 408 is written.
+const answerTimeout = 5 * time.Second
+
+// readBody reads the whole body, at most max bytes; a larger one is a 413,
+// one that stalls past the server's read deadline a 408. The body is JSON
+// text (or JSON Lines): it is refused with 400 unless it reads one way
+// only (jsonText).
 func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiError) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err != nil {
@@ -59,13 +70,80 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiEr
 		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(answerTimeout))
 			return nil, apiErr(http.StatusRequestTimeout, CodeRequestTimeout,
 				"the request body stalled: it did not arrive within the gateway's read timeout (gateway.read_timeout)")
 		}
 		return nil, invalid("read request body: %v", err)
 	}
+	if ae := jsonText(body); ae != nil {
+		return nil, ae
+	}
 	return body, nil
 }
+
+// jsonText refuses JSON text that readers may take in different ways:
+// bytes that are not UTF-8 (encoding/json would read them as U+FFFD) and
+// an object with a key twice (encoding/json keeps the last value, other
+// readers the first). Keys are compared as decoded, escapes and all. Text
+// that does not parse passes: its decoder says where it breaks.
+func jsonText(body []byte) *apiError {
+	if !utf8.Valid(body) {
+		off := 0
+		for off < len(body) {
+			r, size := utf8.DecodeRune(body[off:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			off += size
+		}
+		return invalid("the body is not UTF-8: byte 0x%02x at offset %d does not start a character", body[off], off)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var open []*jsonLevel // the objects and arrays the walk is in
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // the end, or text the decoder will blame
+		}
+		var in *jsonLevel
+		if len(open) > 0 {
+			in = open[len(open)-1]
+		}
+		switch {
+		case in != nil && in.wantKey && tok != json.Delim('}'):
+			k := tok.(string)
+			if in.keys[k] {
+				rest := body[start:]
+				at := start + int64(len(rest)-len(bytes.TrimLeft(rest, " \t\r\n,")))
+				return invalid("key %q appears twice in an object%s; JSON readers disagree on which value counts, send it once", k, position(body, at+1))
+			}
+			in.keys[k], in.wantKey = true, false
+		case tok == json.Delim('{'):
+			open = append(open, &jsonLevel{keys: map[string]bool{}, wantKey: true})
+		case tok == json.Delim('['):
+			open = append(open, &jsonLevel{})
+		case tok == json.Delim('}'), tok == json.Delim(']'):
+			open = open[:len(open)-1]
+			if len(open) > 0 {
+				open[len(open)-1].valueRead()
+			}
+		case in != nil:
+			in.valueRead()
+		}
+	}
+}
+
+// jsonLevel is an object (keys not nil) or array that jsonText walks in.
+type jsonLevel struct {
+	keys    map[string]bool
+	wantKey bool // the next token is a key, or the object's end
+}
+
+// valueRead notes that a value of the level was read whole: in an object,
+// a key comes next.
+func (l *jsonLevel) valueRead() { l.wantKey = l.keys != nil }
 
 // jsonBody reads a JSON body of at most max bytes: the media type checked
 // (mediaType), then the body (readBody).

@@ -98,7 +98,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, e *apiError) {
 	w.Header().Del("Content-Length")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
 	writeJSON(w, e.status, e.body)
 }
 

@@ -34,6 +34,7 @@ type harness struct {
 	names     topics.Names
 	steps     *stepRecorder
 	decisions *decisionRecorder
+	handler   http.Handler // what url serves, for a test's own server
 }
 
 // newHarness starts a gateway; edit adjusts its config before New.
@@ -75,7 +76,7 @@ func newHarness(t *testing.T, edit ...func(*gateway.Config)) *harness {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	return &harness{t: t, url: hs.URL, store: st, pub: pub, names: names, steps: steps, decisions: decisions}
+	return &harness{t: t, url: hs.URL, store: st, pub: pub, names: names, steps: steps, decisions: decisions, handler: srv.Handler()}
 }
 
 // testWriter sends log lines to t.Log, so they show only for failing tests.

@@ -75,3 +75,13 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 		next.ServeHTTP(rec, r)
 	})
 }
+
+// noSniff has browsers take every answer as the type it declares
+// (X-Content-Type-Options: nosniff): a JSON error that echoes a request's
+// text, or an event stream, is never run as a script or a page.
+func noSniff(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}

@@ -246,13 +246,14 @@ func (s *Server) routes() {
 }
 
 // Handler returns the API as one http.Handler: every route, JSON errors for
-// unknown paths (404) and wrong methods (405), panics answered with 500, and
-// one debug log line per request. A gateway without API keys checks the
-// request's Host first (hosts.go); then cross-origin requests are checked
-// (cors.go), then the API key (auth.go). Cancelling a request's context
+// unknown paths (404) and wrong methods (405), panics answered with 500,
+// X-Content-Type-Options: nosniff on every answer, and one debug log line
+// per request. A gateway without API keys checks the request's Host first
+// (hosts.go); then cross-origin requests are checked (cors.go), then the
+// API key (auth.go). Cancelling a request's context
 // (the client going away) stops its work, an SSE stream included.
 func (s *Server) Handler() http.Handler {
-	return s.logRequests(s.recoverPanics(s.checkHost(s.crossOrigin(s.authenticate(http.HandlerFunc(s.route))))))
+	return noSniff(s.logRequests(s.recoverPanics(s.checkHost(s.crossOrigin(s.authenticate(http.HandlerFunc(s.route)))))))
 }
 
 // route serves through the mux, rewriting the mux's own plain-text 404 and
