@@ -16,7 +16,7 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
-const limitsConfig = testConfig + `gateway: {read_header_timeout: 500ms, read_timeout: 1s, write_timeout: 2s, idle_timeout: 2s, max_header_bytes: 4096, max_streams_per_key: 2}
+const limitsConfig = testConfig + `gateway: {read_header_timeout: 500ms, read_timeout: 2s, write_timeout: 2s, idle_timeout: 2s, max_header_bytes: 4096, max_streams_per_key: 2}
 `
 
 // rawConn opens a TCP connection to the gateway at base and writes s.
@@ -58,13 +58,14 @@ func TestGatewayLimits_slow_and_greedy_clients_are_cut_and_the_server_stays_up(t
 	base := serve(t, stack)
 
 	// Headers that never end (slowloris): the connection is closed.
-	slow := rawConn(t, base, "GET /v1/runs HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+	slow := rawConn(t, base, "GET /v1/runs HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
 	if got := answer(t, slow, 5*time.Second); got != "closed" && !strings.Contains(got, "408") {
 		t.Errorf("stalled headers: %q, want the connection closed", got)
 	}
 
-	// A body that stops halfway: 408, with the error envelope.
-	stalled := rawConn(t, base, "POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"agent\":")
+	// A body that stops halfway: 408, with the error envelope, though the
+	// read and write timeouts are equal (as the defaults are).
+	stalled := rawConn(t, base, "POST /v1/runs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"agent\":")
 	if got := answer(t, stalled, 5*time.Second); !strings.Contains(got, "408") {
 		t.Errorf("stalled body: %q, want 408", got)
 	}
