@@ -98,7 +98,7 @@ chaos-rolling:
 ## An input the fuzzer finds lands in the package's testdata/fuzz: commit it,
 ## it is a regression test from then on.
 FUZZTIME ?= 2000x
-FUZZ_PKGS = ./topics ./pipeline/gateway ./pipeline/config ./pipeline/policy ./pipeline/model/script ./pipeline/store
+FUZZ_PKGS = ./topics ./pipeline/gateway ./pipeline/config ./pipeline/policy ./pipeline/model/script ./pipeline/store ./pipeline/secrets
 fuzz:
 	@set -e; for pkg in $(FUZZ_PKGS); do \
 		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \

@@ -8,8 +8,12 @@
 // call's result and error before the tool worker commits them, a model's
 // answer (text, streamed deltas, tool-call arguments) before the step
 // worker commits or streams it, a run's error before it is recorded, and
-// every log record (Handler). Each value is replaced, as written and as it
-// appears inside a JSON string, by "[redacted:<VARIABLE>]".
+// every log record (Handler). Each value is replaced by
+// "[redacted:<VARIABLE>]" in every spelling a JSON reader decodes to it:
+// as written, and with any of its characters escaped (`\/`, `\"`, `\u00e9`
+// in either case, a surrogate pair), in free text (an error body quoting
+// JSON) as in a JSON document, whose strings are redacted as decoded. Text
+// is redacted before anything cuts it, so a cut cannot split a secret.
 //
 //	r := secrets.FromEnv(cfg.SecretEnvs())
 //	out := r.String(toolError)
