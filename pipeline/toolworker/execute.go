@@ -117,7 +117,13 @@ func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger)
 	})
 	defer span.End()
 	log = tracing.Log(log, span)
-	outcome, ok := w.withPhases(call, func() (store.CallOutcome, bool) { return w.run(call) })
+	outcome, ok := w.withPhases(call, func() (store.CallOutcome, bool) {
+		out, ok := w.run(call)
+		// A secret a tool echoes (an http tool's header, say) stops here,
+		// before AfterToolExecute's plugins may cut the result (result_guard).
+		out.Result, out.Error = w.redact.JSON(out.Result), w.redact.String(out.Error)
+		return out, ok
+	})
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("stepwise.call.status", string(outcome.Status)))
 	}
@@ -128,8 +134,6 @@ func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger)
 		w.abandon(call, log)
 		return
 	}
-	// A secret a tool echoes (an http tool's header, say) stops here.
-	outcome.Result, outcome.Error = w.redact.JSON(outcome.Result), w.redact.String(outcome.Error)
 	done, err := w.store.FinishCall(w.ctx, call.RunID, call.ID, call.LeaseOwner, outcome, w.now())
 	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrStale) {
 		log.Info("tool outcome dropped: another claim took the call over", "reason", err)

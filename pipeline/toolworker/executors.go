@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/secrets"
 	"github.com/stepwise-run/stepwise/pipeline/tools"
 	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
 	"github.com/stepwise-run/stepwise/pipeline/tools/httptool"
@@ -30,8 +31,9 @@ type executors struct {
 // newExecutors builds the executor of every configured tool. A tool whose
 // executor cannot be built (an HTTP tool whose header variable is unset) is
 // an error at start: better a worker that does not start than calls that
-// all fail.
-func newExecutors(ctx context.Context, cfg *config.Config, log *slog.Logger) (*executors, error) {
+// all fail. An HTTP tool redacts its error bodies with redact before it
+// cuts them.
+func newExecutors(ctx context.Context, cfg *config.Config, redact *secrets.Redactor, log *slog.Logger) (*executors, error) {
 	ex := &executors{byTool: map[string]tools.Tool{}}
 	var errs []error
 	for name, t := range cfg.Tools {
@@ -45,7 +47,7 @@ func newExecutors(ctx context.Context, cfg *config.Config, log *slog.Logger) (*e
 			}
 			ex.byTool[name] = tool
 		case e.HTTP != nil:
-			tool, err := httptool.New(name, *e.HTTP)
+			tool, err := httptool.New(name, *e.HTTP, httptool.WithRedactor(redact))
 			if err != nil {
 				errs = append(errs, fmt.Errorf("tool %s: %w", name, err))
 				continue

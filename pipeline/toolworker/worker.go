@@ -65,7 +65,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	}
 	log := cfg.Logger.With("worker_id", cfg.WorkerID)
 	ctx, cancel := context.WithCancel(ctx)
-	ex, err := newExecutors(ctx, cfg.Config, log)
+	ex, err := newExecutors(ctx, cfg.Config, cfg.Redact, log)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("toolworker: %w", err)

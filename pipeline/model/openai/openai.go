@@ -157,7 +157,7 @@ func (m *Model) failure(ctx context.Context, err error) error {
 			StatusCode: apiErr.StatusCode,
 			Code:       apiErr.Code,
 			Type:       apiErr.Type,
-			Message:    m.redact.Replace(cut(apiErr.Message, 500)),
+			Message:    cut(m.redact.Replace(apiErr.Message), 500),
 			err:        err,
 		}
 		if apiErr.StatusCode == http.StatusTooManyRequests {

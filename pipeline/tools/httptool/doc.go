@@ -29,8 +29,8 @@
 //     or no Content-Type and a body that parses as JSON) is the result as
 //     it is; any other body becomes a JSON string; an empty body is null.
 //   - any other status: a tool error "HTTP <status>: <body excerpt>", the
-//     excerpt cut at 512 bytes with "…(truncated)"; errors.As finds a
-//     *StatusError.
+//     excerpt redacted (WithRedactor) and then cut at 512 bytes with
+//     "…(truncated)"; errors.As finds a *StatusError.
 //   - no response (refused, reset, timed out): a tool error naming the method
 //     and URL (without query and credentials) and the cause.
 //

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/secrets"
 	"github.com/stepwise-run/stepwise/pipeline/tools"
 )
 
@@ -51,6 +52,13 @@ func WithMaxResponseBytes(n int64) Option {
 	return func(e *executor) { e.maxBody = n }
 }
 
+// WithRedactor redacts the body excerpt of a StatusError with r before it
+// is cut, so a secret the endpoint echoes across the cut is redacted whole.
+// The default (nil) redacts nothing.
+func WithRedactor(r *secrets.Redactor) Option {
+	return func(e *executor) { e.redact = r }
+}
+
 // WithUserAgent sets the User-Agent header (default "stepwise-toolworker").
 func WithUserAgent(ua string) Option {
 	return func(e *executor) { e.userAgent = ua }
@@ -59,8 +67,8 @@ func WithUserAgent(ua string) Option {
 // StatusError is the tool error of a response whose status is not 2xx.
 type StatusError struct {
 	StatusCode int
-	// Excerpt is the start of the body, at most ExcerptBytes, cut at a rune
-	// boundary, whitespace trimmed.
+	// Excerpt is the start of the body, redacted, at most ExcerptBytes,
+	// cut at a rune boundary, whitespace trimmed.
 	Excerpt   string
 	Truncated bool
 }
@@ -88,6 +96,7 @@ type executor struct {
 	client    *http.Client
 	maxBody   int64
 	userAgent string
+	redact    *secrets.Redactor
 }
 
 // New returns the executor of the tool called name. It reads the environment
@@ -177,7 +186,7 @@ func (e *executor) Execute(parent context.Context, call tools.Call) (json.RawMes
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, statusError(resp)
+		return nil, e.statusError(resp)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, e.maxBody+1))
 	if err != nil {
@@ -297,13 +306,15 @@ func isJSON(contentType string) bool {
 	return mt == "application/json" || strings.HasSuffix(mt, "+json")
 }
 
-func statusError(resp *http.Response) error {
-	buf, _ := io.ReadAll(io.LimitReader(resp.Body, ExcerptBytes+1))
-	excerpt, truncated := buf, false
+// statusError reads the body of a non-2xx answer: up to errorBodyBytes of
+// it, redacted, then cut to ExcerptBytes.
+func (e *executor) statusError(resp *http.Response) error {
+	buf, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyBytes))
+	excerpt, truncated := e.redact.String(string(buf)), false
 	if len(excerpt) > ExcerptBytes {
 		excerpt, truncated = excerpt[:ExcerptBytes], true
 		for i := 1; i < utf8.UTFMax; i++ { // do not end in part of a rune
-			if r, size := utf8.DecodeLastRune(excerpt); r != utf8.RuneError || size != 1 {
+			if r, size := utf8.DecodeLastRuneInString(excerpt); r != utf8.RuneError || size != 1 {
 				break
 			}
 			excerpt = excerpt[:len(excerpt)-1]
@@ -311,10 +322,15 @@ func statusError(resp *http.Response) error {
 	}
 	return &StatusError{
 		StatusCode: resp.StatusCode,
-		Excerpt:    strings.ToValidUTF8(strings.TrimSpace(string(excerpt)), "\uFFFD"),
+		Excerpt:    strings.ToValidUTF8(strings.TrimSpace(excerpt), "\uFFFD"),
 		Truncated:  truncated,
 	}
 }
+
+// errorBodyBytes is how much of a non-2xx body is read to be redacted
+// before the cut: enough for a secret of thousands of characters, each
+// written as \uXXXX, that starts within the excerpt.
+const errorBodyBytes = 64 << 10
 
 // transportError words a failure to get a response. url.Error would repeat
 // the full URL, query (GET arguments) included; the cause is enough.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/secrets"
 	"github.com/stepwise-run/stepwise/pipeline/tools"
 	"github.com/stepwise-run/stepwise/pipeline/tools/httptool"
 )
@@ -192,6 +193,25 @@ func TestExecute_fails_a_non_2xx_status_with_an_excerpt(t *testing.T) {
 			var se *httptool.StatusError
 			if !errors.As(err, &se) || se.StatusCode != c.status {
 				t.Fatalf("error %T is not a *StatusError with status %d", err, c.status)
+			}
+		})
+	}
+}
+
+func TestExecute_redacts_an_error_body_before_cutting_it(t *testing.T) {
+	const secret = "tok/3f9a-0c77-4b1e-9d22-5e6f7a8b9c0d" // 36 characters
+	r := secrets.New(map[string]string{"TOOL_TOKEN": secret})
+	pad := strings.Repeat("x", httptool.ExcerptBytes-12) // the secret spans byte 512
+	for name, body := range map[string]string{
+		"as written, across the cut":    pad + secret,
+		"slash escaped, across the cut": pad + strings.ReplaceAll(secret, "/", `\/`),
+		"as \\u escapes":                `{"error":"bad token \u0074\u006F\u006b\u002F3f9a-0c77-4b1e-9d22-5e6f7a8b9c0d"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv, _ := endpoint(t, answer(http.StatusForbidden, "application/json", body))
+			_, err := newTool(t, config.HTTPExecutor{URL: srv.URL}, httptool.WithRedactor(r)).Execute(context.Background(), call(`{}`, 1))
+			if err == nil || strings.Contains(err.Error(), "3f9a") || strings.Contains(err.Error(), "tok/") {
+				t.Fatalf("error = %v: part of the secret is left", err)
 			}
 		})
 	}
