@@ -9,12 +9,18 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/internal/kafka"
 )
 
 // syncBuffer is a log sink safe for the workers' goroutines.
@@ -120,4 +126,134 @@ tools:
 	if !strings.Contains(logs.String(), "a log line quoting [redacted:STEPWISE_TEST_TOOL_TOKEN]") {
 		t.Errorf("the log line was not redacted")
 	}
+}
+
+// A secret an http tool's endpoint echoes in a spelling other than its
+// own — `/` written `\/` (PHP's default JSON), every character written
+// \u00XX, or in a failing answer across the 512-byte cut of its excerpt —
+// leaves nothing of itself, decoded or not, in the API's answers, Redis,
+// the tool-results records or the logs.
+func TestSecrets_no_spelling_of_an_echoed_secret_and_no_part_of_a_cut_one_is_kept(t *testing.T) {
+	const token = "tok/3f9a-0c77-4b1e-9d22-5e6f7a8b9c0d" // 36 characters
+	t.Setenv("STEPWISE_TEST_TOOL_TOKEN", token)
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get("X-Token")
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/slash":
+			fmt.Fprintf(w, `{"echo":"%s"}`, strings.ReplaceAll(got, "/", `\/`))
+		case "/unicode":
+			var esc strings.Builder
+			for _, c := range got {
+				fmt.Fprintf(&esc, `\u%04X`, c)
+			}
+			fmt.Fprintf(w, `{"echo":"%s"}`, esc.String())
+		default: // the token starts 12 bytes before the excerpt's end
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, strings.Repeat("x", 500)+got)
+		}
+	}))
+	defer echo.Close()
+	cfg := parseConfig(t, fmt.Sprintf(`
+kafka: {partitions: 4}
+stepworker: {lease: 2s, sweep_interval: 100ms, dispatch_timeout: 3s}
+toolworker: {lease: 2s}
+agents:
+  leaky:
+    model: {provider: script, turns: [{tool_calls: [{id: a, name: slash}, {id: b, name: unicode}, {id: c, name: cut}]}]}
+    tools: [slash, unicode, cut]
+tools:
+  slash: {executor: {http: {url: %[1]q, headers_env: {X-Token: STEPWISE_TEST_TOOL_TOKEN}}}}
+  unicode: {executor: {http: {url: %[2]q, headers_env: {X-Token: STEPWISE_TEST_TOOL_TOKEN}}}}
+  cut: {executor: {http: {url: %[3]q, headers_env: {X-Token: STEPWISE_TEST_TOOL_TOKEN}}}, max_attempts: 1}
+`, echo.URL+"/slash", echo.URL+"/unicode", echo.URL+"/cut"))
+	var logs syncBuffer
+	in := newInfra(t)
+	o := in.options(cfg)
+	o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stack, err := app.Connect(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stack.Close() })
+	workers(t, stack)
+	base := serve(t, stack)
+
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs", map[string]any{"run_id": "r-spell", "agent": "leaky", "input": "go"}, nil); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	v := waitDone(t, base, "r-spell", 30*time.Second)
+	var run, msgs json.RawMessage
+	httpDo(t, http.MethodGet, base+"/v1/runs/r-spell", nil, &run)
+	httpDo(t, http.MethodGet, base+"/v1/runs/r-spell/messages", nil, &msgs)
+	var results strings.Builder
+	err = kafka.ReadTopic(ctx, kafka.Plain(in.brokers...), stack.Names.ToolResults(), func(m *sarama.ConsumerMessage) error {
+		results.Write(m.Value)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for where, text := range map[string]string{
+		"the run": string(run), "the messages": string(msgs), "Redis": redisText(t, stack.Redis),
+		"the tool-results records": results.String(), "the logs": logs.String(),
+	} {
+		if decoded := unescapeJSON(text); strings.Contains(decoded, "tok/3f9a") || strings.Contains(decoded, "0c77-4b1e") {
+			t.Errorf("%s hold part of the token: %s", where, text)
+		}
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if c := callOf(v, id); !strings.Contains(string(c.Result)+c.Error, "[redacted:") { // cut within the mark for c
+			t.Errorf("call %s shows no redaction: %+v", id, c)
+		}
+	}
+}
+
+// unescapeJSON undoes, at any depth of quoting, the escapes `\/` and
+// `\uXXXX` in text, so that a secret spelled with them reads as itself.
+func unescapeJSON(text string) string {
+	text = regexp.MustCompile(`\\+/`).ReplaceAllString(text, "/")
+	return regexp.MustCompile(`\\+u([0-9a-fA-F]{4})`).ReplaceAllStringFunc(text, func(esc string) string {
+		n, _ := strconv.ParseUint(esc[len(esc)-4:], 16, 32)
+		return string(rune(n))
+	})
+}
+
+// redisText is every key of rdb and its value, as text.
+func redisText(t *testing.T, rdb redis.UniversalClient) string {
+	t.Helper()
+	ctx := context.Background()
+	var b strings.Builder
+	iter := rdb.Scan(ctx, 0, "*", 1000).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		var val any
+		var err error
+		switch typ := rdb.Type(ctx, key).Val(); typ {
+		case "string":
+			val, err = rdb.Get(ctx, key).Result()
+		case "hash":
+			val, err = rdb.HGetAll(ctx, key).Result()
+		case "list":
+			val, err = rdb.LRange(ctx, key, 0, -1).Result()
+		case "set":
+			val, err = rdb.SMembers(ctx, key).Result()
+		case "zset":
+			val, err = rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
+		case "stream":
+			val, err = rdb.XRange(ctx, key, "-", "+").Result()
+		default:
+			t.Fatalf("key %s has a type this test does not read: %s", key, typ)
+		}
+		if err != nil {
+			t.Fatalf("read %s: %v", key, err)
+		}
+		fmt.Fprintf(&b, "%s %v\n", key, val)
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
