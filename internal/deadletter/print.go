@@ -65,7 +65,7 @@ func (rep Report) WriteText(w io.Writer) error {
 	case rep.DryRun:
 		fmt.Fprintf(&b, "dry run, nothing published or recorded: would re-drive %d records\n", len(rep.Redriven))
 	case rep.MarkTTL > 0:
-		fmt.Fprintf(&b, "re-drove %d records (remembered for %s, the dead-letter topic's retention and segment time)\n", len(rep.Redriven), human(rep.MarkTTL))
+		fmt.Fprintf(&b, "re-drove %d records (remembered for %s, the dead-letter topic's retention plus its segment time)\n", len(rep.Redriven), human(rep.MarkTTL))
 	default:
 		fmt.Fprintf(&b, "re-drove %d records (remembered for good: the dead-letter topic keeps records without limit)\n", len(rep.Redriven))
 	}
