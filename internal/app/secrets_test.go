@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,25 +19,8 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/internal/kafka"
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 )
-
-// syncBuffer is a log sink safe for the workers' goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A secret the configuration names and an outside service echoes — an
 // http tool's header in a good and in a failing answer, a model's API key
@@ -84,7 +65,7 @@ tools:
   leaky: {executor: {http: {url: %q, headers_env: {X-Token: STEPWISE_TEST_TOOL_TOKEN}}}}
   leaky_fail: {executor: {http: {url: %q, headers_env: {X-Token: STEPWISE_TEST_TOOL_TOKEN}}}, max_attempts: 1}
 `, model.URL+"/v1", echo.URL+"/ok", echo.URL+"/fail"))
-	var logs syncBuffer
+	var logs testinfra.Logs
 	in := newInfra(t)
 	o := in.options(cfg)
 	o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -167,7 +148,7 @@ tools:
   unicode: {executor: {http: {url: %[2]q, headers_env: {X-Token: STEPWISE_TEST_TOOL_TOKEN}}}}
   cut: {executor: {http: {url: %[3]q, headers_env: {X-Token: STEPWISE_TEST_TOOL_TOKEN}}}, max_attempts: 1}
 `, echo.URL+"/slash", echo.URL+"/unicode", echo.URL+"/cut"))
-	var logs syncBuffer
+	var logs testinfra.Logs
 	in := newInfra(t)
 	o := in.options(cfg)
 	o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -61,7 +61,9 @@ func ensure(t testing.TB, brokers []string, partitions int32, names ...string) {
 
 func (s stack) router(t testing.TB, cfg kafka.RouterConfig) *message.Router {
 	t.Helper()
-	cfg.Logger = quietLogger()
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
 	cfg.DeadLetterPublisher = s.pub
 	cfg.DeadLetterTopic = s.deadLetter
 	r, err := kafka.NewRouter(cfg)

@@ -15,7 +15,7 @@ import (
 // Metadata keys (Kafka headers) a dead-lettered message carries besides its
 // own. They are Watermill's poison-queue keys.
 const (
-	// MetadataDeadLetterReason holds the handler's error text.
+	// MetadataDeadLetterReason holds the handler's error text, on one line.
 	MetadataDeadLetterReason = middleware.ReasonForPoisonedKey
 	// MetadataDeadLetterTopic holds the topic the message was consumed from.
 	MetadataDeadLetterTopic = middleware.PoisonedTopicKey
@@ -114,10 +114,12 @@ func (c RouterConfig) Validate() error {
 //  2. Dead letter: when the error that comes out of the layers below
 //     satisfies [topics.IsPermanent], or is a recovered panic, the message
 //     is published to DeadLetterTopic with its metadata plus
-//     [MetadataDeadLetterReason] (the error text), [MetadataDeadLetterTopic],
-//     [MetadataDeadLetterHandler] and [MetadataDeadLetterSubscriber], and is
-//     then acknowledged: the consumer goes on with the next message. If that
-//     publish fails, the message is nacked and comes back.
+//     [MetadataDeadLetterReason] (the error text on one line, [OneLine]),
+//     [MetadataDeadLetterTopic], [MetadataDeadLetterHandler] and
+//     [MetadataDeadLetterSubscriber], logged at warn level (topic, key,
+//     record, handler, reason), and then acknowledged: the consumer goes on
+//     with the next message. If that publish fails, the message is nacked
+//     and comes back.
 //  3. Retry: any other error is retried in place, MaxRetries times with
 //     exponential backoff from RetryInterval to MaxRetryInterval. Permanent
 //     errors are not retried. When the retries are spent the error reaches
@@ -148,7 +150,7 @@ func NewRouter(cfg RouterConfig) (*message.Router, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka router: %w", err)
 	}
-	deadLetter, err := middleware.PoisonQueueWithFilter(cfg.DeadLetterPublisher, cfg.DeadLetterTopic, belongsInDeadLetter)
+	deadLetter, err := middleware.PoisonQueueWithFilter(deadLetterPublisher{cfg.DeadLetterPublisher, cfg.Logger}, cfg.DeadLetterTopic, belongsInDeadLetter)
 	if err != nil {
 		return nil, fmt.Errorf("kafka router: dead letter: %w", err)
 	}

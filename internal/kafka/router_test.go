@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/stepwise-run/stepwise/internal/kafka"
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -238,5 +240,57 @@ func TestRouterConfig_Validate_reports_every_problem(t *testing.T) {
 	}
 	if _, err := kafka.NewRouter(kafka.RouterConfig{}); err == nil {
 		t.Error("NewRouter accepted a config without dead-letter topic")
+	}
+}
+
+// A reason of several lines — a payload with many problems, joined by
+// errors.Join — is dead-lettered on one line, and the dead letter is
+// logged once, with its topic, key and reason.
+func TestRouter_dead_letters_are_logged_with_their_reason_on_one_line(t *testing.T) {
+	t.Parallel()
+	in := unique(t, "in")
+	s := newStack(t, 1, in)
+	dead := s.collect(t, s.deadLetter)
+	var logs testinfra.Logs
+	r := s.router(t, kafka.RouterConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	r.AddConsumerHandler("decisions", in, s.subscriber(t, unique(t, "group")), func(msg *message.Message) error {
+		_, err := topics.Decode[topics.Decision](msg.Payload)
+		return err
+	})
+	run(t, r)
+
+	s.publish(t, in, "r-9", `{"v":1,"action":"maybe"}`)
+	eventually(t, 10*time.Second, "the decision dead-lettered", func() bool { return dead.len() == 1 })
+	const want = `malformed message: topics.Decision: run_id is missing; decision_id is missing; action "maybe" is not "resume", "cancel" or "cancel_run"`
+	if got := dead.all()[0].metadata.Get(kafka.MetadataDeadLetterReason); got != want {
+		t.Errorf("reason %q, want %q", got, want)
+	}
+	var line string
+	eventually(t, 10*time.Second, "the dead letter logged", func() bool {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "message dead-lettered") {
+				line = l
+				return true
+			}
+		}
+		return false
+	})
+	for _, part := range []string{"level=WARN", "topic=" + in, "key=r-9", "handler=decisions", `run_id is missing; decision_id is missing`} {
+		if !strings.Contains(line, part) {
+			t.Errorf("log line %q lacks %q", line, part)
+		}
+	}
+}
+
+func TestOneLine_joins_lines_and_blanks_control_characters(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"one line", "one line"},
+		{"a\nb\n", "a; b"},
+		{"panic: boom\n\ngoroutine 7 [running]:\n\tmain.f()\r\n\t\t/x.go:3", "panic: boom; goroutine 7 [running]:; main.f(); /x.go:3"},
+		{"bell\a and tab\tinside", "bell  and tab inside"},
+	} {
+		if got := kafka.OneLine(c.in); got != c.want {
+			t.Errorf("OneLine(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }
