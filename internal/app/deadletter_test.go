@@ -2,8 +2,11 @@ package app_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/internal/kafka"
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -61,4 +65,26 @@ func publishRaw(t *testing.T, stack *app.Stack, topic, payload string) {
 	if err := stack.Publisher.Publish(topic, m); err != nil {
 		t.Fatalf("publish to %s: %v", topic, err)
 	}
+}
+
+// A ToolCallFinished for a run Redis does not hold is acknowledged, since
+// its fan-in runs after, and logged, not silently dropped.
+func TestPipeline_a_tool_result_for_an_unknown_run_is_logged(t *testing.T) {
+	in := newInfra(t)
+	var logs testinfra.Logs
+	o := in.options(parseConfig(t, testConfig))
+	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stack, err := app.Connect(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stack.Close() })
+	workers(t, stack)
+
+	publishRaw(t, stack, stack.Names.ToolResults(), `{"v":1,"run_id":"r-nobody","step":0,"call_id":"c-1","status":"succeeded"}`)
+	testinfra.Eventually(t, 20*time.Second, func() bool {
+		return strings.Contains(logs.String(), `msg="tool result for an unknown run dropped"`) && strings.Contains(logs.String(), "run_id=r-nobody step=0 call_id=c-1")
+	}, func() string { return "no log line of the result; logs:\n" + logs.String() })
 }

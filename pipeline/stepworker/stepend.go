@@ -25,7 +25,8 @@ import (
 // ends the step and runs the next one in the same slot. Duplicates and
 // reordering change nothing: the writes check the state they expect, so
 // an aged view is refused where it would act. If the reconcile fails, the
-// sweeper's does the same.
+// sweeper's does the same; a result for a run Redis does not hold is
+// logged (warn) and dropped.
 func (w *Worker) HandleToolResult(msg *message.Message) error {
 	res, err := topics.Decode[topics.ToolCallFinished](msg.Payload)
 	if err != nil {
@@ -37,7 +38,10 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 	}
 	slot.Go(func() {
 		w.fanIn.do(res.RunID, w.viewOf(res), func(v *view) {
-			if err := w.reconcileHere(w.ctx, res.RunID, v); err != nil && !errors.Is(err, store.ErrNotFound) {
+			switch err := w.reconcileHere(w.ctx, res.RunID, v); {
+			case errors.Is(err, store.ErrNotFound):
+				w.log.Warn("tool result for an unknown run dropped", "run_id", res.RunID, "step", res.Step, "call_id", res.CallID)
+			case err != nil:
 				w.log.Error("fan in a tool result; the sweeper will retry", "run_id", res.RunID, "call_id", res.CallID, "error", err)
 			}
 		})
