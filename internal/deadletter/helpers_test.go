@@ -29,7 +29,7 @@ type env struct {
 	pub     message.Publisher
 }
 
-func newEnv(t *testing.T) env {
+func newEnv(t testing.TB) env {
 	t.Helper()
 	e := env{
 		brokers: testinfra.Kafka(t),
@@ -45,7 +45,7 @@ func newEnv(t *testing.T) env {
 	return e
 }
 
-func (e env) publisher(t *testing.T) message.Publisher {
+func (e env) publisher(t testing.TB) message.Publisher {
 	t.Helper()
 	pub, err := kafka.NewPublisher(kafka.Plain(e.brokers...), watermill.NopLogger{})
 	if err != nil {
@@ -56,7 +56,7 @@ func (e env) publisher(t *testing.T) message.Publisher {
 }
 
 // queue returns a Queue on e; change, when set, adjusts its configuration.
-func (e env) queue(t *testing.T, change func(*deadletter.Config)) *deadletter.Queue {
+func (e env) queue(t testing.TB, change func(*deadletter.Config)) *deadletter.Queue {
 	t.Helper()
 	cfg := deadletter.Config{Kafka: kafka.Plain(e.brokers...), Redis: e.rdb, Publisher: e.pub, Names: e.names}
 	if change != nil {
