@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -70,17 +69,7 @@ func publishRaw(t *testing.T, stack *app.Stack, topic, payload string) {
 // A ToolCallFinished for a run Redis does not hold is acknowledged, since
 // its fan-in runs after, and logged, not silently dropped.
 func TestPipeline_a_tool_result_for_an_unknown_run_is_logged(t *testing.T) {
-	in := newInfra(t)
-	var logs testinfra.Logs
-	o := in.options(parseConfig(t, testConfig))
-	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	stack, err := app.Connect(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stack.Close() })
+	stack, logs := connectLogged(t, newInfra(t), parseConfig(t, testConfig))
 	workers(t, stack)
 
 	publishRaw(t, stack, stack.Names.ToolResults(), `{"v":1,"run_id":"r-nobody","step":0,"call_id":"c-1","status":"succeeded"}`)

@@ -85,6 +85,23 @@ func connect(t *testing.T, in infra, cfg *config.Config) *app.Stack {
 	return stack
 }
 
+// connectLogged is connect with the stack's logs, debug level up, kept in
+// the returned sink.
+func connectLogged(t *testing.T, in infra, cfg *config.Config) (*app.Stack, *testinfra.Logs) {
+	t.Helper()
+	logs := &testinfra.Logs{}
+	o := in.options(cfg)
+	o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stack, err := app.Connect(ctx, o)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = stack.Close() })
+	return stack, logs
+}
+
 // start runs f in the background until the returned stop is called (or t
 // ends); stop waits for f to return.
 func start(t *testing.T, f func(ctx context.Context) error) (stop func()) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -17,9 +16,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/internal/kafka"
-	"github.com/stepwise-run/stepwise/internal/testinfra"
 )
 
 // A secret the configuration names and an outside service echoes — an
@@ -65,17 +62,8 @@ tools:
   leaky: {executor: {http: {url: %q, headers_env: {X-Token: STEPWISE_TEST_TOOL_TOKEN}}}}
   leaky_fail: {executor: {http: {url: %q, headers_env: {X-Token: STEPWISE_TEST_TOOL_TOKEN}}}, max_attempts: 1}
 `, model.URL+"/v1", echo.URL+"/ok", echo.URL+"/fail"))
-	var logs testinfra.Logs
 	in := newInfra(t)
-	o := in.options(cfg)
-	o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	stack, err := app.Connect(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stack.Close() })
+	stack, logs := connectLogged(t, in, cfg)
 	workers(t, stack)
 	base := serve(t, stack)
 
@@ -148,17 +136,8 @@ tools:
   unicode: {executor: {http: {url: %[2]q, headers_env: {X-Token: STEPWISE_TEST_TOOL_TOKEN}}}}
   cut: {executor: {http: {url: %[3]q, headers_env: {X-Token: STEPWISE_TEST_TOOL_TOKEN}}}, max_attempts: 1}
 `, echo.URL+"/slash", echo.URL+"/unicode", echo.URL+"/cut"))
-	var logs testinfra.Logs
 	in := newInfra(t)
-	o := in.options(cfg)
-	o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	stack, err := app.Connect(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stack.Close() })
+	stack, logs := connectLogged(t, in, cfg)
 	workers(t, stack)
 	base := serve(t, stack)
 
@@ -170,7 +149,7 @@ tools:
 	httpDo(t, http.MethodGet, base+"/v1/runs/r-spell", nil, &run)
 	httpDo(t, http.MethodGet, base+"/v1/runs/r-spell/messages", nil, &msgs)
 	var results strings.Builder
-	err = kafka.ReadTopic(ctx, kafka.Plain(in.brokers...), stack.Names.ToolResults(), func(m *sarama.ConsumerMessage) error {
+	err := kafka.ReadTopic(context.Background(), kafka.Plain(in.brokers...), stack.Names.ToolResults(), func(m *sarama.ConsumerMessage) error {
 		results.Write(m.Value)
 		return nil
 	})
