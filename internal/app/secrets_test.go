@@ -16,6 +16,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/internal/kafka"
 )
 
@@ -64,18 +65,8 @@ tools:
 `, model.URL+"/v1", echo.URL+"/ok", echo.URL+"/fail"))
 	in := newInfra(t)
 	stack, logs := connectLogged(t, in, cfg)
-	workers(t, stack)
-	base := serve(t, stack)
-
-	if code := httpDo(t, http.MethodPost, base+"/v1/runs", map[string]any{"run_id": "r-leak", "agent": "leaky", "input": "go"}, nil); code != http.StatusCreated {
-		t.Fatalf("create: %d", code)
-	}
-	v := waitDone(t, base, "r-leak", 30*time.Second)
+	v, run, msgs := runLeaky(t, stack, "r-leak")
 	stack.Logger.Info("a log line quoting " + token) // the logs pass through the same redaction
-
-	var run, msgs json.RawMessage
-	httpDo(t, http.MethodGet, base+"/v1/runs/r-leak", nil, &run)
-	httpDo(t, http.MethodGet, base+"/v1/runs/r-leak/messages", nil, &msgs)
 	events, _ := json.Marshal(runEvents(t, stack, "r-leak"))
 	for where, text := range map[string]string{"the run": string(run), "the messages": string(msgs), "the events": string(events), "the logs": logs.String()} {
 		for _, secret := range []string{token, apiKey} {
@@ -138,16 +129,7 @@ tools:
 `, echo.URL+"/slash", echo.URL+"/unicode", echo.URL+"/cut"))
 	in := newInfra(t)
 	stack, logs := connectLogged(t, in, cfg)
-	workers(t, stack)
-	base := serve(t, stack)
-
-	if code := httpDo(t, http.MethodPost, base+"/v1/runs", map[string]any{"run_id": "r-spell", "agent": "leaky", "input": "go"}, nil); code != http.StatusCreated {
-		t.Fatalf("create: %d", code)
-	}
-	v := waitDone(t, base, "r-spell", 30*time.Second)
-	var run, msgs json.RawMessage
-	httpDo(t, http.MethodGet, base+"/v1/runs/r-spell", nil, &run)
-	httpDo(t, http.MethodGet, base+"/v1/runs/r-spell/messages", nil, &msgs)
+	v, run, msgs := runLeaky(t, stack, "r-spell")
 	var results strings.Builder
 	err := kafka.ReadTopic(context.Background(), kafka.Plain(in.brokers...), stack.Names.ToolResults(), func(m *sarama.ConsumerMessage) error {
 		results.Write(m.Value)
@@ -169,6 +151,22 @@ tools:
 			t.Errorf("call %s shows no redaction: %+v", id, c)
 		}
 	}
+}
+
+// runLeaky runs the workers and the gateway of stack, creates run id of
+// agent leaky, and returns it once done, with the JSON of
+// GET /v1/runs/{id} and /v1/runs/{id}/messages.
+func runLeaky(t *testing.T, stack *app.Stack, id string) (v runView, run, msgs json.RawMessage) {
+	t.Helper()
+	workers(t, stack)
+	base := serve(t, stack)
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs", map[string]any{"run_id": id, "agent": "leaky", "input": "go"}, nil); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	v = waitDone(t, base, id, 30*time.Second)
+	httpDo(t, http.MethodGet, base+"/v1/runs/"+id, nil, &run)
+	httpDo(t, http.MethodGet, base+"/v1/runs/"+id+"/messages", nil, &msgs)
+	return v, run, msgs
 }
 
 // unescapeJSON undoes, at any depth of quoting, the escapes `\/` and
