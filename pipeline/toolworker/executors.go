@@ -63,7 +63,7 @@ func newExecutors(ctx context.Context, cfg *config.Config, redact *secrets.Redac
 		return nil, err
 	}
 	if len(cfg.MCPServers) > 0 {
-		m, err := mcptool.New(ctx, cfg.MCPServers, mcptool.WithLogger(log))
+		m, err := mcptool.New(ctx, cfg.MCPServers, mcptool.WithLogger(log), mcptool.WithRedactor(redact))
 		if err != nil {
 			return nil, err
 		}

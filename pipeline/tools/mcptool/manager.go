@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/secrets"
 	"github.com/stepwise-run/stepwise/pipeline/tools"
 	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
 )
@@ -47,11 +48,17 @@ type options struct {
 	keepAlive      time.Duration
 	httpClient     *http.Client
 	stopTimeout    time.Duration
+	redact         *secrets.Redactor
 }
 
 // WithLogger sets the logger (default slog.Default()). Servers' stderr lines
 // are logged at debug level; connections and restarts at info and warn.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithRedactor redacts each line of a server's stderr with r before the
+// line is cut for the log and for error messages, so that a secret across
+// the cut is redacted whole. The default (nil) redacts nothing.
+func WithRedactor(r *secrets.Redactor) Option { return func(o *options) { o.redact = r } }
 
 // WithBackoff sets the delays between restarts of a server: the first is
 // min, each next one doubles, up to max (defaults DefaultMinBackoff,

@@ -179,7 +179,7 @@ func (s *server) connect(ctx context.Context) (_ *mcp.ClientSession, _ *process,
 	var proc *process
 	if len(s.cfg.Command) > 0 {
 		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
-		proc = &process{cmd: cmd, stderr: &stderrLog{log: s.opts.log}}
+		proc = &process{cmd: cmd, stderr: &stderrLog{log: s.opts.log, redact: s.opts.redact}}
 		cmd.Stderr = proc.stderr
 		cmd.WaitDelay = time.Second // children holding stderr open must not stall a restart
 		ownGroup(cmd)

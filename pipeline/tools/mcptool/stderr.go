@@ -4,17 +4,25 @@ import (
 	"bytes"
 	"log/slog"
 	"sync"
+
+	"github.com/stepwise-run/stepwise/pipeline/secrets"
 )
 
 // maxStderrLine bounds one logged line of a server's stderr and the last line
 // kept for error messages.
 const maxStderrLine = 512
 
-// stderrLog is the stderr of one server process: each line is logged at
-// debug level, and the last non-empty one is kept, since it usually says why
-// a process that exited did so.
+// maxStderrPending bounds what is kept of a line that has no end yet: a
+// line is redacted whole before it is cut to maxStderrLine, so that a
+// secret across the cut is not left half.
+const maxStderrPending = 64 << 10
+
+// stderrLog is the stderr of one server process: each line is redacted and
+// logged at debug level, and the last non-empty one is kept, since it
+// usually says why a process that exited did so.
 type stderrLog struct {
-	log *slog.Logger
+	log    *slog.Logger
+	redact *secrets.Redactor // nil: nothing is redacted
 
 	mu      sync.Mutex
 	partial []byte
@@ -29,7 +37,7 @@ func (w *stderrLog) Write(p []byte) (int, error) {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			w.partial = append(w.partial, p...)
-			if len(w.partial) > maxStderrLine {
+			if len(w.partial) > maxStderrPending {
 				w.line(w.partial)
 				w.partial = w.partial[:0]
 			}
@@ -47,6 +55,9 @@ func (w *stderrLog) line(b []byte) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return
+	}
+	if w.redact != nil {
+		b = []byte(w.redact.String(string(b)))
 	}
 	if len(b) > maxStderrLine {
 		b = b[:maxStderrLine]
