@@ -16,7 +16,6 @@ import (
 	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
-	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/model"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 )
@@ -111,16 +110,15 @@ func probeRegistry() *plugin.Registry {
 // probe plugin available; wrap, when set, wraps its publisher.
 func pluginStack(t *testing.T, agentsYAML string, wrap func(message.Publisher) message.Publisher) (*app.Stack, string) {
 	t.Helper()
-	cfg, err := config.Parse([]byte(`
+	cfg := parseConfig(t, `
 kafka: {partitions: 4}
 stepworker: {lease: 1s, sweep_interval: 100ms, dispatch_timeout: 3s}
 toolworker: {lease: 1s}
-` + agentsYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
+`+agentsYAML)
 	in := newInfra(t)
-	stack, err := app.Connect(context.Background(), app.Options{Config: cfg, Kafka: in.brokers[0], Redis: in.redisURL, Logger: testLogger(), Plugins: probeRegistry()})
+	o := in.options(cfg)
+	o.Plugins = probeRegistry()
+	stack, err := app.Connect(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,12 +242,10 @@ agents:
 `
 
 func TestPlugins_persistent_state_survives_a_step_worker_restart(t *testing.T) {
-	cfg, err := config.Parse([]byte("kafka: {partitions: 4}\nstepworker: {lease: 1s, sweep_interval: 100ms, dispatch_timeout: 3s}\ntoolworker: {lease: 1s}\n" + countingAgent))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := parseConfig(t, "kafka: {partitions: 4}\nstepworker: {lease: 1s, sweep_interval: 100ms, dispatch_timeout: 3s}\ntoolworker: {lease: 1s}\n"+countingAgent)
 	in := newInfra(t)
-	opts := app.Options{Config: cfg, Kafka: in.brokers[0], Redis: in.redisURL, Logger: testLogger(), Plugins: probeRegistry()}
+	opts := in.options(cfg)
+	opts.Plugins = probeRegistry()
 	stack, err := app.Connect(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/topics"
 )
 
 // buildPrograms builds the worker programs and the stepwise command once
@@ -89,13 +92,42 @@ func (p *process) kill(t *testing.T) {
 	}
 }
 
+// writeConfig writes yaml to a file for a program to read, with t's topic
+// prefix (testinfra.TopicPrefix) when the yaml names none, as parseConfig
+// gives the stacks in t's process.
 func writeConfig(t *testing.T, yaml string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "stepwise.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+	if err := os.WriteFile(path, withTopicPrefix(t, yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// withTopicPrefix sets kafka.topic_prefix of a configuration that names
+// none to t's; a configuration that does not parse is returned as it is,
+// for the program to refuse.
+func withTopicPrefix(t *testing.T, text string) []byte {
+	t.Helper()
+	prefix := testinfra.TopicPrefix(t)
+	var doc map[string]any
+	if prefix == topics.DefaultPrefix || yaml.Unmarshal([]byte(text), &doc) != nil || doc == nil {
+		return []byte(text)
+	}
+	k, _ := doc["kafka"].(map[string]any)
+	if k == nil {
+		k = map[string]any{}
+	}
+	if _, set := k["topic_prefix"]; set {
+		return []byte(text)
+	}
+	k["topic_prefix"] = prefix
+	doc["kafka"] = k
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestProcesses_a_run_completes_with_the_workers_as_separate_processes_even_when_one_is_killed(t *testing.T) {
