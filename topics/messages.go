@@ -46,8 +46,9 @@ func (m StepRequested) Validate() error {
 }
 
 // ToolCallRequested asks a tool worker of the call's queue to execute it.
-// The arguments are informative: the worker executes what the store holds.
-// Topic: tool-calls.<queue>.
+// It names the call and carries no arguments: the worker executes what the
+// store holds, so the record's size is bounded by its ids whatever the
+// arguments' (ADR 0050). Topic: tool-calls.<queue>.
 //
 // Siblings, when above 0, is how many other calls of the step were
 // published with this one to the same queue: a hint that the claim of the
@@ -55,11 +56,10 @@ func (m StepRequested) Validate() error {
 // call is claimed alone.
 type ToolCallRequested struct {
 	Header
-	Step      int             `json:"step"`
-	CallID    string          `json:"call_id"`
-	Tool      string          `json:"tool"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Siblings  int             `json:"siblings,omitempty"`
+	Step     int    `json:"step"`
+	CallID   string `json:"call_id"`
+	Tool     string `json:"tool"`
+	Siblings int    `json:"siblings,omitempty"`
 }
 
 // Validate reports every problem of the message at once.
@@ -168,7 +168,10 @@ func (m DecisionOutcome) Validate() error {
 
 // RunResult is a finished run's outcome, published once the run is done.
 // Delivery is at least once: consumers keep the first result per run_id.
-// Topic: run-results.
+// A result that would be over the broker's message size limit with the
+// run's metadata is published without it, MetadataOmitted set (the
+// metadata stays readable at GET /v1/runs/{id}; ADR 0050). Topic:
+// run-results.
 type RunResult struct {
 	Header
 	Agent       string               `json:"agent"`
@@ -178,6 +181,9 @@ type RunResult struct {
 	Usage       pipeline.Usage       `json:"usage"`
 	Metadata    json.RawMessage      `json:"metadata,omitempty"` // the run's metadata, as its creator gave it
 	BatchID     string               `json:"batch_id,omitempty"` // the batch it was created in (POST /v1/runs/batch)
+	// MetadataOmitted says the run has metadata that was left out because
+	// the result would not fit the broker's message size limit with it.
+	MetadataOmitted bool `json:"metadata_omitted,omitempty"`
 }
 
 // Validate reports every problem of the message at once.

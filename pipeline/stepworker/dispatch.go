@@ -49,7 +49,7 @@ func (w *Worker) publishCalls(trace string, calls []pipeline.ToolCall) error {
 	}
 	for _, c := range calls {
 		m, err := topics.NewMessage(topics.ToolCallRequested{
-			Header: topics.Header{RunID: c.RunID}, Step: c.Step, CallID: c.ID, Tool: c.Tool, Arguments: c.Arguments,
+			Header: topics.Header{RunID: c.RunID}, Step: c.Step, CallID: c.ID, Tool: c.Tool,
 			Siblings: inQueue[c.Queue] - 1,
 		})
 		if err != nil {

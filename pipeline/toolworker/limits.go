@@ -94,7 +94,7 @@ func (w *Worker) releaseLimit(s limits.Slot, log *slog.Logger) {
 	_, trace, err := w.store.RunOwner(ctx, runID) // the run's trace, which the woken call joins
 	logErr(log, "read the trace of a woken call's run", err)
 	err = topics.PublishTraced(w.pub, w.names.ToolCalls(cmp.Or(call.Queue, topics.DefaultQueue)), topics.ToolCallRequested{
-		Header: topics.Header{RunID: runID}, Step: call.Step, CallID: callID, Tool: call.Tool, Arguments: call.Arguments,
+		Header: topics.Header{RunID: runID}, Step: call.Step, CallID: callID, Tool: call.Tool,
 	}, trace)
 	logErr(log.With("woken_call_id", callID), "wake a call waiting for its tool", err)
 }
