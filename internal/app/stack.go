@@ -61,6 +61,7 @@ func Connect(ctx context.Context, o Options) (*Stack, error) {
 	}
 	o.Config = cfg
 	cluster, errK := o.cluster()
+	cluster.MaxMessageBytes = cfg.Kafka.MaxMessageBytes
 	_, errR := o.redisURL()
 	if err := errors.Join(errK, errR); err != nil {
 		return nil, err

@@ -23,12 +23,20 @@ const (
 var SASLMechanisms = []string{SASLPlain, SASLScramSHA256, SASLScramSHA512}
 
 // Cluster is how to reach the brokers: their addresses and, when the
-// brokers ask for them, TLS and a SASL login. Every function of this
-// package that talks to Kafka takes one.
+// brokers ask for them, TLS and a SASL login; and the largest record they
+// take. Every function of this package that talks to Kafka takes one.
 type Cluster struct {
 	Brokers []string
 	TLS     *tls.Config // nil: plaintext
 	SASL    SASL        // zero: no SASL
+	// MaxMessageBytes is the largest record a [Publisher] sends (Sarama's
+	// Producer.MaxMessageBytes); a bigger one is refused before it leaves,
+	// with topics.ErrTooLarge. 0: Sarama's default, 1 MiB, which a batch
+	// of one such record fits in under the brokers' default
+	// message.max.bytes (1048588). It must not be above the brokers'
+	// message.max.bytes (or the topic's max.message.bytes), whose refusals
+	// are ErrTooLarge too.
+	MaxMessageBytes int
 }
 
 // SASL is a SASL login: Mechanism one of SASLMechanisms.
@@ -59,10 +67,13 @@ func (c Cluster) Validate() error {
 	return nil
 }
 
-// SaramaConfig returns the package's SaramaConfig with c's TLS and SASL
-// applied.
+// SaramaConfig returns the package's SaramaConfig with c's TLS, SASL and
+// MaxMessageBytes applied.
 func (c Cluster) SaramaConfig() *sarama.Config {
 	cfg := SaramaConfig()
+	if c.MaxMessageBytes > 0 {
+		cfg.Producer.MaxMessageBytes = c.MaxMessageBytes
+	}
 	if c.TLS != nil {
 		cfg.Net.TLS.Enable = true
 		cfg.Net.TLS.Config = c.TLS.Clone()

@@ -3,6 +3,7 @@ package kafka
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/IBM/sarama"
@@ -29,8 +30,14 @@ import (
 // taking its own, which nearly halves the produce requests of the
 // ten-steps benchmark and the CPU they cost the client and the broker
 // (docs/benchmarks.md).
+//
+// A record over the cluster's MaxMessageBytes is refused before anything
+// of the call is sent, and a broker's refusal of a record for its size is
+// returned the same way: both wrap topics.ErrTooLarge, which no retry
+// mends (ADR 0050).
 type Publisher struct {
 	producer sarama.SyncProducer
+	maxBytes int
 	closed   atomic.Bool
 }
 
@@ -46,7 +53,7 @@ func NewPublisher(c Cluster, _ watermill.LoggerAdapter) (message.Publisher, erro
 	if err != nil {
 		return nil, fmt.Errorf("kafka publisher on %s: %w", c, err)
 	}
-	return &Publisher{producer: producer}, nil
+	return &Publisher{producer: producer, maxBytes: cfg.Producer.MaxMessageBytes}, nil
 }
 
 // Publish sends msgs to topic; see [Publisher].
@@ -60,6 +67,10 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 		if err != nil {
 			return err
 		}
+		if size := rec.ByteSize(recordVersion); size > p.maxBytes {
+			return fmt.Errorf("produce a message of run %q to %s: %w: %d bytes, the limit is %d (kafka.max_message_bytes)",
+				m.Metadata.Get(topics.MetadataRunID), topic, topics.ErrTooLarge, size, p.maxBytes)
+		}
 		batch[i] = rec
 	}
 	switch len(batch) {
@@ -67,14 +78,31 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 		return nil
 	case 1:
 		if _, _, err := p.producer.SendMessage(batch[0]); err != nil {
-			return fmt.Errorf("produce a message of run %q to %s: %w", msgs[0].Metadata.Get(topics.MetadataRunID), topic, err)
+			return fmt.Errorf("produce a message of run %q to %s: %w", msgs[0].Metadata.Get(topics.MetadataRunID), topic, sizeError(err))
 		}
 		return nil
 	}
 	if err := p.producer.SendMessages(batch); err != nil {
-		return fmt.Errorf("produce %d messages to %s: %w", len(batch), topic, err)
+		return fmt.Errorf("produce %d messages to %s: %w", len(batch), topic, sizeError(err))
 	}
 	return nil
+}
+
+// recordVersion is the record format of the Kafka versions stepwise
+// speaks (SaramaConfig: 3.0), by which Sarama sizes a record.
+const recordVersion = 2
+
+// sizeError returns err wrapped in topics.ErrTooLarge when the broker
+// refused a record for its size, and err otherwise.
+func sizeError(err error) error {
+	tooLarge := func(err error) bool {
+		return errors.Is(err, sarama.ErrMessageSizeTooLarge) || errors.Is(err, sarama.ErrMessageSetSizeTooLarge)
+	}
+	var each sarama.ProducerErrors
+	if tooLarge(err) || (errors.As(err, &each) && slices.ContainsFunc(each, func(pe *sarama.ProducerError) bool { return tooLarge(pe.Err) })) {
+		return fmt.Errorf("%w: %w", topics.ErrTooLarge, err)
+	}
+	return err
 }
 
 // Close flushes and closes the producer; closing twice does nothing.

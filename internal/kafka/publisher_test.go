@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -95,5 +96,51 @@ func TestPublisher_publishes_made_while_a_request_is_out_share_the_next(t *testi
 	}
 	if n := produces.Load() - after; n > 3 {
 		t.Errorf("the other %d publishes left in %d produce requests, want at most 3", partitions-1, n)
+	}
+}
+
+// A record over the limit is refused as topics.ErrTooLarge, which no retry
+// mends: by the publisher before it leaves, when over the cluster's
+// MaxMessageBytes, and the same when the broker refuses it (its
+// message.max.bytes below what the publisher was told). A record within
+// both goes out.
+func TestPublisher_a_record_over_the_limit_is_refused_as_too_large(t *testing.T) {
+	t.Parallel()
+	const topic = "sized"
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic),
+		kfake.BrokerConfigs(map[string]string{"message.max.bytes": "8192"}))
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(cluster.Close)
+	msg := func(size int) *message.Message {
+		m := message.NewMessage("", make([]byte, size))
+		m.Metadata.Set(topics.MetadataRunID, "r-1")
+		return m
+	}
+	cases := []struct {
+		name     string
+		limit    int
+		size     int
+		tooLarge bool
+	}{
+		{"within both limits", 16 << 10, 1 << 10, false},
+		{"over the publisher's limit", 4 << 10, 6 << 10, true},
+		{"over the broker's limit only", 16 << 10, 12 << 10, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pub, err := kafka.NewPublisher(kafka.Cluster{Brokers: cluster.ListenAddrs(), MaxMessageBytes: c.limit}, wlog)
+			if err != nil {
+				t.Fatalf("NewPublisher: %v", err)
+			}
+			t.Cleanup(func() { _ = pub.Close() })
+			for _, batch := range [][]*message.Message{{msg(c.size)}, {msg(10), msg(c.size)}} {
+				err := pub.Publish(topic, batch...)
+				if got := errors.Is(err, topics.ErrTooLarge); got != c.tooLarge {
+					t.Errorf("%d messages: Publish = %v, want too large: %v", len(batch), err, c.tooLarge)
+				}
+			}
+		})
 	}
 }

@@ -17,7 +17,21 @@ type Kafka struct {
 	TopicPrefix string `json:"topic_prefix,omitempty"`
 	// Partitions is the partition count of topics stepwise creates; default 8.
 	Partitions int32 `json:"partitions,omitempty"`
+	// MaxMessageBytes is the largest record stepwise publishes; default
+	// DefaultMaxMessageBytes (1 MiB), which the brokers' default
+	// message.max.bytes takes. Set it to what the brokers take when theirs
+	// differs. Records are kept small by design (ADR 0050); one over it is
+	// refused before it leaves and the run hears of it.
+	MaxMessageBytes int `json:"max_message_bytes,omitempty"`
 }
+
+// DefaultMaxMessageBytes is kafka.max_message_bytes when the configuration
+// sets none.
+const DefaultMaxMessageBytes = 1 << 20
+
+// minMessageBytes is the smallest kafka.max_message_bytes taken: below it,
+// a record of ids and a reason might not fit.
+const minMessageBytes = 4 << 10
 
 // Names returns the topic names under the configured prefix.
 func (k Kafka) Names() topics.Names { return topics.NewNames(k.TopicPrefix) }
@@ -29,6 +43,9 @@ func (k *Kafka) setDefaults() {
 	if k.Partitions == 0 {
 		k.Partitions = 8
 	}
+	if k.MaxMessageBytes == 0 {
+		k.MaxMessageBytes = DefaultMaxMessageBytes
+	}
 }
 
 func (k Kafka) check(ps *problems, path string) {
@@ -37,6 +54,9 @@ func (k Kafka) check(ps *problems, path string) {
 	}
 	if k.Partitions < 0 {
 		ps.add(field(path, "partitions"), fmt.Sprintf("%d is negative", k.Partitions))
+	}
+	if k.MaxMessageBytes < minMessageBytes {
+		ps.add(field(path, "max_message_bytes"), fmt.Sprintf("%d is below %d", k.MaxMessageBytes, minMessageBytes))
 	}
 }
 

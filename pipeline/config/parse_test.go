@@ -131,6 +131,7 @@ mcp_servers:
 	}{
 		{"kafka.topic_prefix", cfg.Kafka.TopicPrefix, "stepwise."},
 		{"kafka.partitions", cfg.Kafka.Partitions, int32(8)},
+		{"kafka.max_message_bytes", cfg.Kafka.MaxMessageBytes, 1 << 20},
 		{"stepworker.concurrency", cfg.StepWorker.Concurrency, 64},
 		{"stepworker.lease", cfg.StepWorker.Lease.Duration, 30 * time.Second},
 		{"stepworker.max_attempts", cfg.StepWorker.MaxAttempts, 3},

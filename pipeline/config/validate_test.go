@@ -13,7 +13,7 @@ import (
 // everyMistake has one of each validation problem; Parse must report all of
 // them together, in path order within each section.
 const everyMistake = `
-kafka: {topic_prefix: "my prefix", partitions: -1}
+kafka: {topic_prefix: "my prefix", partitions: -1, max_message_bytes: 100}
 stepworker: {concurrency: -1, lease: -1s, max_attempts: -2, sweep_interval: -1s, dispatch_timeout: -1m}
 toolworker: {concurrency: -3, lease: -2s, default_timeout: -5s, queues: [ok, "bad/queue", ""]}
 agents:
@@ -71,6 +71,7 @@ func TestValidate_reports_every_problem_at_once(t *testing.T) {
 	want := []string{
 		`kafka.topic_prefix: "my prefix" has ' '; Kafka topic names allow only a-z A-Z 0-9 . _ -`,
 		`kafka.partitions: -1 is negative`,
+		`kafka.max_message_bytes: 100 is below 4096`,
 		`stepworker.concurrency: -1 is negative`,
 		`stepworker.lease: -1s is negative`,
 		`stepworker.max_attempts: -2 is negative`,
