@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -170,7 +171,8 @@ func (s *Server) cancelRequest(w http.ResponseWriter, r *http.Request) (CancelRe
 }
 
 // publishDecision publishes d to the decisions topic, keyed by its run,
-// in the run's trace (trace, its traceparent). A failure is a 503 naming
+// in the run's trace (trace, its traceparent). A decision too large for
+// the broker is a 413; any other failure is a 503 naming
 // the run and, for a call's decision, the decision_id to retry with (a
 // cancel is simply sent again: cancelling a run twice is a no-op).
 func (s *Server) publishDecision(r *http.Request, d topics.Decision, trace string) *apiError {
@@ -180,6 +182,10 @@ func (s *Server) publishDecision(r *http.Request, d topics.Decision, trace strin
 	}
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, topics.ErrTooLarge) { // the same decision is refused every time
+		return apiErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+			fmt.Sprintf("decision %s for run %s is too large for the broker (kafka.max_message_bytes): %v", d.DecisionID, d.RunID, err))
 	}
 	s.log.WarnContext(r.Context(), "publish Decision failed",
 		"run_id", d.RunID, "call_id", d.CallID, "decision_id", d.DecisionID, "action", d.Action, "err", err)

@@ -65,7 +65,9 @@ func (w *Worker) finishFrom(ctx context.Context, run pipeline.Run, t pipeline.Te
 // outcome to run-results, then marks it published (which takes the run
 // off the schedule). A worker that dies before the mark leaves the run
 // scheduled, and the next reconcile publishes again: the result goes out
-// at least once, and consumers dedupe by run_id.
+// at least once, and consumers dedupe by run_id. A result too large for
+// the broker goes out without the run's metadata (MetadataOmitted); one
+// too large even so is logged and not tried again (ADR 0050).
 func (w *Worker) publishResult(ctx context.Context, snap store.Snapshot) error {
 	run := snap.Run
 	if err := w.dropHeld(ctx, snap); err != nil {
@@ -78,13 +80,24 @@ func (w *Worker) publishResult(ctx context.Context, snap store.Snapshot) error {
 	if run.Termination != nil {
 		t = *run.Termination
 	}
-	if err := topics.PublishTraced(w.pub, w.names.RunResults(), topics.RunResult{
+	res := topics.RunResult{
 		Header: topics.Header{RunID: run.ID}, Agent: run.Agent, Status: run.Status,
 		Step: run.Step, Termination: t, Usage: run.Usage, Metadata: run.Metadata, BatchID: run.Batch,
-	}, run.Trace); err != nil {
-		return err // the run stays scheduled; the next reconcile publishes again
 	}
-	w.metrics.RunResult(string(t.Reason))
+	err := topics.PublishTraced(w.pub, w.names.RunResults(), res, run.Trace)
+	if errors.Is(err, topics.ErrTooLarge) && len(res.Metadata) > 0 {
+		w.log.Warn("run result published without its metadata: too large with it", "run_id", run.ID, "error", err)
+		res.Metadata, res.MetadataOmitted = nil, true
+		err = topics.PublishTraced(w.pub, w.names.RunResults(), res, run.Trace)
+	}
+	switch {
+	case errors.Is(err, topics.ErrTooLarge): // no retry mends it: the run is marked as published all the same
+		w.log.Error("run result not published: too large", "run_id", run.ID, "error", err)
+	case err != nil:
+		return err // the run stays scheduled; the next reconcile publishes again
+	default:
+		w.metrics.RunResult(string(t.Reason))
+	}
 	return w.store.MarkPublished(ctx, run, w.now())
 }
 

@@ -47,6 +47,10 @@ const reconcileRounds = 16
 //     schedule the next look at its earliest deadline (none: off the
 //     schedule, a decision wakes it); all terminal → StepEnd.
 //
+// A publish refused for its size (topics.ErrTooLarge) is refused again
+// at every look: a run that is not done ends with reason error instead,
+// the refusal its detail (ADR 0050).
+//
 // A message marked sent is published again only when its mark is older
 // than stepworker.dispatch_timeout (a lease, for a claim that died): the
 // marks keep a backlog in Kafka from being re-published on every
@@ -97,6 +101,11 @@ func (w *Worker) reconcileFrom(ctx context.Context, v *view) error {
 	}
 	for range reconcileRounds {
 		next, err := w.reconcileOnce(ctx, *v, w.now())
+		if errors.Is(err, topics.ErrTooLarge) && !v.Run.Status.Final() {
+			// The same record would be refused at every look: the run
+			// ends instead of waiting for a publish that never succeeds.
+			next, err = w.giveUpFrom(ctx, v.Run, "a message of the run is too large to publish: "+err.Error())
+		}
 		if err != nil || next == nil {
 			return err
 		}

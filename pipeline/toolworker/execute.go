@@ -157,11 +157,18 @@ func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger)
 // report publishes ToolCallFinished for a call whose outcome is committed,
 // in the trace of trace (its traceparent; "" for none), with the step's
 // view and its MAC for the fan-in when the finish read one (nil: the
-// fan-in reads).
+// fan-in reads). A message too large for the broker with its view goes
+// without it (ADR 0050).
 func (w *Worker) report(trace string, c pipeline.ToolCall, view json.RawMessage, mac string) error {
-	return topics.PublishTraced(w.pub, w.names.ToolResults(), topics.ToolCallFinished{
+	m := topics.ToolCallFinished{
 		Header: topics.Header{RunID: c.RunID}, Step: c.Step, CallID: c.ID, Status: c.Status, View: view, ViewMAC: mac,
-	}, trace)
+	}
+	err := topics.PublishTraced(w.pub, w.names.ToolResults(), m, trace)
+	if errors.Is(err, topics.ErrTooLarge) && m.View != nil {
+		m.View, m.ViewMAC = nil, ""
+		err = topics.PublishTraced(w.pub, w.names.ToolResults(), m, trace)
+	}
+	return err
 }
 
 // abandon releases the lease of a call whose execution the worker gave up
