@@ -81,7 +81,8 @@ type Parking struct {
 type Decided struct {
 	ID        string `json:"decision_id"`
 	Action    string `json:"action"`
-	DecidedBy string `json:"decided_by,omitempty"`
+	DecidedBy string `json:"decided_by,omitempty"` // who decided, as the decision claims
+	SignedBy  string `json:"signed_by,omitempty"`  // the producer whose key verified the decision (decisions.require_signature)
 	Reason    string `json:"reason,omitempty"`
 	Timeout   bool   `json:"timeout,omitempty"` // applied by the sweeper when the approval timed out
 }

@@ -208,6 +208,7 @@ type callView struct {
 	Error     string                  `json:"error,omitempty"`
 	Decision  *struct {
 		DecidedBy string `json:"decided_by"`
+		SignedBy  string `json:"signed_by"`
 	} `json:"decision,omitempty"`
 }
 

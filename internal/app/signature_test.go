@@ -1,7 +1,9 @@
 package app_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +58,66 @@ func TestSignature_only_signed_decisions_apply(t *testing.T) {
 		func() string { return fmt.Sprintf("outcomes %q", got) })
 	if rest := strings.Join(got[2:], "|"); !strings.Contains(rest, "g-1 applied") || !strings.Contains(rest, "h-1 applied") {
 		t.Fatalf("outcomes %q", got)
+	}
+}
+
+// decided_by is what a decision claims; the producer whose key verified it
+// is recorded beside it as signed_by, on the call (GET /v1/runs/{id}) and
+// in its decision.applied event: a decision erp signed as "mallory" shows
+// both. Through the gateway, the gateway signs.
+func TestSignature_a_decision_records_the_producer_that_signed_it_beside_who_it_claims(t *testing.T) {
+	t.Setenv("STEPWISE_TEST_ERP_KEY", "erp-secret-1")
+	t.Setenv("STEPWISE_TEST_GATEWAY_KEY", "gateway-secret-1")
+	stack := connect(t, newInfra(t), parseConfig(t, signedConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+
+	id := createRun(t, base, "r-signed-by", "approvals", script(call("A", "tool_a", `{"n":1}`), call("B", "tool_b", `{"n":2}`)))
+	waitFor(t, base, id, "waiting", func(v runView) bool { return v.Status == pipeline.RunWaiting })
+	d, _ := topics.Sign(topics.Decision{Header: topics.Header{RunID: id}, DecisionID: "m-1", CallID: "A", Action: topics.ActionResume, DecidedBy: "mallory"}, "erp", []byte("erp-secret-1"))
+	raw, _ := topics.Encode(d)
+	kcatProduce(t, stack, stack.Names.Decisions(), id, string(raw))
+	decide(t, base, id, map[string]any{"decision_id": "h-1", "call_id": "B", "action": "resume", "decided_by": "alice"})
+	v := waitDone(t, base, id, 30*time.Second)
+
+	for call, want := range map[string]string{"A": "mallory signed by erp", "B": "alice signed by gateway"} {
+		if dec := callOf(v, call).Decision; dec == nil || dec.DecidedBy+" signed by "+dec.SignedBy != want {
+			t.Errorf("call %s: decision %+v, want %s", call, dec, want)
+		}
+	}
+	applied := eventsOf(runEvents(t, stack, id), pipeline.EventDecisionApplied)
+	var signers []string
+	for _, e := range applied {
+		var data struct {
+			DecidedBy string `json:"decided_by"`
+			SignedBy  string `json:"signed_by"`
+		}
+		if err := json.Unmarshal(e.Data, &data); err != nil {
+			t.Fatal(err)
+		}
+		signers = append(signers, data.DecidedBy+"/"+data.SignedBy)
+	}
+	if slices.Sort(signers); strings.Join(signers, ",") != "alice/gateway,mallory/erp" {
+		t.Fatalf("decision.applied events name %q", signers)
+	}
+}
+
+// A run cancelled by a decision that a producer signed under another name
+// says both in its termination.
+func TestSignature_a_signed_cancel_names_its_signer_in_the_termination(t *testing.T) {
+	t.Setenv("STEPWISE_TEST_ERP_KEY", "erp-secret-1")
+	t.Setenv("STEPWISE_TEST_GATEWAY_KEY", "gateway-secret-1")
+	stack := connect(t, newInfra(t), parseConfig(t, signedConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+
+	id := createRun(t, base, "r-signed-cancel", "approvals", script(call("A", "tool_a", `{"n":1}`)))
+	waitFor(t, base, id, "waiting", func(v runView) bool { return v.Status == pipeline.RunWaiting })
+	d, _ := topics.Sign(topics.Decision{Header: topics.Header{RunID: id}, DecisionID: "c-1", Action: topics.ActionCancelRun, DecidedBy: "mallory", Reason: "stop"}, "erp", []byte("erp-secret-1"))
+	raw, _ := topics.Encode(d)
+	kcatProduce(t, stack, stack.Names.Decisions(), id, string(raw))
+	v := waitDone(t, base, id, 30*time.Second)
+	if v.Termination.Reason != pipeline.ReasonCancelled || v.Termination.Detail != "mallory (signed by erp): stop" {
+		t.Fatalf("termination %+v, want cancelled by mallory (signed by erp)", v.Termination)
 	}
 }

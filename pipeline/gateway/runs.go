@@ -71,13 +71,17 @@ type ParkingView struct {
 	ParkedAt   time.Time           `json:"parked_at"`
 }
 
-// DecisionView is the decision applied to a call. Timeout is true when the
+// DecisionView is the decision applied to a call. DecidedBy is who the
+// decision says decided; SignedBy, with decisions.require_signature, the
+// producer whose key verified it (the gateway's for HTTP decisions, whose
+// decided_by is then the API key's name). Timeout is true when the
 // sweeper applied the tool's on_timeout decision because the approval's
 // deadline passed.
 type DecisionView struct {
 	DecisionID string `json:"decision_id"`
 	Action     string `json:"action"`
 	DecidedBy  string `json:"decided_by"`
+	SignedBy   string `json:"signed_by,omitempty"`
 	Reason     string `json:"reason"`
 	Timeout    bool   `json:"timeout"`
 }
@@ -117,7 +121,7 @@ func callViewOf(c pipeline.ToolCall) ToolCallView {
 		v.Parking = &p
 	}
 	if d := c.Decision; d != nil {
-		v.Decision = &DecisionView{DecisionID: d.ID, Action: d.Action, DecidedBy: d.DecidedBy, Reason: d.Reason, Timeout: d.Timeout}
+		v.Decision = &DecisionView{DecisionID: d.ID, Action: d.Action, DecidedBy: d.DecidedBy, SignedBy: d.SignedBy, Reason: d.Reason, Timeout: d.Timeout}
 	}
 	return v
 }

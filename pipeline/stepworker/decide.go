@@ -1,6 +1,7 @@
 package stepworker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,12 +37,14 @@ import (
 //
 // With decisions.require_signature, a decision whose signature does not
 // verify is refused first (outcome rejected, reason "signature"), before
-// it touches the run.
+// it touches the run; one that verifies is recorded as signed by its
+// producer (signed_by), beside the decided_by it claims.
 func (w *Worker) HandleDecision(msg *message.Message) error {
 	d, err := topics.Decode[topics.Decision](msg.Payload)
 	if err != nil {
 		return err
 	}
+	signedBy := "" // the producer whose key verified d; none when signatures are not checked
 	if w.signers != nil {
 		if err := topics.VerifySignature(msg.Payload, w.signers); err != nil {
 			// Refused before it touches the run: a forged decision must
@@ -53,6 +56,7 @@ func (w *Worker) HandleDecision(msg *message.Message) error {
 				Outcome: topics.OutcomeRejected, Reason: "signature",
 			})
 		}
+		signedBy = d.Producer
 	}
 	ctx, span := tracing.Start(msg.Context(), tracing.FromMessage(msg), oteltrace.SpanKindConsumer, func() (string, []attribute.KeyValue) {
 		return "decision " + d.Action, []attribute.KeyValue{tracing.RunID(d.RunID), tracing.CallID(d.CallID),
@@ -60,9 +64,9 @@ func (w *Worker) HandleDecision(msg *message.Message) error {
 	})
 	defer span.End()
 	if d.Action == topics.ActionCancelRun {
-		err = w.cancelRun(ctx, d)
+		err = w.cancelRun(ctx, d, signedBy)
 	} else {
-		err = w.decide(ctx, d)
+		err = w.decide(ctx, d, signedBy)
 	}
 	tracing.Fail(span, err)
 	if errors.Is(err, store.ErrNotFound) {
@@ -78,13 +82,14 @@ func (w *Worker) HandleDecision(msg *message.Message) error {
 	return err
 }
 
-// decide applies one decision, then reconciles the run.
-func (w *Worker) decide(ctx context.Context, d topics.Decision) error {
+// decide applies one decision, signed by signedBy ("" when not checked),
+// then reconciles the run.
+func (w *Worker) decide(ctx context.Context, d topics.Decision, signedBy string) error {
 	now := w.now()
 	before := w.sweepAt(time.Time{})
 	sd := store.Decision{
 		ID: d.DecisionID, CallID: d.CallID, Action: d.Action, Payload: d.Payload,
-		ArgsHash: d.ArgsHash, DecidedBy: d.DecidedBy, Reason: d.Reason,
+		ArgsHash: d.ArgsHash, DecidedBy: d.DecidedBy, SignedBy: signedBy, Reason: d.Reason,
 	}
 	if sd.Action == store.ActionResume { // read what the resume is checked against, and schedule
 		run, call, err := w.store.ResumeTarget(ctx, d.RunID, d.CallID, before)
@@ -145,12 +150,15 @@ func (w *Worker) afterDecision(d topics.Decision, res store.DecisionResult, swee
 }
 
 // cancelRun ends a run cancelled, from whatever status it is in; its
-// suspended and running calls are cancelled with it. A cancel of a run
-// already done reconciles it all the same: its result may be unpublished.
-func (w *Worker) cancelRun(ctx context.Context, d topics.Decision) error {
-	by := d.DecidedBy
-	if by == "" {
-		by = "someone"
+// suspended and running calls are cancelled with it. Who cancelled it is
+// the decision's decided_by, followed by "(signed by <producer>)" when a
+// producer's key verified it and that is not the name it claims. A cancel
+// of a run already done reconciles it all the same: its result may be
+// unpublished.
+func (w *Worker) cancelRun(ctx context.Context, d topics.Decision, signedBy string) error {
+	by := cmp.Or(d.DecidedBy, "someone")
+	if signedBy != "" && signedBy != d.DecidedBy {
+		by += " (signed by " + signedBy + ")"
 	}
 	before, err := w.schedule(ctx, d.RunID, time.Time{})
 	if err != nil {

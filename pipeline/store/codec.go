@@ -209,6 +209,7 @@ func decodeCall(runID, callID string, h fields) (pipeline.ToolCall, error) {
 			ID:        h.get("dec_id"),
 			Action:    h.get("dec_action"),
 			DecidedBy: h.get("dec_by"),
+			SignedBy:  h.get("dec_signed"),
 			Reason:    h.get("dec_reason"),
 			Timeout:   h.get("dec_timeout") == "1",
 		}

@@ -22,7 +22,8 @@ type Decision struct {
 	Action    string          `json:"action"`               // ActionResume or ActionCancel
 	Payload   json.RawMessage `json:"payload,omitempty"`    // resume: the arguments or the result, by resume mode
 	ArgsHash  string          `json:"args_hash,omitempty"`  // optional: must match the parked call's
-	DecidedBy string          `json:"decided_by,omitempty"` // who decided
+	DecidedBy string          `json:"decided_by,omitempty"` // who decided, as the decision claims
+	SignedBy  string          `json:"signed_by,omitempty"`  // the producer whose key verified its signature; "" when not checked
 	Reason    string          `json:"reason,omitempty"`     // why
 	Timeout   bool            `json:"timeout,omitempty"`    // the sweeper applies the call's on_timeout
 
@@ -94,6 +95,7 @@ type (
 		DecisionID string                  `json:"decision_id"`
 		Action     string                  `json:"action"`
 		DecidedBy  string                  `json:"decided_by"`
+		SignedBy   string                  `json:"signed_by,omitempty"`
 		Reason     string                  `json:"reason"`
 		Timeout    bool                    `json:"timeout"`
 		Status     pipeline.ToolCallStatus `json:"status"` // the call's new status, filled in by the script
@@ -135,7 +137,7 @@ type (
 //     waiting run goes back to running, its termination cleared.
 //
 // Events, applied: decision.applied {decision_id, action, decided_by,
-// reason, timeout, status} (status resuming for every resume, cancelled for
+// signed_by (when set), reason, timeout, status} (status resuming for every resume, cancelled for
 // a cancel), run.resumed {decision_id} when the run was waiting,
 // tool_call.finished {status, result?, error?} when the call is now
 // terminal (succeeded for use_decision_as_result). Rejected:
@@ -196,7 +198,7 @@ func (s *Store) applyDecision(ctx context.Context, runID string, d Decision, hol
 	for _, ev := range evs {
 		args = append(args, ev.args()...)
 	}
-	args = append(args, decidableCalls(), plainReason(d.Refuse), d.Block, d.Dispatcher)
+	args = append(args, decidableCalls(), plainReason(d.Refuse), d.Block, d.Dispatcher, d.SignedBy)
 	what := fmt.Sprintf("apply decision %s to call %s of run %s", d.ID, d.CallID, runID)
 	v, err := s.eval(ctx, s.scripts.applyDecision, what, s.decisionKeys(runID, d.CallID), args...)
 	if err != nil {
@@ -256,7 +258,7 @@ func decisionEvents(runID string, d Decision, holdUntil, now time.Time) ([]holed
 		{pipeline.EventDecisionHeld, heldData{DecisionID: d.ID, HoldUntil: holdUntil.UTC()}, ""},
 		{pipeline.EventDecisionRejected, rejectedData{DecisionID: d.ID}, "reason"},
 		{pipeline.EventDecisionApplied, appliedData{
-			DecisionID: d.ID, Action: d.Action, DecidedBy: d.DecidedBy, Reason: d.Reason, Timeout: d.Timeout,
+			DecisionID: d.ID, Action: d.Action, DecidedBy: d.DecidedBy, SignedBy: d.SignedBy, Reason: d.Reason, Timeout: d.Timeout,
 		}, "status"},
 		{pipeline.EventRunResumed, resumedData{DecisionID: d.ID}, ""},
 		{pipeline.EventToolCallFinished, finished, ""},

@@ -15,7 +15,9 @@
 --       payload fits the tool), 27 why ToolGate blocks a resumed call (""
 --       none): the decision applies, the call fails with it, 28 the
 --       worker that publishes a call left resuming right after ("" none):
---       the call is marked as being sent by it (outbox.go, beingSentMark)
+--       the call is marked as being sent by it (outbox.go, beingSentMark),
+--       29 the producer whose key verified the decision's signature (""
+--       none: signatures are not checked), kept on the call as dec_signed
 -- A resume goes suspended -> resuming, as the table says; in
 -- use_decision_as_result mode the call then completes at once, resuming ->
 -- succeeded: decision.applied reports resuming, tool_call.finished
@@ -87,6 +89,10 @@ end
 
 local fields = {'dec_id', ARGV[1], 'dec_action', ARGV[3], 'dec_by', ARGV[6], 'dec_reason', ARGV[7],
   'dec_timeout', ARGV[8], 'updated_at', ARGV[9]}
+if ARGV[29] ~= '' then
+  fields[#fields + 1] = 'dec_signed'
+  fields[#fields + 1] = ARGV[29]
+end
 local applied, nstatus -- the status decision.applied reports, and the one stored
 if ARGV[3] == 'cancel' then
   applied, nstatus = 'cancelled', 'cancelled'
