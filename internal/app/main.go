@@ -5,8 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -96,15 +94,11 @@ func run(ctx context.Context, o Options, program func(context.Context, *Stack) e
 	}
 	defer stack.Close()
 	if o.MetricsAddr != "" {
-		l, err := net.Listen("tcp", o.MetricsAddr)
+		stop, err := stack.serveMetrics(o.MetricsAddr)
 		if err != nil {
-			return fmt.Errorf("metrics: listen on %s: %w", o.MetricsAddr, err)
+			return err
 		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", stack.Metrics.Handler())
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(l) }()
-		defer srv.Close()
+		defer stop()
 	}
 	return program(ctx, stack)
 }

@@ -1,15 +1,21 @@
 package app_test
 
 import (
+	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/internal/testinfra"
 )
 
@@ -73,4 +79,58 @@ func scrapeUntil(t *testing.T, base string, want ...string) string {
 		return true
 	}, func() string { return fmt.Sprintf("/metrics lacks one of %q:\n%s", want, text) })
 	return text
+}
+
+// A worker's --metrics asks what the gateway's GET /metrics asks: with
+// auth.keys configured, a scrape needs a key with the admin scope. A
+// worker knows only the admin keys (it reads only their environment: the
+// reader's key_env is unset here), so any other key is as unknown as a
+// guessed one: 401.
+func TestMetrics_a_workers_metrics_need_an_admin_key_when_keys_are_configured(t *testing.T) {
+	t.Setenv("STEPWISE_TEST_METRICS_ADMIN", "admin-secret")
+	t.Setenv("STEPWISE_TEST_METRICS_READER", "") // a worker need not have it
+	in := newInfra(t)
+	file := filepath.Join(t.TempDir(), "stepwise.yaml")
+	cfg := testConfig + fmt.Sprintf(`auth:
+  keys:
+    - {name: ops, key_env: STEPWISE_TEST_METRICS_ADMIN, scopes: [admin]}
+    - {name: scraper, key_sha256: "%x", scopes: [runs:read]}
+    - {name: reader, key_env: STEPWISE_TEST_METRICS_READER, scopes: [runs:read]}
+`, sha256.Sum256([]byte("scraper-secret")))
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // the worker listens there
+	for name, program := range map[string]app.Program{"stepworker": app.StepWorker(nil), "toolworker": app.ToolWorker(nil)} {
+		t.Run(name, func(t *testing.T) {
+			start(t, func(ctx context.Context) error {
+				return program.Exec(ctx, []string{"--config", file, "--kafka", in.brokers[0], "--redis", in.redisURL, "--metrics", addr})
+			})
+			scrape := func(key string) int {
+				req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+				if key != "" {
+					req.Header.Set("Authorization", "Bearer "+key)
+				}
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return 0
+				}
+				_, _ = io.Copy(io.Discard, res.Body)
+				_ = res.Body.Close()
+				return res.StatusCode
+			}
+			testinfra.Eventually(t, 20*time.Second, func() bool { return scrape("admin-secret") == http.StatusOK },
+				func() string { return fmt.Sprintf("the admin's scrape answered %d", scrape("admin-secret")) })
+			for key, want := range map[string]int{"": http.StatusUnauthorized, "guessed": http.StatusUnauthorized, "scraper-secret": http.StatusUnauthorized} {
+				if got := scrape(key); got != want {
+					t.Errorf("scrape with key %q: %d, want %d", key, got, want)
+				}
+			}
+		})
+	}
 }

@@ -92,9 +92,24 @@ func (k keyring) open() bool { return len(k) == 0 }
 
 // authenticate puts the request's principal in its context, or answers
 // 401. The health checks need no key.
-func (s *Server) authenticate(next http.Handler) http.Handler {
+func (s *Server) authenticate(next http.Handler) http.Handler { return s.keys.authenticate(next) }
+
+// Guard returns h behind keys, as the gateway guards its routes: with no
+// keys, h as it is; with keys, a request needs "Authorization: Bearer
+// <key>" of a key holding scope (401 without a known key, 403 without the
+// scope). The workers' --metrics endpoints use it with ScopeAdmin, like
+// the gateway's GET /metrics. Two keys with the same secret are an error.
+func Guard(keys []Key, scope Scope, h http.Handler) (http.Handler, error) {
+	ring, err := newKeyring(keys)
+	if err != nil {
+		return nil, err
+	}
+	return ring.authenticate(need(scope, h.ServeHTTP)), nil
+}
+
+func (k keyring) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.keys.open() || public(r) {
+		if k.open() || public(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -104,7 +119,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			unauthorized(w, "missing API key: send Authorization: Bearer <key>")
 			return
 		}
-		p, ok := s.keys[sha256.Sum256([]byte(secret))]
+		p, ok := k[sha256.Sum256([]byte(secret))]
 		if !ok {
 			unauthorized(w, "unknown API key")
 			return
