@@ -17,7 +17,6 @@ import (
 	"github.com/stepwise-run/stepwise/internal/kafka"
 	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
-	"github.com/stepwise-run/stepwise/topics"
 )
 
 // lateReplay publishes every message of one topic a second time, later: a
@@ -218,16 +217,7 @@ func TestPipeline_a_run_with_its_own_model_and_metadata_keeps_both_past_its_fan_
 	assertNaturalEnd(t, waitDone(t, base, "r-own", 30*time.Second), 2)
 	assertHistory(t, getMessages(t, base, "r-own"), threeStepsHistory())
 
-	var result topics.RunResult
-	testinfra.Eventually(t, 30*time.Second, func() bool {
-		for _, r := range results() {
-			if m, err := topics.Decode[topics.RunResult]([]byte(r.payload)); err == nil && m.RunID == "r-own" {
-				result = m
-				return true
-			}
-		}
-		return false
-	}, func() string { return "no result of r-own on run-results" })
+	result := resultOf(t, results, "r-own")
 	if string(result.Metadata) != metadata {
 		t.Errorf("the result's metadata is %s, want %s", result.Metadata, metadata)
 	}

@@ -72,16 +72,7 @@ func TestOversize_a_run_with_5MB_of_metadata_has_its_result_on_run_results_witho
 		t.Fatalf("create run: status %d", code)
 	}
 	waitDone(t, base, "r-big-meta", 30*time.Second)
-	var res topics.RunResult
-	testinfra.Eventually(t, 30*time.Second, func() bool {
-		for _, r := range results() {
-			if m, err := topics.Decode[topics.RunResult]([]byte(r.payload)); err == nil && m.RunID == "r-big-meta" {
-				res = m
-				return true
-			}
-		}
-		return false
-	}, func() string { return "the run's result never reached run-results" })
+	res := resultOf(t, results, "r-big-meta")
 	if !res.MetadataOmitted || res.Metadata != nil || res.Termination.Reason != pipeline.ReasonNaturalEnd {
 		t.Fatalf("result: metadata_omitted %v, %d bytes of metadata, termination %+v; want the metadata left out, said so",
 			res.MetadataOmitted, len(res.Metadata), res.Termination)
@@ -90,6 +81,23 @@ func TestOversize_a_run_with_5MB_of_metadata_has_its_result_on_run_results_witho
 	if code := httpDo(t, http.MethodGet, base+"/v1/runs/r-big-meta", nil, &run); code != http.StatusOK || run.Metadata.Blob != meta["blob"] {
 		t.Fatalf("GET the run: status %d, %d bytes of metadata blob, want all %d", code, len(run.Metadata.Blob), len(meta["blob"]))
 	}
+}
+
+// resultOf waits for the result of run id among those results collects
+// from run-results (failing t after 30 s) and returns it.
+func resultOf(t *testing.T, results func() []deadLetter, id string) topics.RunResult {
+	t.Helper()
+	var res topics.RunResult
+	testinfra.Eventually(t, 30*time.Second, func() bool {
+		for _, r := range results() {
+			if m, err := topics.Decode[topics.RunResult]([]byte(r.payload)); err == nil && m.RunID == id {
+				res = m
+				return true
+			}
+		}
+		return false
+	}, func() string { return "no result of " + id + " on run-results" })
+	return res
 }
 
 // countTooLarge counts the publishes to topic refused for their size.

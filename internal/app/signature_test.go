@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/topics"
@@ -20,16 +21,38 @@ const signedConfig = approvalsConfig + `decisions:
     gateway: {key_env: STEPWISE_TEST_GATEWAY_KEY}
 `
 
+// signedStack runs the workers and a gateway on a stack that requires
+// signed decisions, with the keys of erp and the gateway set.
+func signedStack(t *testing.T) (*app.Stack, string) {
+	t.Helper()
+	t.Setenv("STEPWISE_TEST_ERP_KEY", "erp-secret-1")
+	t.Setenv("STEPWISE_TEST_GATEWAY_KEY", "gateway-secret-1")
+	stack := connect(t, newInfra(t), parseConfig(t, signedConfig))
+	workers(t, stack)
+	return stack, serve(t, stack)
+}
+
+// produceSignedByERP publishes d to the decisions topic signed with erp's
+// key.
+func produceSignedByERP(t *testing.T, stack *app.Stack, d topics.Decision) {
+	t.Helper()
+	signed, err := topics.Sign(d, "erp", []byte("erp-secret-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := topics.Encode(signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcatProduce(t, stack, stack.Names.Decisions(), d.RunID, string(raw))
+}
+
 // With signatures required: decisions through the gateway are signed by
 // it and apply; from Kafka, an unsigned or forged decision is rejected
 // (outcome rejected, reason signature) and changes nothing, and one signed
 // with the producer's key applies.
 func TestSignature_only_signed_decisions_apply(t *testing.T) {
-	t.Setenv("STEPWISE_TEST_ERP_KEY", "erp-secret-1")
-	t.Setenv("STEPWISE_TEST_GATEWAY_KEY", "gateway-secret-1")
-	stack := connect(t, newInfra(t), parseConfig(t, signedConfig))
-	workers(t, stack)
-	base := serve(t, stack)
+	stack, base := signedStack(t)
 	outcomes := followOutcomes(t, stack)
 
 	id := createRun(t, base, "r-signed", "approvals", script(call("A", "tool_a", `{"n":1}`), call("B", "tool_b", `{"n":2}`)))
@@ -49,9 +72,7 @@ func TestSignature_only_signed_decisions_apply(t *testing.T) {
 		t.Fatalf("a refused decision changed the run: %s, A %s", v.Status, callOf(v, "A").Status)
 	}
 
-	good, _ := topics.Sign(topics.Decision{Header: topics.Header{RunID: id}, DecisionID: "g-1", CallID: "A", Action: topics.ActionResume, DecidedBy: "erp"}, "erp", []byte("erp-secret-1"))
-	goodRaw, _ := topics.Encode(good)
-	kcatProduce(t, stack, stack.Names.Decisions(), id, string(goodRaw))
+	produceSignedByERP(t, stack, topics.Decision{Header: topics.Header{RunID: id}, DecisionID: "g-1", CallID: "A", Action: topics.ActionResume, DecidedBy: "erp"})
 	decide(t, base, id, map[string]any{"decision_id": "h-1", "call_id": "B", "action": "resume"}) // signed by the gateway
 	assertNaturalEnd(t, waitDone(t, base, id, 30*time.Second), 1)
 	testinfra.Eventually(t, 20*time.Second, func() bool { got = outcomes(); return len(got) >= 4 },
@@ -66,17 +87,11 @@ func TestSignature_only_signed_decisions_apply(t *testing.T) {
 // in its decision.applied event: a decision erp signed as "mallory" shows
 // both. Through the gateway, the gateway signs.
 func TestSignature_a_decision_records_the_producer_that_signed_it_beside_who_it_claims(t *testing.T) {
-	t.Setenv("STEPWISE_TEST_ERP_KEY", "erp-secret-1")
-	t.Setenv("STEPWISE_TEST_GATEWAY_KEY", "gateway-secret-1")
-	stack := connect(t, newInfra(t), parseConfig(t, signedConfig))
-	workers(t, stack)
-	base := serve(t, stack)
+	stack, base := signedStack(t)
 
 	id := createRun(t, base, "r-signed-by", "approvals", script(call("A", "tool_a", `{"n":1}`), call("B", "tool_b", `{"n":2}`)))
 	waitFor(t, base, id, "waiting", func(v runView) bool { return v.Status == pipeline.RunWaiting })
-	d, _ := topics.Sign(topics.Decision{Header: topics.Header{RunID: id}, DecisionID: "m-1", CallID: "A", Action: topics.ActionResume, DecidedBy: "mallory"}, "erp", []byte("erp-secret-1"))
-	raw, _ := topics.Encode(d)
-	kcatProduce(t, stack, stack.Names.Decisions(), id, string(raw))
+	produceSignedByERP(t, stack, topics.Decision{Header: topics.Header{RunID: id}, DecisionID: "m-1", CallID: "A", Action: topics.ActionResume, DecidedBy: "mallory"})
 	decide(t, base, id, map[string]any{"decision_id": "h-1", "call_id": "B", "action": "resume", "decided_by": "alice"})
 	v := waitDone(t, base, id, 30*time.Second)
 
@@ -105,17 +120,11 @@ func TestSignature_a_decision_records_the_producer_that_signed_it_beside_who_it_
 // A run cancelled by a decision that a producer signed under another name
 // says both in its termination.
 func TestSignature_a_signed_cancel_names_its_signer_in_the_termination(t *testing.T) {
-	t.Setenv("STEPWISE_TEST_ERP_KEY", "erp-secret-1")
-	t.Setenv("STEPWISE_TEST_GATEWAY_KEY", "gateway-secret-1")
-	stack := connect(t, newInfra(t), parseConfig(t, signedConfig))
-	workers(t, stack)
-	base := serve(t, stack)
+	stack, base := signedStack(t)
 
 	id := createRun(t, base, "r-signed-cancel", "approvals", script(call("A", "tool_a", `{"n":1}`)))
 	waitFor(t, base, id, "waiting", func(v runView) bool { return v.Status == pipeline.RunWaiting })
-	d, _ := topics.Sign(topics.Decision{Header: topics.Header{RunID: id}, DecisionID: "c-1", Action: topics.ActionCancelRun, DecidedBy: "mallory", Reason: "stop"}, "erp", []byte("erp-secret-1"))
-	raw, _ := topics.Encode(d)
-	kcatProduce(t, stack, stack.Names.Decisions(), id, string(raw))
+	produceSignedByERP(t, stack, topics.Decision{Header: topics.Header{RunID: id}, DecisionID: "c-1", Action: topics.ActionCancelRun, DecidedBy: "mallory", Reason: "stop"})
 	v := waitDone(t, base, id, 30*time.Second)
 	if v.Termination.Reason != pipeline.ReasonCancelled || v.Termination.Detail != "mallory (signed by erp): stop" {
 		t.Fatalf("termination %+v, want cancelled by mallory (signed by erp)", v.Termination)
