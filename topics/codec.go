@@ -53,7 +53,8 @@ type versioned interface{ setVersion() }
 func (h *Header) setVersion() { h.V = SchemaVersion }
 
 // Decode parses and validates a payload. Every failure wraps ErrMalformed and
-// says what is wrong. A missing "v" reads as version 1.
+// says what is wrong. A missing "v" reads as version 1. A Decision is
+// checked with CheckText first.
 func Decode[M Message](payload []byte) (M, error) {
 	var m M
 	trimmed := bytes.TrimSpace(payload)
@@ -63,6 +64,11 @@ func Decode[M Message](payload []byte) (M, error) {
 	if tooDeep(trimmed) {
 		return m, fmt.Errorf("%w: %T: JSON nested more than %d deep", ErrMalformed, m, maxDepth)
 	}
+	if _, outside := any(m).(fromOutside); outside {
+		if err := CheckText(trimmed); err != nil {
+			return m, fmt.Errorf("%w: %T: %v", ErrMalformed, m, err)
+		}
+	}
 	if err := json.Unmarshal(trimmed, &m); err != nil {
 		return m, fmt.Errorf("%w: %T: %v", ErrMalformed, m, err)
 	}
@@ -71,6 +77,14 @@ func Decode[M Message](payload []byte) (M, error) {
 	}
 	return m, nil
 }
+
+// fromOutside is a message other systems publish, which Decode holds to
+// CheckText: a key twice or bytes that are not UTF-8 would be read one way
+// here and another way by the system that wrote it. stepwise's own
+// messages are written by encoding/json and skip the walk.
+type fromOutside interface{ fromOutside() }
+
+func (Decision) fromOutside() {}
 
 // maxDepth is how deep encoding/json lets JSON nest. segmentio's decoder
 // has no such bound: it took 0.35 s to skip a 1 MB payload of brackets that

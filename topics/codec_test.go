@@ -171,3 +171,23 @@ func TestDecode_a_call_decision_needs_a_call_and_a_run_cancel_does_not(t *testin
 		t.Fatalf("cancel_run: %v", err)
 	}
 }
+
+// A decision comes from other systems' producers: text that readers take in
+// different ways is malformed, saying where.
+func TestDecode_a_decision_with_a_key_twice_or_bytes_not_UTF_8_is_malformed(t *testing.T) {
+	for _, c := range []struct{ name, payload, want string }{
+		{"a key twice", `{"decision_id":"d","run_id":"r","call_id":"c","action":"resume","action":"cancel"}`, `key "action" appears twice in an object`},
+		{"a key twice, spelled with an escape", `{"decision_id":"d","run_id":"r","call_id":"c","action":"resume","payload":{"a":1,"\u0061":2}}`, `key "a" appears twice`},
+		{"not UTF-8", "{\"decision_id\":\"d\",\"run_id\":\"r\",\"call_id\":\"c\",\"action\":\"resume\",\"reason\":\"caf\xe9\"}", "byte 0xe9 does not start a character, at offset 77"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := topics.Decode[topics.Decision]([]byte(c.payload))
+			if !errors.Is(err, topics.ErrMalformed) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error = %v, want ErrMalformed saying %q", err, c.want)
+			}
+		})
+	}
+	if _, err := topics.Decode[topics.Decision]([]byte(`{"decision_id":"d","run_id":"r","call_id":"c","action":"resume","payload":[{"a":1},{"a":2}]}`)); err != nil {
+		t.Fatalf("the same key in two objects is fine: %v", err)
+	}
+}

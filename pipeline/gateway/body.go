@@ -11,7 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/stepwise-run/stepwise/topics"
 )
 
 // Media types of request bodies.
@@ -82,68 +83,15 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiEr
 	return body, nil
 }
 
-// jsonText refuses JSON text that readers may take in different ways:
-// bytes that are not UTF-8 (encoding/json would read them as U+FFFD) and
-// an object with a key twice (encoding/json keeps the last value, other
-// readers the first). Keys are compared as decoded, escapes and all. Text
-// that does not parse passes: its decoder says where it breaks.
+// jsonText refuses what topics.CheckText refuses (bytes that are not
+// UTF-8, a key twice in an object), saying where.
 func jsonText(body []byte) *apiError {
-	if !utf8.Valid(body) {
-		off := 0
-		for off < len(body) {
-			r, size := utf8.DecodeRune(body[off:])
-			if r == utf8.RuneError && size <= 1 {
-				break
-			}
-			off += size
-		}
-		return invalid("the body is not UTF-8: byte 0x%02x at offset %d does not start a character", body[off], off)
+	var te *topics.TextError
+	if err := topics.CheckText(body); errors.As(err, &te) {
+		return invalid("%s%s", te.Problem, position(body, te.Offset+1))
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var open []*jsonLevel // the objects and arrays the walk is in
-	for {
-		start := dec.InputOffset()
-		tok, err := dec.Token()
-		if err != nil {
-			return nil // the end, or text the decoder will blame
-		}
-		var in *jsonLevel
-		if len(open) > 0 {
-			in = open[len(open)-1]
-		}
-		switch {
-		case in != nil && in.wantKey && tok != json.Delim('}'):
-			k := tok.(string)
-			if in.keys[k] {
-				rest := body[start:]
-				at := start + int64(len(rest)-len(bytes.TrimLeft(rest, " \t\r\n,")))
-				return invalid("key %q appears twice in an object%s; JSON readers disagree on which value counts, send it once", k, position(body, at+1))
-			}
-			in.keys[k], in.wantKey = true, false
-		case tok == json.Delim('{'):
-			open = append(open, &jsonLevel{keys: map[string]bool{}, wantKey: true})
-		case tok == json.Delim('['):
-			open = append(open, &jsonLevel{})
-		case tok == json.Delim('}'), tok == json.Delim(']'):
-			open = open[:len(open)-1]
-			if len(open) > 0 {
-				open[len(open)-1].valueRead()
-			}
-		case in != nil:
-			in.valueRead()
-		}
-	}
+	return nil
 }
-
-// jsonLevel is an object (keys not nil) or array that jsonText walks in.
-type jsonLevel struct {
-	keys    map[string]bool
-	wantKey bool // the next token is a key, or the object's end
-}
-
-// valueRead notes that a value of the level was read whole: in an object,
-// a key comes next.
-func (l *jsonLevel) valueRead() { l.wantKey = l.keys != nil }
 
 // jsonBody reads a JSON body of at most max bytes: the media type checked
 // (mediaType), then the body (readBody).

@@ -55,7 +55,7 @@ func TestBody_a_key_twice_in_an_object_is_refused_naming_it(t *testing.T) {
 func TestBody_that_is_not_UTF_8_is_refused_with_the_offset(t *testing.T) {
 	h := newHarness(t)
 	h.do(http.MethodPost, "/v1/runs", "application/json", []byte("{\"run_id\":\"latin1\",\"agent\":\"assistant\",\"input\":\"caf\xe9\"}")).
-		wantError(t, http.StatusBadRequest, gateway.CodeInvalidRequest, "not UTF-8", "0xe9 at offset 51")
+		wantError(t, http.StatusBadRequest, gateway.CodeInvalidRequest, "not UTF-8", "byte 0xe9", "at offset 51")
 	if _, err := h.store.GetRun(context.Background(), "latin1"); err == nil {
 		t.Error("a refused body created its run")
 	}
