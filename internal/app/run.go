@@ -176,7 +176,7 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 		Store: s.Store, Publisher: s.Publisher, Names: s.Names,
 		Agents: func(name string) bool { _, ok := s.Config.Agent(name); return ok },
 		ValidateModel: func(raw json.RawMessage) error {
-			_, err := script.Parse(raw)
+			_, err := script.ParseRun(raw, s.Config.Runs.MaxScriptDelay.Duration)
 			return err
 		},
 		Ready:              s.transport.ready,

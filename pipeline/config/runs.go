@@ -13,6 +13,9 @@ const DefaultRetention = 7 * 24 * time.Hour
 // be published before its keys expire (docs/configuration.md#runs).
 const MinRetention = time.Second
 
+// DefaultMaxScriptDelay is runs.max_script_delay when it is not set.
+const DefaultMaxScriptDelay = 10 * time.Second
+
 // Runs holds what applies to every run (yaml key "runs").
 type Runs struct {
 	// Retention is how long an ended run — its record, messages, calls,
@@ -20,6 +23,14 @@ type Runs struct {
 	// default 168h (7 days). 0 keeps ended runs for good. The step workers
 	// apply it when a run ends; a change applies to runs that end after it.
 	Retention *Duration `json:"retention,omitempty"`
+	// MaxScriptDelay caps how long one turn of a script model a run brings
+	// (POST /v1/runs "model") may hold its answer back: its delay_ms and
+	// its stream_ms times its words, together; default 10s. A create over
+	// it is refused with 400, and a run that has one anyway (created before
+	// the cap was lowered) ends with error at that step. The script models
+	// of the configuration's agents are the operator's and are not capped.
+	// ADR 0048.
+	MaxScriptDelay Duration `json:"max_script_delay,omitzero"`
 }
 
 // KeepFor returns the retention with the default applied: how long an
@@ -36,10 +47,14 @@ func (r *Runs) setDefaults() {
 		d := D(DefaultRetention)
 		r.Retention = &d
 	}
+	if r.MaxScriptDelay.Duration == 0 {
+		r.MaxScriptDelay = D(DefaultMaxScriptDelay)
+	}
 }
 
 func (r Runs) check(ps *problems, path string) {
 	if d := r.KeepFor(); d < 0 || (d > 0 && d < MinRetention) {
 		ps.add(field(path, "retention"), fmt.Sprintf("%s: want 0 (keep for good) or at least %s", d, MinRetention))
 	}
+	nonNegativeDuration(ps, field(path, "max_script_delay"), r.MaxScriptDelay)
 }

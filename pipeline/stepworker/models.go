@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
@@ -29,6 +30,7 @@ type models struct {
 	mu          sync.Mutex
 	scripts     map[string]parsedScript
 	scriptBytes int
+	maxWait     time.Duration // runs.max_script_delay, which a run's script may not pass
 }
 
 type parsedScript struct {
@@ -46,7 +48,7 @@ type resolved struct {
 }
 
 func newModels(cfg *config.Config) (*models, error) {
-	m := &models{byAgent: map[string]resolved{}, scripts: map[string]parsedScript{}}
+	m := &models{byAgent: map[string]resolved{}, scripts: map[string]parsedScript{}, maxWait: cfg.Runs.MaxScriptDelay.Duration}
 	for name, a := range cfg.Agents {
 		mdl, err := fromConfig(a.Model)
 		if err != nil {
@@ -68,13 +70,16 @@ func (m *models) forRun(run pipeline.Run) (model.Model, error) {
 	return r.model, r.err
 }
 
-// script is the parsed script model raw, parsed once while it is kept.
+// script is the parsed script model raw, parsed once while it is kept. A
+// script that waits longer than runs.max_script_delay is refused here too:
+// the gateway refuses it, but a run created before the cap was lowered may
+// have one.
 func (m *models) script(raw json.RawMessage) (model.Model, error) {
 	m.mu.Lock()
 	p, ok := m.scripts[string(raw)]
 	m.mu.Unlock()
 	if !ok {
-		p.model, p.err = script.Parse(raw)
+		p.model, p.err = script.ParseRun(raw, m.maxWait)
 		m.mu.Lock()
 		if m.scriptBytes+len(raw) > maxScriptBytes {
 			clear(m.scripts)

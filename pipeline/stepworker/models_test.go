@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
@@ -41,5 +42,16 @@ func TestModels_a_runs_script_is_parsed_once_and_kept_within_bounds(t *testing.T
 				t.Fatalf("%d scripts of %d bytes kept, more than %d bytes", len(m.scripts), m.scriptBytes, maxScriptBytes)
 			}
 		}
+	}
+}
+
+func TestModels_a_runs_script_past_the_cap_is_refused_at_its_step(t *testing.T) {
+	m, err := newModels(&config.Config{Runs: config.Runs{MaxScriptDelay: config.D(time.Second)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := pipeline.Run{Model: json.RawMessage(`{"provider":"script","turns":[{"text":"zzz","delay_ms":1001}]}`)}
+	if _, err := m.forRun(run); err == nil || !strings.Contains(err.Error(), "runs.max_script_delay") {
+		t.Fatalf("got %v, want the cap named", err)
 	}
 }

@@ -90,6 +90,42 @@ func (m *Model) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ParseRun is Parse for the script a run brings (POST /v1/runs "model"),
+// which may hold no answer back longer than limit
+// (runs.max_script_delay): each turn that would is reported with its
+// fields and the limit.
+func ParseRun(raw json.RawMessage, limit time.Duration) (*Model, error) {
+	m, err := Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for i, t := range m.Turns {
+		if !t.waitsWithin(limit) {
+			errs = append(errs, fmt.Errorf("script model: turns[%d] waits longer than runs.max_script_delay (%s): delay_ms %d, stream_ms %d × %d words",
+				i, limit, t.DelayMS, t.StreamMS, words(t.Text)))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return m, nil
+}
+
+// waitsWithin reports whether the turn holds its answer back for limit at
+// most, counting in a way that cannot overflow.
+func (t Turn) waitsWithin(limit time.Duration) bool {
+	left := limit.Milliseconds() - int64(t.DelayMS)
+	if left < 0 {
+		return false
+	}
+	n := int64(words(t.Text))
+	return t.StreamMS <= 0 || n == 0 || int64(t.StreamMS) <= left/n
+}
+
+// words counts the words of text as stream hands them out.
+func words(text string) int { return len(strings.Fields(text)) }
+
 // Infer answers step req.Step with its turn, after the turn's delay.
 func (m *Model) Infer(ctx context.Context, req model.Request) (model.Response, error) {
 	turn, ok := m.turn(req.Step)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline/model"
 	"github.com/stepwise-run/stepwise/pipeline/model/script"
@@ -88,5 +89,30 @@ func TestParse_reports_every_problem_at_once(t *testing.T) {
 	}
 	if _, err := script.Parse(json.RawMessage(`{"provider":"script","loop_last":true}`)); err == nil {
 		t.Error("loop_last without turns was accepted")
+	}
+}
+
+func TestScript_a_runs_script_may_not_wait_past_the_limit(t *testing.T) {
+	for _, tc := range []struct {
+		name, turns string
+		refused     string // "" when taken
+	}{
+		{"no wait", `[{"text":"hi"}]`, ""},
+		{"a delay at the limit", `[{"text":"hi","delay_ms":1000}]`, ""},
+		{"a delay and a stream at the limit", `[{"text":"one two","delay_ms":600,"stream_ms":200}]`, ""},
+		{"a delay past it", `[{"text":"hi"},{"text":"hi","delay_ms":1001}]`, "turns[1] waits longer than runs.max_script_delay (1s): delay_ms 1001"},
+		{"a delay that would overflow", `[{"text":"hi","delay_ms":99999999999999}]`, "turns[0] waits longer than runs.max_script_delay (1s): delay_ms 99999999999999"},
+		{"a stream past it", `[{"text":"one two three","delay_ms":400,"stream_ms":201}]`, "stream_ms 201 × 3 words"},
+		{"a stream that would overflow", `[{"text":"a b","stream_ms":9223372036854775807}]`, "stream_ms 9223372036854775807 × 2 words"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := script.ParseRun(json.RawMessage(`{"provider":"script","turns":`+tc.turns+`}`), time.Second)
+			switch {
+			case tc.refused == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused)):
+				t.Fatalf("got %v, want an error with %q", err, tc.refused)
+			}
+		})
 	}
 }
