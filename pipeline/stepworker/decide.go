@@ -165,6 +165,9 @@ func (w *Worker) cancelRun(ctx context.Context, d topics.Decision, signedBy stri
 		return err
 	}
 	run, err := w.store.CancelRun(ctx, d.RunID, d.DecisionID, by, d.Reason, w.now())
+	if err == nil || errors.Is(err, store.ErrStale) {
+		w.inferring.stop(d.RunID, errRunEnded) // its slot is free for the next step now
+	}
 	if errors.Is(err, store.ErrStale) {
 		w.log.Info("cancel of a run that is already done", "run_id", d.RunID, "decision_id", d.DecisionID)
 		return w.rescheduleAndReconcile(ctx, d.RunID, before)

@@ -152,9 +152,16 @@ func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent 
 // with the claim) and commits its outcome as the claim's owner
 // (run.LeaseOwner). It runs on the pool, under the worker's context: when
 // that ends (Drain gave up), nothing is committed and the lease is released
-// for another worker to take the step over.
+// for another worker to take the step over. The inference stops too, and
+// its slot is free at once, when the run is cancelled (w.inferring) or the
+// claim's renewal is refused (the run ended, or the step was taken over):
+// its outcome would be dropped.
 func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Logger) {
-	ctx, span := tracing.Start(w.ctx, run.Trace, oteltrace.SpanKindConsumer, func() (string, []attribute.KeyValue) {
+	ctx, done := w.inferring.start(w.ctx, run.ID)
+	defer done()
+	ctx, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	ctx, span := tracing.Start(ctx, run.Trace, oteltrace.SpanKindConsumer, func() (string, []attribute.KeyValue) {
 		return "step " + strconv.Itoa(run.Step), []attribute.KeyValue{tracing.RunID(run.ID), tracing.Step(run.Step),
 			tracing.Agent(run.Agent), attribute.Int("stepwise.attempt", run.Attempts)}
 	})
@@ -162,7 +169,8 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	log = tracing.Log(log, span)
 	owner, started := run.LeaseOwner, time.Now()
 	defer func() {
-		if ctx.Err() != nil {
+		if cause := context.Cause(ctx); ctx.Err() != nil {
+			log.Info("inference stopped; nothing is committed", "reason", cause)
 			w.abandonStep(run, log)
 		}
 	}()
@@ -192,7 +200,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 			return w.store.RenewStepLease(ctx, run.ID, run.Step, w.lease(owner, now))
 		},
 		func(err error) bool { return errors.Is(err, store.ErrLeaseLost) },
-		func() { log.Warn("lease lost while inferring; the outcome will be dropped") })
+		func() { lost(errLeaseLost) })
 	defer stopRenewing()
 	ph, err := w.phases(ctx, run, msgs)
 	if err != nil {

@@ -46,6 +46,7 @@ type Worker struct {
 	signers    map[string][][]byte // producer → keys, when decisions must be signed
 	redact     *secrets.Redactor
 	fanIn      *coalescer
+	inferring  *inferring // the inferences on the pool, to stop a cancelled run's
 	metrics    *metrics.Set
 	limits     *limits.Limiter
 	instance   string                          // this run of the process, for marks and heartbeats (marks.go)
@@ -96,6 +97,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		metrics:    cfg.Metrics,
 		limits:     cfg.Limits,
 		fanIn:      newCoalescer(),
+		inferring:  newInferring(),
 		instance:   newInstance(),
 		pub:        cfg.Publisher,
 		names:      cfg.Names,
