@@ -38,6 +38,11 @@ func (h Header) key() string { return h.RunID }
 type StepRequested struct {
 	Header
 	Step int `json:"step"`
+	// Tenant, when set, is the run's tenant: a hint that lets a step
+	// worker whose pool is full defer the step of a tenant above its share
+	// instead of waiting for a slot (ADR 0048). The claim reads the run's
+	// own tenant; a wrong hint only misplaces one request.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // Validate reports every problem of the message at once.

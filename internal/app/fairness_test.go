@@ -3,12 +3,14 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
@@ -86,4 +88,68 @@ func TestFairness_an_inference_stops_when_its_renewal_finds_the_run_ended(t *tes
 	}
 	next := createRun(t, base, "r-next", "assistant", `{"provider":"script","turns":[{"text":"done"}]}`)
 	assertNaturalEnd(t, waitDone(t, base, next, 15*time.Second), 0)
+}
+
+// twoTenants is a step worker of 8 pool slots and the keys of tenants a
+// and b. The lease (a minute) is longer than the test: a step deferred for
+// its tenant's share runs because a step that ended woke it, not because
+// the sweeper came back to it.
+const twoTenants = `
+kafka: {partitions: 4}
+stepworker: {concurrency: 8, lease: 1m, sweep_interval: 100ms, dispatch_timeout: 3s}
+toolworker: {lease: 1s, default_timeout: 10s}
+auth:
+  keys:
+    - {name: a, key_env: STEPWISE_TEST_A_KEY, scopes: [runs:write, runs:read], tenant: a}
+    - {name: b, key_env: STEPWISE_TEST_B_KEY, scopes: [runs:write, runs:read], tenant: b}
+agents:
+  assistant:
+    model: {provider: script, turns: [{text: "hi"}]}
+    tools: [echo]
+`
+
+// Tenant a fills the pool with slow runs, six times over; tenant b's run,
+// created after them all, does not wait behind them: it is done within
+// about one of a's steps (3 s), where in line it would wait for most of
+// a's 48 (18 s). And a's runs all end: a step deferred for its tenant's
+// share is woken when a step ends.
+func TestFairness_one_tenants_slow_runs_do_not_hold_up_anothers(t *testing.T) {
+	t.Setenv("STEPWISE_TEST_A_KEY", "a-key-0001")
+	t.Setenv("STEPWISE_TEST_B_KEY", "b-key-0001")
+	stack := connect(t, newInfra(t), parseConfig(t, twoTenants))
+	workers(t, stack)
+	base := serve(t, stack)
+	create := func(key, id, script string) {
+		t.Helper()
+		body := map[string]any{"run_id": id, "agent": "assistant", "input": "go", "model": json.RawMessage(script)}
+		if code := keyDo(t, key, http.MethodPost, base+"/v1/runs", body, nil); code != http.StatusCreated {
+			t.Fatalf("create %s: %d", id, code)
+		}
+	}
+	status := func(key, id string) runView {
+		t.Helper()
+		var v runView
+		keyDo(t, key, http.MethodGet, base+"/v1/runs/"+id, nil, &v)
+		return v
+	}
+	var slow []string
+	for i := range 48 {
+		slow = append(slow, fmt.Sprintf("a-%02d", i))
+		create("a-key-0001", slow[i], `{"provider":"script","turns":[{"text":"slow","delay_ms":3000}]}`)
+	}
+	create("b-key-0001", "b-1", `{"provider":"script","turns":[{"text":"quick"}]}`)
+	var b runView
+	testinfra.Eventually(t, 9*time.Second, func() bool {
+		b = status("b-key-0001", "b-1")
+		return b.Status == pipeline.RunDone
+	}, func() string { return "b's run is " + string(b.Status) + " behind a's" })
+	assertNaturalEnd(t, b, 0)
+	for _, id := range slow {
+		var a runView
+		testinfra.Eventually(t, 45*time.Second, func() bool {
+			a = status("a-key-0001", id)
+			return a.Status == pipeline.RunDone
+		}, func() string { return "a's run " + id + " is " + string(a.Status) })
+		assertNaturalEnd(t, a, 0)
+	}
 }

@@ -122,5 +122,5 @@ func retryLater(runID, what string) *apiError {
 // publishStep publishes StepRequested{run, step 0} to the run-steps topic,
 // in the run's trace.
 func (s *Server) publishStep(run pipeline.Run) error {
-	return topics.PublishTraced(s.cfg.Publisher, s.cfg.Names.RunSteps(), topics.StepRequested{Header: topics.Header{RunID: run.ID}, Step: 0}, run.Trace)
+	return topics.PublishTraced(s.cfg.Publisher, s.cfg.Names.RunSteps(), topics.StepRequested{Header: topics.Header{RunID: run.ID}, Step: 0, Tenant: run.Tenant}, run.Trace)
 }

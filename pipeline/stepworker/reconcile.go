@@ -62,15 +62,17 @@ func (w *Worker) reconcile(ctx context.Context, runID string) error {
 	return w.reconcileRead(ctx, runID, false)
 }
 
-// reconcileHere is reconcile by a caller that holds a pool slot (the
-// fan-in): a step it ends, it goes on with in that slot (stepHere). It
-// starts from v when the caller has a view of the run (a tool result's),
-// and reads the run when v is nil.
-func (w *Worker) reconcileHere(ctx context.Context, runID string, v *view) error {
+// reconcileFanIn is the fan-in's reconcile. A fan-in that holds a slot of
+// the inference pool (here) goes on with a step it ends in that slot
+// (stepHere); one that does not requests it. It starts from v when the
+// caller has a view of the run (a tool result's), and reads the run when v
+// is nil.
+func (w *Worker) reconcileFanIn(ctx context.Context, runID string, v *view, here bool) error {
 	if v != nil {
+		v.here = here
 		return w.reconcileFrom(ctx, v)
 	}
-	return w.reconcileRead(ctx, runID, true)
+	return w.reconcileRead(ctx, runID, here)
 }
 
 func (w *Worker) reconcileRead(ctx context.Context, runID string, here bool) error {

@@ -30,22 +30,57 @@ import (
 // lease is a no-op; any other refusal (the step was committed, the run
 // waits or is done) reconciles the run, so a request redelivered after its
 // holder died between commit and publish finishes that holder's job.
+//
+// A step whose tenant is over its share of the pool (shares.go) is
+// deferred: claimed and given back at once, without waiting for a slot
+// when the request names the tenant and the pool is full, so that the
+// partition goes on to other tenants' requests.
 func (w *Worker) HandleStep(msg *message.Message) error {
 	req, err := topics.Decode[topics.StepRequested](msg.Payload)
 	if err != nil {
 		return err
 	}
 	ctx := msg.Context()
+	log := worker.LogWith(w.log, "run_id", req.RunID, "step", req.Step)
+	if req.Tenant != "" && w.shares.over(req.Tenant, w.poolFull()) {
+		now := w.now()
+		run, err := w.store.ClaimStep(ctx, req.RunID, req.Step, w.lease(w.claims.Next(), now), now)
+		if err != nil {
+			return w.claimRefused(ctx, req, err, log)
+		}
+		w.deferForShare(ctx, run, log)
+		return nil
+	}
+	waits := w.shares.wait(req.Tenant)
+	defer waits.giveBack()
 	slot, err := w.pool.Take(ctx)
 	if err != nil {
 		return err // stopping: the message comes back to whoever owns the partition next
 	}
 	now := w.now()
-	log := worker.LogWith(w.log, "run_id", req.RunID, "step", req.Step)
 	run, msgs, err := w.store.ClaimStepWithMessages(ctx, req.RunID, req.Step, w.lease(w.claims.Next(), now), now)
 	if err != nil {
 		slot.Release()
+		return w.claimRefused(ctx, req, err, log)
 	}
+	if w.budgetSpent(run.Attempts) {
+		slot.Release()
+		return w.claimedTooOften(ctx, run)
+	}
+	if !w.shares.enter(run, w.poolFull(), waits) {
+		slot.Release()
+		w.deferForShare(ctx, run, log)
+		return nil
+	}
+	slot.Go(func() {
+		defer w.leaveShare(run, log)
+		w.runStep(run, msgs, log)
+	})
+	return nil
+}
+
+// claimRefused answers a StepRequested whose claim failed with err.
+func (w *Worker) claimRefused(ctx context.Context, req topics.StepRequested, err error, log *slog.Logger) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return topics.Permanent(fmt.Errorf("step %d of run %s: %w", req.Step, req.RunID, err))
@@ -55,15 +90,8 @@ func (w *Worker) HandleStep(msg *message.Message) error {
 	case errors.Is(err, store.ErrLeaseHeld):
 		log.Debug("step is held by another claim", "reason", err)
 		return nil
-	case err != nil:
-		return fmt.Errorf("claim step %d of run %s: %w", req.Step, req.RunID, err)
 	}
-	if w.budgetSpent(run.Attempts) {
-		slot.Release()
-		return w.claimedTooOften(ctx, run)
-	}
-	slot.Go(func() { w.runStep(run, msgs, log) })
-	return nil
+	return fmt.Errorf("claim step %d of run %s: %w", req.Step, req.RunID, err)
 }
 
 // stepHere claims the step a fan-in has just moved the run to and runs it
@@ -90,12 +118,20 @@ func (w *Worker) stepHere(ctx context.Context, run pipeline.Run) error {
 	return w.runHere(ctx, claimed, msgs)
 }
 
-// runHere runs a step this worker claimed in the pool slot it holds.
+// runHere runs a step this worker claimed in the pool slot it holds, or
+// defers it when its tenant is over its share of the pool: the slot is
+// then free for another tenant's step.
 func (w *Worker) runHere(ctx context.Context, run pipeline.Run, msgs []pipeline.Message) error {
 	if w.budgetSpent(run.Attempts) {
 		return w.claimedTooOften(ctx, run)
 	}
-	w.runStep(run, msgs, worker.LogWith(w.log, "run_id", run.ID, "step", run.Step))
+	log := worker.LogWith(w.log, "run_id", run.ID, "step", run.Step)
+	if !w.shares.enter(run, w.poolFull(), nil) {
+		w.deferForShare(ctx, run, log)
+		return nil
+	}
+	defer w.leaveShare(run, log)
+	w.runStep(run, msgs, log)
 	return nil
 }
 

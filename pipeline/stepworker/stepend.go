@@ -12,6 +12,7 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/worker"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -27,18 +28,27 @@ import (
 // an aged view is refused where it would act. If the reconcile fails, the
 // sweeper's does the same; a result for a run Redis does not hold is
 // logged (warn) and dropped.
+//
+// A fan-in never waits behind the inferences: when the pool is full it
+// runs on the decisions' pool instead, and requests the next step rather
+// than running it in place, so the step's tenant's share applies to it
+// like to any other request (ADR 0048).
 func (w *Worker) HandleToolResult(msg *message.Message) error {
 	res, err := topics.Decode[topics.ToolCallFinished](msg.Payload)
 	if err != nil {
 		return err
 	}
-	slot, err := w.pool.Take(msg.Context())
-	if err != nil {
+	free := w.pool.TryTake(1)
+	here := free.Len() == 1
+	var slot *worker.Slot
+	if here {
+		slot = free.Slot()
+	} else if slot, err = w.decided.Take(msg.Context()); err != nil {
 		return err
 	}
 	slot.Go(func() {
 		w.fanIn.do(res.RunID, w.viewOf(res), func(v *view) {
-			switch err := w.reconcileHere(w.ctx, res.RunID, v); {
+			switch err := w.reconcileFanIn(w.ctx, res.RunID, v, here); {
 			case errors.Is(err, store.ErrNotFound):
 				w.log.Warn("tool result for an unknown run dropped", "run_id", res.RunID, "step", res.Step, "call_id", res.CallID)
 			case err != nil:
@@ -72,7 +82,7 @@ func (w *Worker) viewOf(res topics.ToolCallFinished) *view {
 		return nil
 	}
 	w.metrics.FanInView(metrics.ViewUsed)
-	return &view{Snapshot: snap, here: true}
+	return &view{Snapshot: snap}
 }
 
 // allTerminal reports whether every call of calls is terminal.
@@ -172,7 +182,7 @@ func finishOf(calls []pipeline.ToolCall) *pipeline.Termination {
 }
 
 func (w *Worker) requestStep(run pipeline.Run) error {
-	return topics.PublishTraced(w.pub, w.names.RunSteps(), topics.StepRequested{Header: topics.Header{RunID: run.ID}, Step: run.Step}, run.Trace)
+	return topics.PublishTraced(w.pub, w.names.RunSteps(), topics.StepRequested{Header: topics.Header{RunID: run.ID}, Step: run.Step, Tenant: run.Tenant}, run.Trace)
 }
 
 // toolMessages turns the calls of a step, in call order, into the messages

@@ -35,7 +35,7 @@ type Worker struct {
 	now        func() time.Time
 	log        *slog.Logger
 	pool       *worker.Pool
-	decided    *worker.Pool // the reconciles after decisions (decide.go): no inference, so no inference slot
+	decided    *worker.Pool // the reconciles after decisions (decide.go), and fan-ins when pool is full: no inference, so no inference slot
 	claims     *worker.Claims
 	models     *models
 	conditions conditions
@@ -47,6 +47,7 @@ type Worker struct {
 	redact     *secrets.Redactor
 	fanIn      *coalescer
 	inferring  *inferring // the inferences on the pool, to stop a cancelled run's
+	shares     *shares    // each tenant's share of the pool
 	metrics    *metrics.Set
 	limits     *limits.Limiter
 	instance   string                          // this run of the process, for marks and heartbeats (marks.go)
@@ -98,6 +99,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		limits:     cfg.Limits,
 		fanIn:      newCoalescer(),
 		inferring:  newInferring(),
+		shares:     newShares(pool.Size()),
 		instance:   newInstance(),
 		pub:        cfg.Publisher,
 		names:      cfg.Names,
