@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/internal/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
@@ -56,38 +57,41 @@ agents:
 const tenMinutes = `{"provider":"script","turns":[{"text":"zzz","delay_ms":600000}]}`
 
 // A cancelled run's inference stops at once: the only pool slot, which it
-// held for a ten-minute turn, runs the next run's step right after. The
-// lease (a minute) is too long for its renewal to be what noticed.
-func TestFairness_a_cancel_frees_the_inference_slot_at_once(t *testing.T) {
-	stack := connect(t, newInfra(t), parseConfig(t, oneSlot("1m")))
-	workers(t, stack)
-	base := serve(t, stack)
-	sleepy := createRun(t, base, "r-sleepy", "assistant", tenMinutes)
-	waitFor(t, base, sleepy, "running", func(v runView) bool { return v.Status == pipeline.RunRunning })
-	if code := httpDo(t, http.MethodPost, base+"/v1/runs/"+sleepy+"/cancel", map[string]any{"reason": "too slow"}, nil); code != http.StatusAccepted {
-		t.Fatalf("cancel: %d", code)
+// held for a ten-minute turn, runs the next run's step right after. On the
+// worker that handles the cancel, the handler stops it: the lease (a
+// minute) is too long for its renewal to be what noticed. On any other
+// (here, the run is cancelled straight in the store), the step lease's
+// next renewal, which the ended run refuses, stops it.
+func TestFairness_a_cancelled_runs_inference_frees_its_slot_at_once(t *testing.T) {
+	for _, tc := range []struct {
+		name, lease string
+		cancel      func(t *testing.T, stack *app.Stack, base, id string)
+	}{
+		{"by the cancel's handler", "1m", func(t *testing.T, _ *app.Stack, base, id string) {
+			if code := httpDo(t, http.MethodPost, base+"/v1/runs/"+id+"/cancel", map[string]any{"reason": "too slow"}, nil); code != http.StatusAccepted {
+				t.Fatalf("cancel: %d", code)
+			}
+		}},
+		{"by the lease renewal elsewhere", "1s", func(t *testing.T, stack *app.Stack, _, id string) {
+			if _, err := stack.Store.CancelRun(context.Background(), id, "", "elsewhere", "too slow", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stack := connect(t, newInfra(t), parseConfig(t, oneSlot(tc.lease)))
+			workers(t, stack)
+			base := serve(t, stack)
+			sleepy := createRun(t, base, "r-sleepy", "assistant", tenMinutes)
+			waitFor(t, base, sleepy, "running", func(v runView) bool { return v.Status == pipeline.RunRunning })
+			tc.cancel(t, stack, base, sleepy)
+			next := createRun(t, base, "r-next", "assistant", `{"provider":"script","turns":[{"text":"done"}]}`)
+			assertNaturalEnd(t, waitDone(t, base, next, 15*time.Second), 0)
+			if v := getRun(t, base, sleepy); v.Termination.Reason != pipeline.ReasonCancelled {
+				t.Fatalf("the sleepy run ended %+v, want cancelled", v.Termination)
+			}
+		})
 	}
-	next := createRun(t, base, "r-next", "assistant", `{"provider":"script","turns":[{"text":"done"}]}`)
-	assertNaturalEnd(t, waitDone(t, base, next, 15*time.Second), 0)
-	if v := getRun(t, base, sleepy); v.Termination.Reason != pipeline.ReasonCancelled {
-		t.Fatalf("the sleepy run ended %+v, want cancelled", v.Termination)
-	}
-}
-
-// A run that ends while another worker infers its step (cancelled there:
-// here, straight in the store) stops that inference at the step lease's
-// next renewal, which the ended run refuses: the slot runs the next step.
-func TestFairness_an_inference_stops_when_its_renewal_finds_the_run_ended(t *testing.T) {
-	stack := connect(t, newInfra(t), parseConfig(t, oneSlot("1s")))
-	workers(t, stack)
-	base := serve(t, stack)
-	sleepy := createRun(t, base, "r-sleepy", "assistant", tenMinutes)
-	waitFor(t, base, sleepy, "running", func(v runView) bool { return v.Status == pipeline.RunRunning })
-	if _, err := stack.Store.CancelRun(context.Background(), sleepy, "", "elsewhere", "too slow", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	next := createRun(t, base, "r-next", "assistant", `{"provider":"script","turns":[{"text":"done"}]}`)
-	assertNaturalEnd(t, waitDone(t, base, next, 15*time.Second), 0)
 }
 
 // twoTenants is a step worker of 8 pool slots and the keys of tenants a

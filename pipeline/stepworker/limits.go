@@ -113,17 +113,23 @@ func (w *Worker) poolFull() bool { return w.pool.Busy() >= w.pool.Size() }
 
 // deferForShare defers a claimed step whose tenant is over its share of
 // the pool (shares.go) and queues it to be woken when a step of this
-// worker ends and its tenant is no longer over; the sweeper requests it a
-// lease later should that wake be lost.
+// worker ends and its tenant is no longer over (or at once, if steps ended
+// meanwhile); the sweeper requests it a lease later should that wake be
+// lost.
 func (w *Worker) deferForShare(ctx context.Context, run pipeline.Run, log *slog.Logger) {
 	w.deferStep(ctx, run, w.now().Add(w.settings.Lease.Duration), "tenant "+run.Tenant+" holds its share of the worker's slots", log)
-	w.shares.hold(run)
+	w.wake(w.shares.hold(run, w.poolFull()))
 }
 
 // leaveShare ends the count of run's step in its tenant's share and wakes
 // the step deferred for its share whose turn it is.
-func (w *Worker) leaveShare(run pipeline.Run, log *slog.Logger) {
-	if next, ok := w.shares.leave(run); ok {
-		w.logErr(log.With("woken_run_id", next.ID), "wake a step deferred for its tenant's share", w.requestStep(next))
+func (w *Worker) leaveShare(run pipeline.Run) {
+	w.wake(w.shares.leave(run))
+}
+
+// wake requests a step deferred for its tenant's share, when ok.
+func (w *Worker) wake(next pipeline.Run, ok bool) {
+	if ok {
+		w.logErr(w.log.With("run_id", next.ID, "step", next.Step), "wake a step deferred for its tenant's share", w.requestStep(next))
 	}
 }

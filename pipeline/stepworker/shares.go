@@ -78,16 +78,23 @@ func (s *shares) enter(run pipeline.Run, full bool, t *ticket) bool {
 }
 
 // leave ends a step that enter counted, and returns the oldest step
-// deferred for its share whose tenant is no longer over it, to be woken.
+// deferred for its share whose tenant is no longer over it, to be woken
+// (the slot the step held is about to be free).
 func (s *shares) leave(run pipeline.Run) (pipeline.Run, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	count(s.held, run.Tenant, -1)
+	return s.nextLocked(false)
+}
+
+// nextLocked takes the oldest step deferred for its share whose tenant is
+// not over it out of the queue.
+func (s *shares) nextLocked(full bool) (pipeline.Run, bool) {
 	over := map[string]bool{}
 	for i, r := range s.queue {
 		o, seen := over[r.Tenant]
 		if !seen {
-			o = s.overLocked(r.Tenant, false)
+			o = s.overLocked(r.Tenant, full)
 			over[r.Tenant] = o
 		}
 		if !o {
@@ -145,8 +152,10 @@ func (t *ticket) giveBackLocked() {
 }
 
 // hold queues a step deferred for its tenant's share, once, to be woken by
-// leave.
-func (s *shares) hold(run pipeline.Run) {
+// leave. The steps that ended while it was being deferred woke none for
+// its tenant: hold returns the step to wake now, if one is not over its
+// share with the pool as full says.
+func (s *shares) hold(run pipeline.Run, full bool) (pipeline.Run, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if k := waiterOf(run); !s.queued[k] {
@@ -154,4 +163,5 @@ func (s *shares) hold(run pipeline.Run) {
 		count(s.deferred, run.Tenant, 1)
 		s.queue = append(s.queue, pipeline.Run{ID: run.ID, Step: run.Step, Tenant: run.Tenant, Trace: run.Trace})
 	}
+	return s.nextLocked(full)
 }

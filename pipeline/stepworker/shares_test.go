@@ -45,27 +45,43 @@ func TestShares_a_tenant_is_over_its_share_only_while_the_pool_is_full_or_anothe
 }
 
 func TestShares_a_step_that_ends_wakes_the_oldest_deferred_step_not_over_its_share(t *testing.T) {
-	s := newShares(2)
-	a1, a2 := pipeline.Run{ID: "a1", Tenant: "a"}, pipeline.Run{ID: "a2", Tenant: "a"}
-	for _, r := range []pipeline.Run{a1, a2} {
+	s := newShares(3)
+	a1, a2, b0 := pipeline.Run{ID: "a1", Tenant: "a"}, pipeline.Run{ID: "a2", Tenant: "a"}, pipeline.Run{ID: "b0", Tenant: "b"}
+	for _, r := range []pipeline.Run{a1, a2, b0} {
 		if !s.enter(r, false, nil) {
 			t.Fatalf("%s refused", r.ID)
 		}
 	}
-	s.hold(pipeline.Run{ID: "a3", Tenant: "a"})
-	s.hold(pipeline.Run{ID: "a3", Tenant: "a"}) // queued once
-	s.hold(pipeline.Run{ID: "b1", Tenant: "b"})
-	// a still infers its share (1 of 2) and b waits: b's step goes first.
-	for _, want := range []string{"b1", "a3"} {
-		next, ok := s.leave(a1)
-		if !ok || next.ID != want {
-			t.Fatalf("woke %q (%v), want %s", next.ID, ok, want)
+	for _, r := range []pipeline.Run{{ID: "a3", Tenant: "a"}, {ID: "a3", Tenant: "a"}, {ID: "b1", Tenant: "b"}} { // a3 queued once
+		if next, ok := s.hold(r, true); ok {
+			t.Fatalf("woke %s at once with the pool full", next.ID)
 		}
-		a1 = a2
 	}
-	c := pipeline.Run{ID: "c1", Tenant: "c"}
-	s.enter(c, false, nil)
-	if next, ok := s.leave(c); ok {
-		t.Fatalf("woke %s again", next.ID)
+	for _, step := range []struct {
+		ends pipeline.Run
+		wake string // "" none
+	}{
+		{a1, ""},   // a still infers its share (1 of 3, shared with b) and b waits
+		{b0, "b1"}, // b is below its share: its step goes first, though a3 is older
+		{a2, "a3"},
+	} {
+		if next, ok := s.leave(step.ends); next.ID != step.wake || ok != (step.wake != "") {
+			t.Fatalf("the end of %s woke %q (%v), want %q", step.ends.ID, next.ID, ok, step.wake)
+		}
+	}
+	if len(s.queue) != 0 || len(s.deferred) != 0 {
+		t.Fatalf("left queued: %v", s.queue)
+	}
+}
+
+func TestShares_a_step_deferred_after_the_steps_that_would_wake_it_ended_is_woken_at_once(t *testing.T) {
+	s := newShares(1)
+	held := pipeline.Run{ID: "a1", Tenant: "a"}
+	s.enter(held, false, nil)
+	if _, ok := s.leave(held); ok { // before a2 is queued: it wakes nothing
+		t.Fatal("woke a step with none queued")
+	}
+	if next, ok := s.hold(pipeline.Run{ID: "a2", Tenant: "a"}, false); !ok || next.ID != "a2" {
+		t.Fatalf("woke %q (%v), want a2 itself", next.ID, ok)
 	}
 }

@@ -73,7 +73,7 @@ func (w *Worker) HandleStep(msg *message.Message) error {
 		return nil
 	}
 	slot.Go(func() {
-		defer w.leaveShare(run, log)
+		defer w.leaveShare(run)
 		w.runStep(run, msgs, log)
 	})
 	return nil
@@ -130,7 +130,7 @@ func (w *Worker) runHere(ctx context.Context, run pipeline.Run, msgs []pipeline.
 		w.deferForShare(ctx, run, log)
 		return nil
 	}
-	defer w.leaveShare(run, log)
+	defer w.leaveShare(run)
 	w.runStep(run, msgs, log)
 	return nil
 }
