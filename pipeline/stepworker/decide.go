@@ -150,8 +150,9 @@ func (w *Worker) afterDecision(d topics.Decision, res store.DecisionResult, swee
 }
 
 // cancelRun ends a run cancelled, from whatever status it is in; its
-// suspended and running calls are cancelled with it. Who cancelled it is
-// the decision's decided_by, followed by "(signed by <producer>)" when a
+// suspended and running calls are cancelled with it, and its inference on
+// this worker stops, freeing its pool slot. Who cancelled it is the
+// decision's decided_by, followed by "(signed by <producer>)" when a
 // producer's key verified it and that is not the name it claims. A cancel
 // of a run already done reconciles it all the same: its result may be
 // unpublished.

@@ -14,8 +14,10 @@
 // publishes loses nothing.
 //
 // Handlers take a pool slot, claim the work and acknowledge; inference runs
-// on the bounded pool so a slow model never holds a Kafka partition. Drain
-// ends a graceful shutdown.
+// on the bounded pool so a slow model never holds a Kafka partition. Every
+// tenant with work keeps a share of the pool (shares.go), and a cancelled
+// run's inference stops at once (inferring.go). Drain ends a graceful
+// shutdown.
 //
 //	w, err := stepworker.New(ctx, stepworker.Config{Store: st, Publisher: pub, Names: names, Config: cfg, WorkerID: id})
 //	router.AddNoPublisherHandler("step", names.RunSteps(), sub, w.HandleStep)
