@@ -23,8 +23,10 @@ import (
 // calls of a step — waits once. It may be called from many goroutines at
 // once. Close the publisher when done; Publish after Close fails.
 //
-// The producer keeps one produce request in flight per broker (Sarama's
-// default is five): what is published while a request is out goes in the
+// The producer is idempotent: a retry of a produce whose first attempt
+// landed (a leader lost mid-publish) is dropped by the broker, not
+// written twice (ADR 0049). It keeps one produce request in flight per
+// broker (Sarama's default is five; idempotence needs one): what is published while a request is out goes in the
 // next one, together. Unloaded, a message leaves at once as before; under
 // load, the messages of many handlers share a request instead of each
 // taking its own, which nearly halves the produce requests of the
@@ -49,6 +51,7 @@ func NewPublisher(c Cluster, _ watermill.LoggerAdapter) (message.Publisher, erro
 	}
 	cfg := c.SaramaConfig()
 	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Idempotent = true
 	producer, err := sarama.NewSyncProducer(c.Brokers, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kafka publisher on %s: %w", c, err)
