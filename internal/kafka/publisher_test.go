@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
@@ -113,8 +114,10 @@ func TestPublisher_a_record_over_the_limit_is_refused_as_too_large(t *testing.T)
 		t.Fatalf("kfake: %v", err)
 	}
 	t.Cleanup(cluster.Close)
-	msg := func(size int) *message.Message {
-		m := message.NewMessage("", make([]byte, size))
+	msg := func(size int) *message.Message { // random bytes: compression does not shrink them under the broker's limit
+		payload := make([]byte, size)
+		rand.Read(payload)
+		m := message.NewMessage("", payload)
 		m.Metadata.Set(topics.MetadataRunID, "r-1")
 		return m
 	}
