@@ -43,23 +43,18 @@ func (s *shares) over(tenant string, full bool) bool {
 }
 
 func (s *shares) overLocked(tenant string, full bool) bool {
-	active := 1 // tenant
-	othersWait := false
+	others := map[string]bool{} // the other tenants with work here
 	for t := range s.held {
-		if t != tenant {
-			active++
-		}
+		others[t] = true
 	}
+	othersWait := false
 	for _, waits := range []map[string]int{s.waiting, s.deferred} {
 		for t := range waits {
-			if t != tenant {
-				othersWait = true
-				if s.held[t] == 0 {
-					active++
-				}
-			}
+			others[t], othersWait = true, othersWait || t != tenant
 		}
 	}
+	delete(others, tenant)
+	active := 1 + len(others)
 	return s.held[tenant]+s.waiting[tenant] >= max(1, s.size/active) && (full || othersWait)
 }
 

@@ -85,3 +85,20 @@ func TestShares_a_step_deferred_after_the_steps_that_would_wake_it_ended_is_woke
 		t.Fatalf("woke %q (%v), want a2 itself", next.ID, ok)
 	}
 }
+
+// A tenant with a request waiting and a step deferred is one tenant with
+// work, not two: the others' shares are the pool divided by the tenants,
+// whatever each of them has in which state.
+func TestShares_a_tenant_waiting_and_deferred_counts_once(t *testing.T) {
+	s := newShares(8)
+	for range 3 {
+		if !s.enter(pipeline.Run{Tenant: "a"}, false, nil) {
+			t.Fatal("setting up: a's step refused")
+		}
+	}
+	s.wait("b")
+	count(s.deferred, "b", 1) // a step of b's in the queue, as hold leaves one
+	if s.over("a", true) {
+		t.Fatal("a, holding 3 of 8 slots with one other tenant, is over its share of 4")
+	}
+}
