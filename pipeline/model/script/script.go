@@ -75,6 +75,9 @@ func (m *Model) Validate() error {
 		if t.StreamMS < 0 {
 			errs = append(errs, fmt.Errorf("script model: turns[%d].stream_ms is negative", i))
 		}
+		if t.DelayMS > maxWaitMS || t.StreamMS > maxWaitMS {
+			errs = append(errs, fmt.Errorf("script model: turns[%d] waits more than %d ms (delay_ms %d, stream_ms %d)", i, maxWaitMS, t.DelayMS, t.StreamMS))
+		}
 		for j, c := range t.ToolCalls {
 			if c.Name == "" {
 				errs = append(errs, fmt.Errorf("script model: turns[%d].tool_calls[%d].name is missing", i, j))
@@ -112,6 +115,11 @@ func ParseRun(raw json.RawMessage, limit time.Duration) (*Model, error) {
 	return m, nil
 }
 
+// maxWaitMS bounds delay_ms and stream_ms of any script, a run's or the
+// configuration's: a year, far below where a time.Duration of that many
+// milliseconds would overflow (and a ticker would panic).
+const maxWaitMS = 365 * 24 * 3600 * 1000
+
 // waitsWithin reports whether the turn holds its answer back for limit at
 // most, counting in a way that cannot overflow.
 func (t Turn) waitsWithin(limit time.Duration) bool {
@@ -123,8 +131,25 @@ func (t Turn) waitsWithin(limit time.Duration) bool {
 	return t.StreamMS <= 0 || n == 0 || int64(t.StreamMS) <= left/n
 }
 
-// words counts the words of text as stream hands them out.
-func words(text string) int { return len(strings.Fields(text)) }
+// words counts the pieces stream hands text out in: a word with the
+// spaces before it, and trailing spaces as a piece of their own.
+func words(text string) int {
+	n := 0
+	for rest := text; rest != ""; rest = rest[nextPiece(rest):] {
+		n++
+	}
+	return n
+}
+
+// nextPiece is the length of the piece stream hands out first from rest:
+// the spaces before the first word and the word.
+func nextPiece(rest string) int {
+	word := strings.TrimLeftFunc(rest, unicode.IsSpace)
+	if i := strings.IndexFunc(word, unicode.IsSpace); i >= 0 {
+		return len(rest) - len(word) + i
+	}
+	return len(rest)
+}
 
 // Infer answers step req.Step with its turn, after the turn's delay.
 func (m *Model) Infer(ctx context.Context, req model.Request) (model.Response, error) {
@@ -166,11 +191,7 @@ func stream(ctx context.Context, text string, every time.Duration, onText func(s
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for rest := text; rest != ""; {
-		word := strings.TrimLeftFunc(rest, unicode.IsSpace)
-		n := len(rest)
-		if i := strings.IndexFunc(word, unicode.IsSpace); i >= 0 {
-			n = len(rest) - len(word) + i
-		}
+		n := nextPiece(rest)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
