@@ -235,6 +235,30 @@ var decisionCases = []contractCase{
 			t.Fatalf("call after the take-back = %+v", c)
 		}
 	}},
+	{"a_call_decided_again_keeps_no_earlier_decisions_signer", func(t *testing.T, f *fixture) {
+		f.parked(t, "r1", pipeline.ResumeReplay, at(1), "c1")
+		signed := resume("d1", "c1")
+		signed.SignedBy = "erp"
+		if res := f.decide(t, "r1", signed, at(2)); res.Outcome != store.DecisionApplied || f.call(t, "r1", "c1").Decision.SignedBy != "erp" {
+			t.Fatalf("the signed decision = %+v", res)
+		}
+		// The tool answers pending: the call parks again, and a decision
+		// nobody signed (a timeout's) decides it.
+		if _, err := f.st.ClaimCall(f.ctx, "r1", "c1", lease("t1", at(60)), at(3)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.FinishCall(f.ctx, "r1", "c1", "t1",
+			store.CallOutcome{Status: pipeline.CallSuspended, Parking: parking(pipeline.ResumeReplay)}, at(4)); err != nil {
+			t.Fatal(err)
+		}
+		unsigned := store.Decision{ID: "d2", CallID: "c1", Action: store.ActionCancel, DecidedBy: "timeout"}
+		if res := f.decide(t, "r1", unsigned, at(5)); res.Outcome != store.DecisionApplied {
+			t.Fatalf("the unsigned decision = %+v", res)
+		}
+		if dec := f.call(t, "r1", "c1").Decision; dec == nil || dec.ID != "d2" || dec.SignedBy != "" {
+			t.Fatalf("the call's decision = %+v, want d2 signed by nobody", dec)
+		}
+	}},
 	{"an_early_decision_is_held_and_applied_once_the_call_parks", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1", "c1")
 		res, err := f.st.ApplyDecision(f.ctx, "r1", resume("d1", "c1"), at(60), at(3))

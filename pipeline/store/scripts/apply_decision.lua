@@ -87,12 +87,10 @@ if ARGV[3] ~= 'cancel' and ARGV[26] ~= '' then
   return reject(ARGV[26])
 end
 
+-- dec_signed is written even when empty: a call decided again (resumed,
+-- parked anew, then timed out) must not keep an earlier decision's signer.
 local fields = {'dec_id', ARGV[1], 'dec_action', ARGV[3], 'dec_by', ARGV[6], 'dec_reason', ARGV[7],
-  'dec_timeout', ARGV[8], 'updated_at', ARGV[9]}
-if ARGV[29] ~= '' then
-  fields[#fields + 1] = 'dec_signed'
-  fields[#fields + 1] = ARGV[29]
-end
+  'dec_timeout', ARGV[8], 'updated_at', ARGV[9], 'dec_signed', ARGV[29]}
 local applied, nstatus -- the status decision.applied reports, and the one stored
 if ARGV[3] == 'cancel' then
   applied, nstatus = 'cancelled', 'cancelled'
