@@ -122,7 +122,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	wg.Wait()
 
-	recorded, err := s.recordBatch(r, batch, tenant, ids)
+	recorded, err := s.recordBatch(r, batch, tenant, ids, errs)
 	if err != nil {
 		ae := *s.classify(r, "record batch "+batch, err)
 		ae.body.Error.Message += "; its runs may be created: sending the same batch again is safe"
@@ -263,26 +263,23 @@ func tooManyItems(max int) *apiError {
 		fmt.Sprintf("the batch has more than %d items; split it", max))
 }
 
-// recordBatch records batch with those of ids that exist as runs of tenant,
-// read back after their creates: a run whose create failed (another
-// tenant's id, a conflict, a store error) is left out, so a batch never
-// names a run it did not create for its tenant. With none of them, nothing
-// is recorded and recorded is false.
-func (s *Server) recordBatch(r *http.Request, batch, tenant string, ids []string) (recorded bool, err error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), createTimeout)
-	defer cancel()
-	statuses, err := s.cfg.Store.RunStatuses(ctx, ids)
-	if err != nil {
-		return false, err
-	}
-	var owned []string
-	for i, st := range statuses {
-		if st.Status != "" && st.Tenant == tenant {
-			owned = append(owned, ids[i])
+// recordBatch records batch with the runs whose create succeeded: created
+// now, or created before by the same request of the same tenant (a
+// replay). A run whose create failed (another tenant's id, a conflict, a
+// store error) is left out, so a batch never names a run it did not
+// create for its tenant; sending the batch again records the runs it then
+// creates. With none of them, nothing is recorded and recorded is false.
+func (s *Server) recordBatch(r *http.Request, batch, tenant string, ids []string, errs []error) (recorded bool, err error) {
+	var created []string
+	for i, id := range ids {
+		if errs[i] == nil {
+			created = append(created, id)
 		}
 	}
-	if len(owned) == 0 {
+	if len(created) == 0 {
 		return false, nil
 	}
-	return true, s.cfg.Store.SaveBatch(ctx, batch, store.Batch{Tenant: tenant, RunIDs: owned})
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), createTimeout)
+	defer cancel()
+	return true, s.cfg.Store.SaveBatch(ctx, batch, store.Batch{Tenant: tenant, RunIDs: created})
 }

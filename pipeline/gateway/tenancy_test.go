@@ -77,6 +77,16 @@ func TestTenancy_a_batch_holds_only_runs_its_tenant_owns(t *testing.T) {
 	if got := h.decisions.of("ra"); len(got) != 0 {
 		t.Errorf("tenant b's batch cancelled a's run: %+v", got)
 	}
+
+	// b's own run, sent again with another request, conflicts: the batch
+	// does not name it either.
+	h.by("b", http.MethodPost, "/v1/runs", `{"run_id":"rb-own","agent":"assistant","input":"hi"}`).want(t, http.StatusCreated, nil)
+	own := h.by("b", http.MethodPost, "/v1/runs/batch", `[{"run_id":"rb-own","agent":"assistant","input":"other"},{"run_id":"rc","agent":"assistant","input":"hi"}]`).
+		wantError(t, http.StatusConflict, gateway.CodeConflict, "1 of 2 runs failed")
+	h.by("b", http.MethodGet, "/v1/batches/"+own.BatchID, nil).want(t, http.StatusOK, &v)
+	if v.Total != 1 {
+		t.Errorf("a batch whose create of b's own run conflicted shows %+v, want only the run it created", v)
+	}
 }
 
 // A batch record that names another tenant's run (as one written before
