@@ -25,7 +25,7 @@ test-js:
 ## fetches Apache Kafka from Maven Central once per machine)
 .PHONY: test-kafka
 test-kafka:
-	scripts/test-kafka
+	GO=$(GO) scripts/test-kafka
 
 ## test-short: the fast tests only (-short skips the slow suites)
 test-short:

@@ -89,8 +89,8 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.RemoveAll(o.Dir); err != nil {
-		return nil, fmt.Errorf("kafka cluster: %w", err)
+	if err := clearDir(o.Dir); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("kafka cluster: %w", err)
@@ -162,6 +162,26 @@ func (c *Cluster) Down() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// clearDir empties dir for a new cluster: a directory that does not
+// exist, is empty or holds a cluster that no longer runs (its
+// cluster.json). Anything else is refused, never removed.
+func clearDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("kafka cluster: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cluster.json")); err != nil {
+		return fmt.Errorf("kafka cluster: %s holds files but no cluster.json; not removing it", dir)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("kafka cluster: %w", err)
+	}
+	return nil
 }
 
 // save writes the cluster's state to Dir/cluster.json.

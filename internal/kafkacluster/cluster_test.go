@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +40,9 @@ func TestCluster_survives_a_killed_broker_and_takes_it_back(t *testing.T) {
 	cfg := sarama.NewConfig()
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Return.Successes = true
-	cfg.Producer.Retry.Max = 20
+	// A node killed -9 leads its partitions until the controller fences
+	// it, broker.session.timeout.ms (9 s) later: retries cover 15 s.
+	cfg.Producer.Retry.Max = 60
 	cfg.Producer.Retry.Backoff = 250 * time.Millisecond
 	admin, err := sarama.NewClusterAdmin([]string{c.Nodes[0].Addr()}, cfg)
 	if err != nil {
@@ -83,8 +86,11 @@ func TestCluster_survives_a_killed_broker_and_takes_it_back(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range c.Nodes {
-		if _, err := os.Stat("/proc/" + strconv.Itoa(n.PID)); err == nil {
-			t.Errorf("node %d (pid %d) still runs after Down", n.ID, n.PID)
+		// Gone, or a zombie this process has yet to reap: either way not
+		// running (its state letter follows the parenthesised name).
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(n.PID) + "/stat")
+		if fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); err == nil && len(fields) > 0 && fields[0] != "Z" {
+			t.Errorf("node %d (pid %d) still runs after Down: %s", n.ID, n.PID, fields[0])
 		}
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
