@@ -27,6 +27,9 @@ type Redactor struct {
 	spelled *regexp.Regexp
 	// marks[i] replaces a match of group i+1.
 	marks []string
+	// long replaces, as written, the values too long to spell
+	// (maxSpelledLen); nil when there are none.
+	long *strings.Replacer
 }
 
 // FromEnv returns a Redactor of the values of the environment variables
@@ -38,6 +41,13 @@ func FromEnv(names []string) *Redactor {
 	}
 	return New(values)
 }
+
+// maxSpelledLen bounds the secrets matched in every JSON spelling: a
+// spelled character is about fifteen instructions of the regexp, and a
+// value of hundreds of kilobytes (a certificate bundle) would pass
+// regexp's size limit (and a match would cost the text's length times the
+// value's). A longer value is matched as written only.
+const maxSpelledLen = 4096
 
 // New returns a Redactor of values (name → secret); nil when none is at
 // least MinLen bytes long. Longer secrets are matched first, so one that
@@ -56,18 +66,25 @@ func New(values map[string]string) *Redactor {
 	slices.SortFunc(all, func(a, b secret) int {
 		return cmp.Or(cmp.Compare(len(b.value), len(a.value)), strings.Compare(a.value, b.value), strings.Compare(a.name, b.name))
 	})
-	groups := make([]string, len(all))
-	marks := make([]string, len(all))
-	pairs := make([]string, 0, 2*len(all))
-	for i, s := range all {
-		groups[i] = "(" + spellings(s.value) + ")"
-		marks[i] = "[redacted:" + s.name + "]"
-		pairs = append(pairs, s.value, marks[i])
+	var groups, marks, pairs, longPairs []string
+	for _, s := range all {
+		mark := "[redacted:" + s.name + "]"
+		pairs = append(pairs, s.value, mark)
+		if len(s.value) > maxSpelledLen {
+			longPairs = append(longPairs, s.value, mark)
+			continue
+		}
+		groups = append(groups, "("+spellings(s.value)+")")
+		marks = append(marks, mark)
 	}
-	return &Redactor{
-		literal: strings.NewReplacer(pairs...), // matches as spelled does on text without a backslash
-		spelled: regexp.MustCompile(strings.Join(groups, "|")), marks: marks,
+	r := &Redactor{literal: strings.NewReplacer(pairs...), marks: marks} // literal matches as spelled does on text without a backslash
+	if len(groups) > 0 {
+		r.spelled = regexp.MustCompile(strings.Join(groups, "|"))
 	}
+	if len(longPairs) > 0 {
+		r.long = strings.NewReplacer(longPairs...)
+	}
+	return r
 }
 
 // String returns s with every secret replaced, in any spelling: as
@@ -81,6 +98,12 @@ func (r *Redactor) String(s string) string {
 	}
 	if !strings.Contains(s, `\`) {
 		return r.literal.Replace(s)
+	}
+	if r.long != nil {
+		s = r.long.Replace(s)
+	}
+	if r.spelled == nil {
+		return s
 	}
 	found := r.spelled.FindAllStringSubmatchIndex(s, -1)
 	if found == nil {

@@ -90,3 +90,13 @@ func TestRedactor_JSON_redacts_what_a_reader_decodes_and_stays_valid(t *testing.
 		})
 	}
 }
+
+// A value too long to match in every spelling (a certificate bundle) is
+// still redacted as written, and New does not fail on it.
+func TestRedactor_a_very_long_secret_is_redacted_as_written(t *testing.T) {
+	bundle := strings.Repeat("MIIDdzCCAl+gAwIBAgIE", 20000) // 400 kB
+	r := secrets.New(map[string]string{"CA_BUNDLE": bundle, "TOKEN": "tok-0123456789"})
+	if got := r.String("ca=" + bundle + " t=tok\\u002d0123456789"); got != "ca=[redacted:CA_BUNDLE] t=[redacted:TOKEN]" {
+		t.Fatalf("got %.80q", got)
+	}
+}
