@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/model"
+	"github.com/stepwise-run/stepwise/pipeline/secrets"
 )
 
 // Model asks an OpenAI-compatible Chat Completions endpoint. It is immutable
@@ -27,7 +27,7 @@ type Model struct {
 	temperature param.Opt[float64]
 	maxTokens   param.Opt[int64]
 	svc         oai.ChatCompletionService
-	redact      *strings.Replacer // hides the API key in provider messages
+	redact      *secrets.Redactor // hides the API key, in any JSON spelling, in provider messages
 }
 
 var _ model.Model = (*Model)(nil)
@@ -103,7 +103,7 @@ func New(cfg config.Model, opts ...Option) (*Model, error) {
 		stream:  s.stream,
 		timeout: s.timeout,
 		svc:     oai.NewChatCompletionService(sdk...),
-		redact:  strings.NewReplacer(key, "[redacted]"),
+		redact:  secrets.New(map[string]string{s.keyEnv: key}),
 	}
 	if s.temperature != nil {
 		m.temperature = oai.Float(*s.temperature)
@@ -157,7 +157,7 @@ func (m *Model) failure(ctx context.Context, err error) error {
 			StatusCode: apiErr.StatusCode,
 			Code:       apiErr.Code,
 			Type:       apiErr.Type,
-			Message:    cut(m.redact.Replace(apiErr.Message), 500),
+			Message:    cut(m.redact.String(apiErr.Message), 500),
 			err:        err,
 		}
 		if apiErr.StatusCode == http.StatusTooManyRequests {
@@ -172,7 +172,7 @@ func (m *Model) failure(ctx context.Context, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w: no complete answer within %s (the timeout setting)", ErrTimeout, m.timeout)
 	}
-	return fmt.Errorf("request failed: %s", m.redact.Replace(err.Error()))
+	return fmt.Errorf("request failed: %s", m.redact.String(err.Error()))
 }
 
 // logAttempts logs each attempt that the SDK may retry. It runs once per

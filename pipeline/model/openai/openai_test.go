@@ -359,7 +359,7 @@ func TestInfer_fails_at_once_on_a_client_error_status(t *testing.T) {
 		{400, `{"error":{"message":"messages: bad role","type":"invalid_request_error","param":"messages","code":null}}`,
 			[]string{"HTTP 400 Bad Request", "invalid_request_error", "messages: bad role"}},
 		{401, `{"error":{"message":"Incorrect API key provided: ` + apiKey + `","type":"invalid_request_error","code":"invalid_api_key"}}`,
-			[]string{"HTTP 401 Unauthorized", "invalid_api_key", "Incorrect API key provided: [redacted]"}},
+			[]string{"HTTP 401 Unauthorized", "invalid_api_key", "Incorrect API key provided: [redacted:STEPWISE_TEST_OPENAI_KEY]"}},
 		{404, `{"error":{"message":"The model test-model does not exist","type":"invalid_request_error","code":"model_not_found"}}`,
 			[]string{"HTTP 404 Not Found", "model_not_found", "does not exist"}},
 		{403, `not json at all`, []string{"HTTP 403 Forbidden"}},

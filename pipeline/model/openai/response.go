@@ -85,7 +85,7 @@ func (m *Model) parse(body []byte) (answer, error) {
 		return answer{}, fmt.Errorf("%w: empty body", ErrMalformedResponse)
 	}
 	if t[0] != '{' || !json.Valid(t) {
-		return answer{}, fmt.Errorf("%w: the body is not a JSON object: %q", ErrMalformedResponse, cut(m.redact.Replace(string(t)), 200))
+		return answer{}, fmt.Errorf("%w: the body is not a JSON object: %q", ErrMalformedResponse, cut(m.redact.String(string(t)), 200))
 	}
 	var failed struct {
 		Error *struct {
@@ -93,7 +93,7 @@ func (m *Model) parse(body []byte) (answer, error) {
 		} `json:"error"`
 	}
 	if json.Unmarshal(t, &failed) == nil && failed.Error != nil {
-		return answer{}, fmt.Errorf("%w: the body is an error: %s", ErrMalformedResponse, cut(m.redact.Replace(failed.Error.Message), 500))
+		return answer{}, fmt.Errorf("%w: the body is an error: %s", ErrMalformedResponse, cut(m.redact.String(failed.Error.Message), 500))
 	}
 	var cc oai.ChatCompletion
 	if err := json.Unmarshal(t, &cc); err != nil {

@@ -45,7 +45,7 @@ func (m *Model) streamFailure(ctx context.Context, err error) error {
 	}
 	var se *ssestream.StreamError
 	if errors.As(err, &se) {
-		return fmt.Errorf("the stream reported an error: %s", cut(m.redact.Replace(se.Message), 500))
+		return fmt.Errorf("the stream reported an error: %s", cut(m.redact.String(se.Message), 500))
 	}
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
