@@ -50,14 +50,22 @@ var _ model.Model = (*Model)(nil)
 
 // Parse reads and validates a script model, reporting every problem at once.
 func Parse(raw json.RawMessage) (*Model, error) {
+	m, err := decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func decode(raw json.RawMessage) (*Model, error) {
 	var m Model
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("script model: %w", err)
-	}
-	if err := m.Validate(); err != nil {
-		return nil, err
 	}
 	return &m, nil
 }
@@ -98,11 +106,11 @@ func (m *Model) Validate() error {
 // (runs.max_script_delay): each turn that would is reported with its
 // fields and the limit.
 func ParseRun(raw json.RawMessage, limit time.Duration) (*Model, error) {
-	m, err := Parse(raw)
+	m, err := decode(raw)
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
+	var errs []error // the cap first: it names the setting a run may look up
 	for i, t := range m.Turns {
 		if !t.waitsWithin(limit) {
 			errs = append(errs, fmt.Errorf("script model: turns[%d] waits longer than runs.max_script_delay (%s): delay_ms %d, stream_ms %d × %d words",
@@ -111,6 +119,9 @@ func ParseRun(raw json.RawMessage, limit time.Duration) (*Model, error) {
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

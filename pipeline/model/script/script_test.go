@@ -101,9 +101,9 @@ func TestScript_a_runs_script_may_not_wait_past_the_limit(t *testing.T) {
 		{"a delay at the limit", `[{"text":"hi","delay_ms":1000}]`, ""},
 		{"a delay and a stream at the limit", `[{"text":"one two","delay_ms":600,"stream_ms":200}]`, ""},
 		{"a delay past it", `[{"text":"hi"},{"text":"hi","delay_ms":1001}]`, "turns[1] waits longer than runs.max_script_delay (1s): delay_ms 1001"},
-		{"a delay that would overflow", `[{"text":"hi","delay_ms":99999999999999}]`, "turns[0] waits more than 31536000000 ms (delay_ms 99999999999999"},
+		{"a delay that would overflow", `[{"text":"hi","delay_ms":99999999999999}]`, "turns[0] waits longer than runs.max_script_delay (1s): delay_ms 99999999999999"},
 		{"a stream past it", `[{"text":"one two three","delay_ms":400,"stream_ms":201}]`, "stream_ms 201 × 3 words"},
-		{"a stream that would overflow", `[{"text":"a b","stream_ms":9223372036854775807}]`, "stream_ms 9223372036854775807)"},
+		{"a stream that would overflow", `[{"text":"a b","stream_ms":9223372036854775807}]`, "stream_ms 9223372036854775807 × 2 words"},
 		{"a stream of spaces only", `[{"text":" ","stream_ms":1001}]`, "stream_ms 1001 × 1 words"},
 		{"trailing spaces are a piece of their own", `[{"text":"a ","stream_ms":501}]`, "stream_ms 501 × 2 words"},
 	} {
@@ -116,5 +116,14 @@ func TestScript_a_runs_script_may_not_wait_past_the_limit(t *testing.T) {
 				t.Fatalf("got %v, want an error with %q", err, tc.refused)
 			}
 		})
+	}
+}
+
+// No script, a run's or the configuration's, may wait so long that its
+// wait overflows a time.Duration: the ticker of such a stream panicked.
+func TestParse_refuses_a_wait_past_a_year(t *testing.T) {
+	_, err := script.Parse(json.RawMessage(`{"provider":"script","turns":[{"text":"a b","stream_ms":9223372036854775807}]}`))
+	if err == nil || !strings.Contains(err.Error(), "turns[0] waits more than 31536000000 ms") {
+		t.Fatalf("got %v, want the wait refused", err)
 	}
 }
