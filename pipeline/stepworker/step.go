@@ -204,8 +204,9 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	defer span.End()
 	log = tracing.Log(log, span)
 	owner, started := run.LeaseOwner, time.Now()
+	committed := false
 	defer func() {
-		if cause := context.Cause(ctx); ctx.Err() != nil {
+		if cause := context.Cause(ctx); ctx.Err() != nil && !committed {
 			log.Info("inference stopped; nothing is committed", "reason", cause)
 			w.abandonStep(run, log)
 		}
@@ -300,14 +301,18 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 		log.Error("commit step; the sweeper will retry it", "error", err)
 		return
 	}
+	committed = true
 	w.metrics.StepCommitted(run.Agent, time.Since(started))
-	w.logErr(log, "reconcile after commit", w.reconcileCommitted(ctx, run, calls, held))
+	// A cancel or a lost renewal that lands now stops nothing: the outcome
+	// is committed, and its follow-ups go on.
+	w.logErr(log, "reconcile after commit", w.reconcileCommitted(context.WithoutCancel(ctx), run, calls, held))
 }
 
-// abandonStep releases the lease of a step whose inference the worker gave
-// up on while stopping, and asks the sweeper to look at the run now, so
-// another worker takes the step over without waiting for the lease to run
-// out. It uses a context of its own: the worker's has ended.
+// abandonStep releases the lease of a step whose inference stopped before
+// its commit (the worker stopping, its run cancelled, its renewal refused)
+// and asks the sweeper to look at the run now, so another worker takes the
+// step over without waiting for the lease to run out. It uses a context of
+// its own: the step's has ended.
 func (w *Worker) abandonStep(run pipeline.Run, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), releaseTimeout)
 	defer cancel()
