@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -77,10 +78,13 @@ func TestEnsureTopics_replicates_three_times_with_two_in_sync_on_three_brokers(t
 	}
 	topic := unique(t, "replicated")
 	ensure(t, brokers, 2, topic)
-	meta, err := admin.DescribeTopics([]string{topic})
-	if err != nil || len(meta) != 1 || len(meta[0].Partitions) != 2 {
-		t.Fatalf("describe %s: %v %+v", topic, err, meta)
-	}
+	// The broker asked may learn of the new topic's partitions a moment
+	// after the one that created it.
+	var meta []*sarama.TopicMetadata
+	testinfra.Eventually(t, 10*time.Second, func() bool {
+		meta, err = admin.DescribeTopics([]string{topic})
+		return err == nil && len(meta) == 1 && len(meta[0].Partitions) == 2
+	}, func() string { return fmt.Sprintf("describe %s: %v %+v", topic, err, meta) })
 	wantRF, wantISR := min(3, len(nodes)), "1"
 	if wantRF == 3 {
 		wantISR = "2"
