@@ -390,20 +390,40 @@ func (s *Store) WaitEvents(ctx context.Context, runID, afterID string, block tim
 // decodeEvents reads the run's stream entries msgs as events, with what
 // events keep in their calls read back (incall.go).
 func (s *Store) decodeEvents(ctx context.Context, runID string, msgs []redis.XMessage) ([]pipeline.Event, error) {
-	out := make([]pipeline.Event, 0, len(msgs))
-	for _, m := range msgs {
-		raw, _ := m.Values[eventField].(string)
-		ev, err := decodeStored(raw)
-		if err != nil {
-			return nil, fmt.Errorf("decode event %s of run %s: %w", m.ID, runID, err)
+	out := make([]pipeline.Event, len(msgs))
+	refs := make([]string, len(msgs))
+	var old []int // TODO(36): goes once every script writes entries
+	for i, m := range msgs {
+		if raw, ok := m.Values[eventField].(string); ok {
+			ev, err := decodeStored(raw)
+			if err != nil {
+				return nil, fmt.Errorf("decode event %s of run %s: %w", m.ID, runID, err)
+			}
+			ev.ID, ev.RunID = m.ID, runID
+			out[i] = ev
+			old = append(old, i)
+			continue
 		}
-		ev.ID, ev.RunID = m.ID, runID
-		out = append(out, ev)
+		ev, err := decodeEntry(runID, m)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ev
+		refs[i], _ = m.Values["ref"].(string)
 	}
-	if err := s.fillFromCalls(ctx, runID, out); err != nil {
-		return nil, err
+	if len(old) > 0 {
+		olds := make([]pipeline.Event, len(old))
+		for j, i := range old {
+			olds[j] = out[i]
+		}
+		if err := s.fillFromCalls(ctx, runID, olds); err != nil {
+			return nil, err
+		}
+		for j, i := range old {
+			out[i] = olds[j]
+		}
 	}
-	return out, nil
+	return out, s.joinRefs(ctx, runID, out, refs)
 }
 
 // decodeStored reads an event as a stream entry holds it: the array

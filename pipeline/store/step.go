@@ -102,7 +102,7 @@ func (s *Store) RenewStepLease(ctx context.Context, runID string, step int, leas
 // schedules for until, requests it then. Event step.deferred with data
 // {"until", "reason"}. ErrLeaseLost when owner no longer holds the step.
 func (s *Store) DeferStep(ctx context.Context, runID string, step int, owner string, until time.Time, reason string, now time.Time) error {
-	ev, err := newEvent(step, "", pipeline.EventStepDeferred, now, struct {
+	ev, err := newEntry(step, "", pipeline.EventStepDeferred, now, struct {
 		Until  time.Time `json:"until"`
 		Reason string    `json:"reason"`
 	}{until.UTC(), reason})
@@ -110,8 +110,14 @@ func (s *Store) DeferStep(ctx context.Context, runID string, step int, owner str
 		return err
 	}
 	what := fmt.Sprintf("defer step %d of run %s held by %s", step, runID, owner)
-	_, err = s.eval(ctx, s.scripts.deferStep, what, []string{s.runKey(runID), s.eventsKey(runID)},
-		step, owner, toMillis(until), toMillis(now), ev)
+	_, err = s.call(ctx, s.scripts.deferStep, what, []string{s.runKey(runID), s.eventsKey(runID)}, struct {
+		Step  int                `json:"step"`
+		Owner string             `json:"owner"`
+		State pipeline.StepState `json:"state"`
+		Until int64              `json:"untilms"`
+		Now   int64              `json:"now"`
+		Event entry              `json:"event"`
+	}{step, owner, pipeline.StepPending, toMillis(until), toMillis(now), ev})
 	return err
 }
 

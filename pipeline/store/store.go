@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -180,6 +181,16 @@ func (s *Store) eval(ctx context.Context, sc *redis.Script, what string, keys []
 
 // run runs c alone, in one round trip, and maps its refusals to
 // sentinels. It releases c.
+// call runs sc over keys with its one argument, arg as JSON: the script
+// reads it as `local a = cjson.decode(ARGV[1])`, each field by name.
+func (s *Store) call(ctx context.Context, sc *redis.Script, what string, keys []string, arg any) (any, error) {
+	b, err := json.Marshal(arg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return s.eval(ctx, sc, what, keys, b)
+}
+
 func (s *Store) run(ctx context.Context, c script, what string) (any, error) {
 	v, err := s.sendLoaded(ctx, c, func() *redis.Cmd {
 		cmd := c.cmd(ctx)

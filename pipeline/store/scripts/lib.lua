@@ -236,3 +236,12 @@ local function patch(flat, at, set, from, to)
     end
   end
 end
+
+-- emit appends event e, an entry (events.go) as the caller built it and
+-- the script completed it (a step or data only the script knows), to the
+-- run's event stream, events. Every entry has the same six fields in the
+-- same order, so a stream node keeps their names once.
+local function emit(events, e)
+  redis.call('XADD', events, '*', 'type', e.type, 'step', e.step, 'call', e.call or '',
+    'at', e.at, 'data', e.data or '', 'ref', e.ref or '')
+end
