@@ -10,3 +10,23 @@ const (
 	StepInferring StepState = "inferring" // a step worker holds the lease and runs inference
 	StepTools     StepState = "tools"     // the assistant turn and its calls are committed
 )
+
+// stepTransitions is the step's table: a claim takes a pending step (or
+// one whose lease expired) to inferring; a commit takes it to tools; a
+// step given back (deferred, its lease released) is pending again; the
+// end of a step with tools leaves the run's next step pending.
+var stepTransitions = map[StepState][]StepState{
+	StepPending:   {StepInferring},
+	StepInferring: {StepInferring, StepTools, StepPending},
+	StepTools:     {StepPending},
+}
+
+// CanTransition reports whether the table allows from → to.
+func (from StepState) CanTransition(to StepState) bool {
+	for _, next := range stepTransitions[from] {
+		if next == to {
+			return true
+		}
+	}
+	return false
+}
