@@ -9,6 +9,14 @@
 --   delta_prefixes how a message.delta event's JSON begins (as this
 --                  store writes it, and as the stores before 2026-11-26 did)
 
+-- part is the key of a part of the run whose hash key is run
+-- ("<p>:{<id>}:run"): 'events', 'msgs', 'call:<id>', 'step:<n>', ... as
+-- keys.go lays them out. Every key of a run shares its hash tag, so a
+-- script given the run's key reaches the others in the same cluster slot.
+local function part(run, name)
+  return string.sub(run, 1, -4) .. name
+end
+
 -- compact rebuilds the stream `stream` at its exact size, for a stream that
 -- will not grow for a while (its run waits for a decision, or has ended and
 -- is kept for the retention). Redis 7 gives a
@@ -37,7 +45,7 @@ end
 -- The keys are derived from run's name: they share its hash tag, so they are
 -- in its cluster slot.
 local function retire(run, step)
-  local base = string.sub(run, 1, -4)
+  local base = part(run, '')
   local keep = retention_ms > 0
   local compacted = compact(base .. 'events', math.max(retention_ms, 0))
   if keep then
