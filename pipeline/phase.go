@@ -15,20 +15,3 @@ const (
 	PhaseStepEnd           Phase = "step_end"            // stepworker
 	PhaseRunEnd            Phase = "run_end"             // stepworker, once per run
 )
-
-// Phases lists the nine phases in order.
-func Phases() []Phase {
-	return []Phase{
-		PhaseRunStart, PhaseStepStart, PhaseBeforeInference, PhaseAfterInference,
-		PhaseToolGate, PhaseBeforeToolExecute, PhaseAfterToolExecute, PhaseStepEnd, PhaseRunEnd,
-	}
-}
-
-// Process names the program that runs hooks of the phase: "toolworker" for
-// the two tool-execution phases, "stepworker" for the rest.
-func (p Phase) Process() string {
-	if p == PhaseBeforeToolExecute || p == PhaseAfterToolExecute {
-		return "toolworker"
-	}
-	return "stepworker"
-}
