@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,7 +82,7 @@ func New(t *testing.T, sc Scenario) *Harness {
 
 // Undisturbed drives the scenario with no crash.
 func (h *Harness) Undisturbed() Outcome {
-	out, _ := h.drive(None, 0, inOrder)
+	out, _ := h.drive(None, &Injector{}, inOrder)
 	return out
 }
 
@@ -87,7 +90,7 @@ func (h *Harness) Undisturbed() Outcome {
 // twice in a row, or with the newest undelivered message always delivered
 // first (the reverse of the order it was published in).
 func (h *Harness) Disordered(o Order) Outcome {
-	out, _ := h.drive(None, 0, o)
+	out, _ := h.drive(None, &Injector{}, o)
 	return out
 }
 
@@ -105,7 +108,14 @@ const (
 // (Redis command or publish), then replaced. cut is false when side made
 // fewer than n operations: n is past the last cut point.
 func (h *Harness) Crash(side Side, n int) (out Outcome, cut bool) {
-	return h.drive(side, n, inOrder)
+	return h.drive(side, &Injector{At: n}, inOrder)
+}
+
+// Fail drives the scenario with side's n-th operation failing once (a
+// transient fault), side going on as its code does. failed is false when
+// side made fewer than n operations.
+func (h *Harness) Fail(side Side, n int) (out Outcome, failed bool) {
+	return h.drive(side, &Injector{At: n, Transient: true}, inOrder)
 }
 
 // Outcome is what a driven run came to.
@@ -114,6 +124,15 @@ type Outcome struct {
 	Messages []pipeline.Message
 	Commits  map[string]int     // events that commit something, by "type step call"
 	Results  []topics.RunResult // every RunResult published for the run
+	// Outcomes are the decision outcomes published, "<decision id>
+	// <outcome>", each once, sorted.
+	Outcomes []string
+	// Holds are the budget holds left in the budgets once the run is
+	// published: "<budget key> <field>", sorted.
+	Holds []string
+	// RunEnds is how many times the probe plugin's RunEnd hook succeeded
+	// before a result of the run was published.
+	RunEnds int
 	Ops      int                // operations of the side that crashed (or would have)
 	// Kept is where the run is kept once a sweep has passed after it was
 	// published: the global indexes that hold it, and "expiring" when
@@ -139,6 +158,7 @@ type driver struct {
 	tools    *toolworker.Worker
 	workers  int
 	decided  bool
+	runEnds  atomic.Int32
 }
 
 // maxRounds bounds the idle rounds (clock forward, sweep) of one drive,
@@ -148,13 +168,14 @@ const (
 	maxDeliveries = 2000
 )
 
-func (h *Harness) drive(side Side, n int, order Order) (Outcome, bool) {
+func (h *Harness) drive(side Side, inj *Injector, order Order) (Outcome, bool) {
 	t := h.t
 	t.Helper()
 	h.n++
+	n := inj.At
 	d := &driver{
 		Harness: h, ctx: context.Background(), clock: &clock{now: time.UnixMilli(1_750_000_000_000)},
-		bus: &Bus{}, side: side, inj: &Injector{At: n},
+		bus: &Bus{}, side: side, inj: inj,
 	}
 	prefix := fmt.Sprintf("pt%d", h.n)
 	d.rdb = d.client(nil)
@@ -202,7 +223,7 @@ func (h *Harness) drive(side Side, n int, order Order) (Outcome, bool) {
 		// Nothing in flight: let the leases of a dead worker run out and
 		// the sweeper look, as time would.
 		d.clock.advance(d.cfg.StepWorker.Lease.Duration + time.Second)
-		if _, err := d.steps.Sweep(d.ctx); err != nil && !d.crashed(StepWorker) {
+		if _, err := d.steps.Sweep(d.ctx); err != nil && !d.faulted(StepWorker) {
 			t.Fatalf("%s: sweep: %v", d.sc.Name, err)
 		}
 		d.settle(prefix)
@@ -211,12 +232,12 @@ func (h *Harness) drive(side Side, n int, order Order) (Outcome, bool) {
 	// is the sweeper's: let it look, twice in case it crashes itself.
 	for range 2 {
 		d.clock.advance(d.cfg.StepWorker.Lease.Duration + time.Second)
-		if _, err := d.steps.Sweep(d.ctx); err != nil && !d.crashed(StepWorker) {
+		if _, err := d.steps.Sweep(d.ctx); err != nil && !d.faulted(StepWorker) {
 			t.Fatalf("%s: sweep: %v", d.sc.Name, err)
 		}
 		d.settle(prefix)
 	}
-	return d.outcome(prefix), d.inj.Crashed()
+	return d.outcome(prefix), d.inj.Hit()
 }
 
 // listed checks that whoever decides finds the waiting run's parked calls
@@ -250,7 +271,7 @@ func (d *driver) listed(prefix string, snap store.Snapshot) {
 		return
 	}
 	d.clock.advance(d.cfg.StepWorker.Lease.Duration + time.Second)
-	if _, err := d.steps.Sweep(d.ctx); err != nil && !d.crashed(StepWorker) {
+	if _, err := d.steps.Sweep(d.ctx); err != nil && !d.faulted(StepWorker) {
 		t.Fatalf("%s: sweep: %v", d.sc.Name, err)
 	}
 	d.settle(prefix)
@@ -308,6 +329,10 @@ func (d *driver) settle(prefix string) {
 
 func (d *driver) crashed(side Side) bool { return side != None && side == d.side && d.inj.Crashed() }
 
+// faulted reports whether side is the side at fault and its fault has hit:
+// it crashed, or its one operation failed.
+func (d *driver) faulted(side Side) bool { return side != None && side == d.side && d.inj.Hit() }
+
 // client returns a Redis client, counting and crashing through inj when set.
 func (d *driver) client(inj *Injector) *redis.Client {
 	opts, err := redis.ParseURL(d.url)
@@ -334,6 +359,7 @@ func (d *driver) deps(prefix, kind string, crashing bool) stepworker.Config {
 	return stepworker.Config{
 		Store: store.New(d.client(inj), store.WithPrefix(prefix), store.WithRetention(retention)), Publisher: pub, Names: d.names,
 		Config: d.cfg, WorkerID: fmt.Sprintf("%s-%d", kind, d.workers), Now: d.clock.Now, Logger: quiet,
+		Plugins: d.probe(inj),
 	}
 }
 
@@ -364,7 +390,7 @@ func (d *driver) create(prefix string) {
 		return
 	}
 	d.post(store.New(d.client(d.inj), store.WithPrefix(prefix), store.WithRetention(retention)), d.inj.Publisher(d.bus))
-	if !d.inj.Crashed() {
+	if !d.inj.Hit() {
 		return
 	}
 	d.side = None
@@ -417,7 +443,10 @@ func (d *driver) outcome(prefix string) Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := Outcome{Run: run, Messages: msgs, Commits: map[string]int{}, Ops: d.inj.Ops(), Kept: d.kept(prefix)}
+	out := Outcome{
+		Run: run, Messages: msgs, Commits: map[string]int{}, Ops: d.inj.Ops(), Kept: d.kept(prefix),
+		Holds: d.holds(prefix), RunEnds: int(d.runEnds.Load()),
+	}
 	for _, ev := range events {
 		if commits[ev.Type] {
 			out.Commits[fmt.Sprintf("%s %d %s", ev.Type, ev.Step, ev.CallID)]++
@@ -430,6 +459,37 @@ func (d *driver) outcome(prefix string) Outcome {
 		}
 		out.Results = append(out.Results, r)
 	}
+	seen := map[string]bool{}
+	for _, m := range d.bus.published(d.names.DecisionOutcomes()) {
+		o, err := topics.Decode[topics.DecisionOutcome](m.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[o.DecisionID+" "+o.Outcome] = true
+	}
+	out.Outcomes = slices.Sorted(maps.Keys(seen))
+	return out
+}
+
+// holds lists the budget holds left in the drive's budgets.
+func (d *driver) holds(prefix string) []string {
+	keys, err := d.rdb.Keys(d.ctx, prefix+":budget:*").Result()
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	var out []string
+	for _, k := range keys {
+		fields, err := d.rdb.HKeys(d.ctx, k).Result()
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		for _, f := range fields {
+			if strings.HasPrefix(f, "hold:") {
+				out = append(out, k+" "+f)
+			}
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 

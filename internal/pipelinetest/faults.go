@@ -10,19 +10,28 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrCrashed is what every operation of a crashed worker returns.
-var ErrCrashed = errors.New("pipelinetest: the worker has crashed")
+// ErrCrashed is what every operation of a crashed worker returns, and
+// ErrTransient what the one operation a transient fault fails returns.
+var (
+	ErrCrashed   = errors.New("pipelinetest: the worker has crashed")
+	ErrTransient = errors.New("pipelinetest: one operation failed")
+)
 
 // Injector counts a worker's operations — each Redis command or pipeline,
-// each publish — and crashes the worker at operation At: that operation and
-// every later one fail with ErrCrashed without reaching Redis or the bus.
-// At 0 never crashes. Safe for concurrent use.
+// each publish, each RunEnd hook of the scenarios' probe plugin — and
+// fails operation At without it reaching Redis, the bus or the hook. A
+// crash (Transient false) fails that operation and every later one with
+// ErrCrashed: the worker is dead. A transient fault fails that one
+// operation with ErrTransient and lets every later one through: the
+// worker sees an error and goes on as its code does. At 0 never fails.
+// Safe for concurrent use.
 type Injector struct {
-	At int
+	At        int
+	Transient bool
 
-	mu      sync.Mutex
-	n       int
-	crashed bool
+	mu  sync.Mutex
+	n   int
+	hit bool
 }
 
 // step counts one operation and says whether it may run.
@@ -30,8 +39,14 @@ func (in *Injector) step() error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.n++
-	if in.crashed || (in.At > 0 && in.n >= in.At) {
-		in.crashed = true
+	switch {
+	case in.Transient && in.n == in.At:
+		in.hit = true
+		return ErrTransient
+	case in.Transient:
+		return nil
+	case in.hit || (in.At > 0 && in.n >= in.At):
+		in.hit = true
 		return ErrCrashed
 	}
 	return nil
@@ -41,7 +56,15 @@ func (in *Injector) step() error {
 func (in *Injector) Crashed() bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.crashed
+	return in.hit && !in.Transient
+}
+
+// Hit reports whether operation At was reached: the worker has crashed, or
+// the transient fault has failed its operation.
+func (in *Injector) Hit() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.hit
 }
 
 // Ops is how many operations the worker has attempted.

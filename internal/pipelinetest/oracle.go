@@ -11,9 +11,11 @@ import (
 
 // Same fails t unless got ended as want did: the same status, step,
 // termination and usage, the same conversation, every commit event exactly
-// as often (nothing committed twice, nothing lost), and at least one run
-// result, each equal to want's; and, once a sweep has passed, kept where
-// want was (retired, every key expiring).
+// as often (nothing committed twice, nothing lost), the same decision
+// outcomes published, no budget hold left, the RunEnd hooks run before the
+// result when want ran them, and at least one run result, each equal to
+// want's; and, once a sweep has passed, kept where want was (retired,
+// every key expiring).
 func Same(t *testing.T, what string, want, got Outcome) {
 	t.Helper()
 	if got.Run.Status != want.Run.Status || got.Run.Step != want.Run.Step ||
@@ -33,6 +35,15 @@ func Same(t *testing.T, what string, want, got Outcome) {
 			}
 		}
 		t.Fatalf("%s: commit events differ: %v", what, diff)
+	}
+	if !slices.Equal(got.Outcomes, want.Outcomes) {
+		t.Fatalf("%s: decision outcomes published %v; undisturbed %v", what, got.Outcomes, want.Outcomes)
+	}
+	if len(got.Holds) > 0 {
+		t.Fatalf("%s: budget holds left after the run: %v", what, got.Holds)
+	}
+	if got.RunEnds == 0 && want.RunEnds > 0 {
+		t.Fatalf("%s: the result was published before the RunEnd hooks succeeded", what)
 	}
 	if got.Kept != want.Kept {
 		t.Fatalf("%s: the run is kept in %q; undisturbed in %q", what, got.Kept, want.Kept)

@@ -31,6 +31,40 @@ func CutEverywhere(t *testing.T, side Side) {
 	}
 }
 
+// FailEverywhere drives every scenario undisturbed, then once per
+// operation of side with that one operation failing (a transient fault)
+// and side going on, and checks each drive ends as the undisturbed one:
+// whatever the failed write or publish left undone, the reconcile finds
+// in the run's state and does. It fails t when side makes no operation at
+// all in a scenario.
+func FailEverywhere(t *testing.T, side Side) {
+	for _, sc := range Scenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			FailEach(t, sc, side)
+		})
+	}
+}
+
+// FailEach is FailEverywhere for one scenario.
+func FailEach(t *testing.T, sc Scenario, side Side) {
+	t.Helper()
+	h := New(t, sc)
+	want := h.Undisturbed()
+	n := 1
+	for ; ; n++ {
+		got, failed := h.Fail(side, n)
+		if !failed {
+			break
+		}
+		Same(t, fmt.Sprintf("%s failing its operation %d", side, n), want, got)
+	}
+	if n == 1 {
+		t.Fatalf("%s made no operation: nothing failed", side)
+	}
+	t.Logf("%s failed at each of its %d operations", side, n-1)
+}
+
 // Disorder drives every scenario with every message delivered twice, and
 // with the messages delivered newest first, and checks each drive ends as
 // the undisturbed one.

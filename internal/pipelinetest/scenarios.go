@@ -17,15 +17,35 @@ agents:
     model: {provider: script, turns: [{text: "hi"}]}
     tools: [echo, sleep]
     tool_execution: sequential
+  hooked:
+    model: {provider: script, turns: [{text: "hi"}]}
+    tools: [echo, refund]
+    plugins: {probe: {}}
+  timed:
+    model: {provider: script, turns: [{text: "hi"}]}
+    tools: [echo, approve_or_go]
 tools:
   refund: {executor: {builtin: echo}, permission: ask, resume_mode: pass_decision_to_tool}
   external: {executor: {builtin: pending}, resume_mode: pass_decision_to_tool}
+  approve_or_go: {executor: {builtin: echo}, permission: ask, approval_timeout: 30s, on_timeout: resume}
+`
+
+// budgetConfig is scenarioConfig with a token budget for the runs' tenant
+// (the keyless gateway's): every step reserves from it and settles.
+const budgetConfig = scenarioConfig + `
+budgets:
+  reserve_tokens: 500
+  tenants:
+    default: {tokens: 1000000}
 `
 
 // Scenarios are the runs the recovery tests drive: parallel and sequential
 // calls over several steps, a call parked at ToolGate and decided while the
-// run waits or before it parks (the decision is held), and a call a tool
-// parks itself.
+// run waits or before it parks (the decision is held), a call a tool parks
+// itself, steps that reserve and settle a budget, a run cancelled while it
+// waits, a decision still held when the run ends (rejected then, before
+// the RunEnd hook and the result), and a parked call resumed by its
+// on_timeout.
 func Scenarios() []Scenario {
 	resume := func(call string, payload string) *topics.Decision {
 		return &topics.Decision{DecisionID: "d-" + call, CallID: call, Action: topics.ActionResume,
@@ -48,5 +68,32 @@ func Scenarios() []Scenario {
 		{Name: "tool_parks_itself", Config: scenarioConfig, Agent: "parallel", Script: `{"provider":"script","turns":[
 			{"text":"ask outside","tool_calls":[{"name":"external","arguments":{"job":7}}]},
 			{"text":"done"}]}`, Decision: resume("call_0_0", `{"result":{"answer":42}}`)},
+		Budget(),
+		{Name: "cancelled_while_waiting", Config: scenarioConfig, Agent: "parallel", Script: `{"provider":"script","turns":[
+			{"text":"refund it","tool_calls":[{"name":"refund","arguments":{"amount":500}},{"name":"echo","arguments":{"x":1}}]},
+			{"text":"never reached"}]}`, Decision: &topics.Decision{DecisionID: "d-cancel", Action: topics.ActionCancelRun,
+			DecidedBy: "ops", Reason: "changed my mind"}},
+		HeldAtRunEnd(),
+		{Name: "on_timeout", Config: scenarioConfig, Agent: "timed", Script: `{"provider":"script","turns":[
+			{"text":"approve or go","tool_calls":[{"name":"approve_or_go","arguments":{"x":1}}]},
+			{"text":"done"}]}`},
 	}
+}
+
+// Budget is the scenario whose steps reserve from their tenant's budget and
+// settle it: no hold may be left once the run is published.
+func Budget() Scenario {
+	return Scenario{Name: "budget", Config: budgetConfig, Agent: "parallel", Script: `{"provider":"script","turns":[
+		{"text":"two at once","usage":{"input_tokens":100,"output_tokens":20},"tool_calls":[{"name":"echo","arguments":{"x":1}},{"name":"echo","arguments":{"x":2}}]},
+		{"text":"done","usage":{"input_tokens":150,"output_tokens":10}}]}`}
+}
+
+// HeldAtRunEnd is the scenario whose decision, sent before the first step,
+// is for a call that never parks: held until the run ends, then rejected,
+// its outcome published and the RunEnd hook run before the result.
+func HeldAtRunEnd() Scenario {
+	return Scenario{Name: "held_at_run_end", Config: scenarioConfig, Agent: "hooked", Script: `{"provider":"script","turns":[
+		{"text":"echo it","tool_calls":[{"name":"echo","arguments":{"x":1}}]},
+		{"text":"done"}]}`, Early: true, Decision: &topics.Decision{DecisionID: "d-call_0_0", CallID: "call_0_0",
+		Action: topics.ActionResume, Payload: []byte(`{"x":2}`), DecidedBy: "ops", Reason: "fine"}}
 }

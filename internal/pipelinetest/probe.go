@@ -1,0 +1,39 @@
+package pipelinetest
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/plugin"
+)
+
+// probe is the plugins a drive's workers may enable: "probe", whose RunEnd
+// hook is one of the worker's operations (inj counts it and may fail it;
+// nil: a worker that does not fail) and counts, when it succeeds before a
+// result of the run is out, in Outcome.RunEnds.
+func (d *driver) probe(inj *Injector) *plugin.Registry {
+	reg := plugin.NewRegistry()
+	reg.Add("probe", func(json.RawMessage) (plugin.Plugin, error) { return probePlugin{d, inj}, nil })
+	return reg
+}
+
+type probePlugin struct {
+	d   *driver
+	inj *Injector
+}
+
+func (p probePlugin) Register(r *plugin.Registrar) error {
+	r.Hook(pipeline.PhaseRunEnd, func(context.Context, *plugin.Context) (plugin.Command, error) {
+		if p.inj != nil {
+			if err := p.inj.step(); err != nil {
+				return plugin.Command{}, err
+			}
+		}
+		if len(p.d.bus.published(p.d.names.RunResults())) == 0 {
+			p.d.runEnds.Add(1)
+		}
+		return plugin.Command{}, nil
+	})
+	return nil
+}
