@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
@@ -60,21 +61,18 @@ func (w *Worker) finishFrom(ctx context.Context, run pipeline.Run, t pipeline.Te
 	return &view{Snapshot: store.Snapshot{Run: done}, written: true}, nil
 }
 
-// publishResult is RunEnd: it rejects the decisions still held for calls
-// that never parked, runs the RunEnd hooks, and publishes the done run's
-// outcome to run-results, then marks it published (which takes the run
-// off the schedule). A worker that dies before the mark leaves the run
-// scheduled, and the next reconcile publishes again: the result goes out
-// at least once, and consumers dedupe by run_id. A result too large for
-// the broker goes out without the run's metadata (MetadataOmitted); one
-// too large even so is logged and not tried again (ADR 0050).
+// publishResult is RunEnd: once the run's end is done (endRun), it
+// publishes the done run's outcome to run-results, then marks it published
+// (which takes the run off the schedule). Until the mark the run stays
+// scheduled, and the next reconcile does what is left of its end and
+// publishes again: the result goes out at least once, and consumers dedupe
+// by run_id. A result too large for the broker goes out without the run's
+// metadata (MetadataOmitted); one too large even so is logged and not
+// tried again (ADR 0050).
 func (w *Worker) publishResult(ctx context.Context, snap store.Snapshot) error {
 	run := snap.Run
-	if err := w.dropHeld(ctx, snap); err != nil {
-		w.log.Error("reject held decisions of a done run", "run_id", run.ID, "error", err)
-	}
-	if err := w.runEnd(ctx, run); err != nil {
-		w.log.Error("RunEnd hooks", "run_id", run.ID, "error", err)
+	if done, err := w.endRun(ctx, snap); !done || err != nil {
+		return err
 	}
 	var t pipeline.Termination
 	if run.Termination != nil {
@@ -101,10 +99,39 @@ func (w *Worker) publishResult(ctx context.Context, snap store.Snapshot) error {
 	return w.store.MarkPublished(ctx, run, w.now())
 }
 
+// endRun does what must precede a done run's result, from the run's state
+// (ADR 0053): it rejects the decisions still held, publishes every
+// decision outcome waiting in the run's outbox, and runs the RunEnd hooks.
+// An error leaves the rest to the next reconcile, as does a result of
+// false: the outbox is being published by another reconcile (or one that
+// died, until its claim runs out), or a RunEnd hook failed. A hook that
+// keeps failing is given up, and the result published without it, once
+// the run has been done for stepworker.max_attempts leases.
+func (w *Worker) endRun(ctx context.Context, snap store.Snapshot) (bool, error) {
+	run := snap.Run
+	if err := w.dropHeld(ctx, snap); err != nil {
+		return false, err
+	}
+	if drained, err := w.drainOutcomes(ctx, run.ID); !drained || err != nil {
+		return false, err
+	}
+	err := w.runEnd(ctx, run)
+	if err == nil {
+		return true, nil
+	}
+	if w.now().Sub(run.UpdatedAt) >= time.Duration(w.settings.MaxAttempts)*w.settings.Lease.Duration {
+		w.log.Error("RunEnd hooks keep failing; the result is published without them", "run_id", run.ID, "error", err)
+		return true, nil
+	}
+	w.log.Warn("RunEnd hooks failed; the sweeper runs them again before the result", "run_id", run.ID, "error", err)
+	return false, nil
+}
+
 // dropHeld rejects the decisions still held when the run ended: their
 // calls will never park. A snapshot of the done run that read them says
 // which they are (none can be held once the run is done); otherwise they
-// are read.
+// are read. The rejections' outcomes go out with the rest of the outbox
+// (endRun).
 func (w *Worker) dropHeld(ctx context.Context, snap store.Snapshot) error {
 	runID, held := snap.Run.ID, snap.Held
 	if !snap.HeldKnown {
@@ -123,5 +150,5 @@ func (w *Worker) dropHeld(ctx context.Context, snap store.Snapshot) error {
 			return err
 		}
 	}
-	return w.publishOutcomes(ctx, runID) // the rejections' outcomes
+	return nil
 }

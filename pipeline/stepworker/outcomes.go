@@ -23,6 +23,27 @@ func (w *Worker) publishOutcomes(ctx context.Context, runID string) error {
 	return w.publishClaimed(ctx, runID, pending)
 }
 
+// drainOutcomes publishes every decision outcome waiting in the run's
+// outbox, a batch at a time, for a run whose result may follow only once
+// they are out. It reports false, with nothing done, when another
+// reconcile holds the outbox's claim: that one publishes them, or, if it
+// died, the run's next reconcile after the claim runs out.
+func (w *Worker) drainOutcomes(ctx context.Context, runID string) (bool, error) {
+	for {
+		waiting, err := w.store.Outcomes(ctx, runID)
+		if err != nil || len(waiting) == 0 {
+			return err == nil, err
+		}
+		claimed, err := w.store.ClaimOutcomes(ctx, runID, w.settings.Lease.Duration, w.now())
+		if err != nil || len(claimed) == 0 {
+			return false, err
+		}
+		if err := w.publishClaimed(ctx, runID, claimed); err != nil {
+			return false, err
+		}
+	}
+}
+
 // publishClaimed publishes outcomes claimed for this worker (by
 // ClaimOutcomes, or with a snapshot) and deletes them from the outbox.
 func (w *Worker) publishClaimed(ctx context.Context, runID string, pending []store.Outcome) error {

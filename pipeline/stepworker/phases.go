@@ -38,10 +38,21 @@ func (ph *phases) run(ctx context.Context, p pipeline.Phase) error {
 	later, err := ph.set.Run(ctx, ph.pc, ph.pending)
 	ph.pending = later
 	if err != nil {
-		return fmt.Errorf("phase %s: %w", p, err)
+		return &phaseError{p, err}
 	}
 	return nil
 }
+
+// phaseError is a phase that failed: its hooks or actions, not the reads
+// around them (a run's state that could not be loaded is not the run's
+// fault, and is read again).
+type phaseError struct {
+	phase pipeline.Phase
+	err   error
+}
+
+func (e *phaseError) Error() string { return fmt.Sprintf("phase %s: %v", e.phase, e.err) }
+func (e *phaseError) Unwrap() error { return e.err }
 
 // gateCall runs ToolGate for one call and returns the intercepts plugins
 // scheduled for it.

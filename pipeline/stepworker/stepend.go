@@ -115,8 +115,11 @@ func endsStep(snap store.Snapshot, step int) bool {
 // pool slot (here) claims the next step in the same round trip and runs it.
 func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, here bool) (*view, error) {
 	state, err := w.stepEnd(ctx, run, calls)
-	if err != nil {
+	if pe := (*phaseError)(nil); errors.As(err, &pe) {
 		return w.giveUpFrom(ctx, run, err.Error())
+	}
+	if err != nil {
+		return nil, err // the plugin state was not read: the next reconcile tries again
 	}
 	end := store.StepEnd{ToolMessages: toolMessages(calls), Finish: finishOf(calls), State: state, CallIDs: callIDs(calls)}
 	if allTerminal(calls) {

@@ -4,7 +4,7 @@
 -- calls are derived from the run hash's name: they share its hash tag, so
 -- its cluster slot.
 -- Outcomes read with a claim (ARGV 3 > 0) are claimed for the reader as
--- claim_outcomes.lua does, so it publishes them without another round
+-- claim_outcomes.lua does (a claim older than ARGV 3 ms has run out), so it publishes them without another round
 -- trip; none are returned while another reader holds the claim.
 -- KEYS: 1 run hash, 2 held decisions hash, 3 outcomes stream, 4 its claim
 -- ARGV: 1 how many outcomes at most, 2 now (ms), 3 claim (ms; 0: read
@@ -30,7 +30,8 @@ for i, id in ipairs(ids) do
 end
 local outcomes = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', ARGV[1])
 if #outcomes > 0 and ARGV[3] ~= '0' then
-  if redis.call('EXISTS', KEYS[4]) == 1 then
+  local at = redis.call('GET', KEYS[4])
+  if at and tonumber(at) + tonumber(ARGV[3]) > tonumber(ARGV[2]) then
     outcomes = {}
   else
     redis.call('SET', KEYS[4], ARGV[2], 'PX', ARGV[3])
