@@ -15,12 +15,16 @@ import (
 // tenant's (when the configuration gives it one), and settles each with
 // what the inference used. A run whose budget cannot cover the reservation
 // ends stopped, code budget. Runs with neither budget pay nothing. The
-// reservation is held by the step's claim: a claim whose lease runs out
-// (its worker died) has its hold given back when the step is re-driven.
+// reservation is held by the step's claim, and recorded with the run
+// (store.RecordHold) before it is made: a hold its claim did not settle
+// (the settle failed, or its worker died) is settled from that record by
+// the run's next claim, or before the run's result (ADR 0053).
 
-// reservation is what a step's claim (holder) holds of its budgets.
+// reservation is what a step's claim (holder) of run runID holds of its
+// budgets.
 type reservation struct {
 	keys   []store.BudgetKey
+	runID  string
 	holder string
 	amount store.Amounts
 }
@@ -53,7 +57,13 @@ func (w *Worker) reserve(ctx context.Context, run pipeline.Run, log *slog.Logger
 		return reservation{}, true
 	}
 	tokens := w.cfg.Budgets.Reserve()
-	res := reservation{holder: run.LeaseOwner, amount: store.Amounts{Tokens: tokens, Cost: w.cfg.Budgets.Price(w.models.keyOf(run)).Most(tokens)}}
+	res := reservation{runID: run.ID, holder: run.LeaseOwner, amount: store.Amounts{Tokens: tokens, Cost: w.cfg.Budgets.Price(w.models.keyOf(run)).Most(tokens)}}
+	earlier, err := w.store.RecordHold(ctx, run.ID, res.holder)
+	if err != nil {
+		log.Error("record the step's budget hold; the sweeper will retry the step", "error", err)
+		return reservation{}, false
+	}
+	w.logErr(log, "settle the budget holds of the run's earlier claims", w.settleHolds(ctx, run, earlier))
 	for _, b := range budgets {
 		ok, spent, err := w.store.Reserve(ctx, b.key, b.limit, res.amount, res.holder)
 		if err == nil && ok {
@@ -73,15 +83,29 @@ func (w *Worker) reserve(ctx context.Context, run pipeline.Run, log *slog.Logger
 	return res, true
 }
 
-// releaseHolds gives back what the run's step claim owner holds of the
-// run's budgets: a claim whose lease ran out (its worker died) before it
-// settled. Without it, each such death would keep a reservation for good.
-func (w *Worker) releaseHolds(ctx context.Context, run pipeline.Run, owner string) {
-	for _, b := range w.budgetsOf(run) {
-		if _, err := w.store.Release(ctx, b.key, owner); err != nil {
-			w.log.Error("give back the budget held by a dead claim", "run_id", run.ID, "owner", owner, "error", err)
+// settleHolds ends the holds recorded with the run (store.Holds) that
+// their claims did not settle: with the use recorded, or whole when none
+// was, and forgets them. A claim that still infers (the run ended under
+// it) has its hold given back whole: its own settle then counts its use
+// on top. A hold already settled counts nothing again (store.Release).
+func (w *Worker) settleHolds(ctx context.Context, run pipeline.Run, holds []store.Hold) error {
+	now := w.now()
+	for _, h := range holds {
+		var used store.Amounts
+		live := run.StepState == pipeline.StepInferring && run.LeaseOwner == h.Claim && !run.LeaseUntil.Before(now)
+		if h.Used != nil && !live {
+			used = *h.Used
+		}
+		for _, b := range w.budgetsOf(run) {
+			if _, err := w.store.Release(ctx, b.key, h.Claim, used); err != nil {
+				return err
+			}
+		}
+		if err := w.store.HoldSettled(ctx, run.ID, h.Claim); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // cost prices usage at the run's model's price (budgets.prices).
@@ -91,14 +115,26 @@ func (w *Worker) cost(run pipeline.Run, u pipeline.Usage) pipeline.Usage {
 }
 
 // settle ends the reservation with what the inference used (zero when it
-// failed: the whole reservation comes back).
+// failed: the whole reservation comes back), the use recorded with the run
+// first; once every budget is settled the run forgets the hold. A settle
+// that fails leaves the hold recorded, for settleHolds.
 func (w *Worker) settle(res reservation, used store.Amounts, log *slog.Logger) {
-	if len(res.keys) == 0 {
+	if res.holder == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), releaseTimeout)
 	defer cancel()
+	if used != (store.Amounts{}) {
+		w.logErr(log, "record the budget use", w.store.HoldUsed(ctx, res.runID, res.holder, used))
+	}
+	settled := true
 	for _, k := range res.keys {
-		w.logErr(log, "settle a budget", w.store.Settle(ctx, k, res.holder, used))
+		if err := w.store.Settle(ctx, k, res.holder, used); err != nil {
+			log.Error("settle a budget; the run's next claim or its end settles it", "error", err)
+			settled = false
+		}
+	}
+	if settled {
+		w.logErr(log, "forget a settled budget hold", w.store.HoldSettled(ctx, res.runID, res.holder))
 	}
 }

@@ -101,7 +101,8 @@ func (w *Worker) publishResult(ctx context.Context, snap store.Snapshot) error {
 
 // endRun does what must precede a done run's result, from the run's state
 // (ADR 0053): it rejects the decisions still held, publishes every
-// decision outcome waiting in the run's outbox, and runs the RunEnd hooks.
+// decision outcome waiting in the run's outbox, settles the budget holds
+// its steps left (settleHolds), and runs the RunEnd hooks.
 // An error leaves the rest to the next reconcile, as does a result of
 // false: the outbox is being published by another reconcile (or one that
 // died, until its claim runs out), or a RunEnd hook failed. A hook that
@@ -114,6 +115,15 @@ func (w *Worker) endRun(ctx context.Context, snap store.Snapshot) (bool, error) 
 	}
 	if drained, err := w.drainOutcomes(ctx, run.ID); !drained || err != nil {
 		return false, err
+	}
+	if len(w.budgetsOf(run)) > 0 {
+		holds, err := w.store.Holds(ctx, run.ID)
+		if err == nil {
+			err = w.settleHolds(ctx, run, holds)
+		}
+		if err != nil {
+			return false, err
+		}
 	}
 	err := w.runEnd(ctx, run)
 	if err == nil {

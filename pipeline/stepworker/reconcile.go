@@ -176,8 +176,7 @@ func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*vie
 		return nil, w.store.MarkRequested(ctx, run.ID, run.Step, now)
 	case pipeline.StepInferring:
 		if run.LeaseUntil.Before(now) {
-			w.metrics.Redriven("step", 1)
-			w.releaseHolds(ctx, run, run.LeaseOwner) // its worker died holding the step's budget
+			w.metrics.Redriven("step", 1) // a budget its worker held is settled by the next claim (settleHolds)
 			return nil, w.requestStep(run)
 		}
 		return nil, nil

@@ -21,3 +21,27 @@ func TestStepWorker_a_run_survives_a_crash_at_every_operation(t *testing.T) {
 func TestStepWorker_duplicate_and_reordered_messages_change_nothing(t *testing.T) {
 	pipelinetest.Disorder(t)
 }
+
+// A step worker whose one Redis write, publish or RunEnd hook fails, and
+// which goes on as its code does (logs, or returns the error), leaves
+// nothing undone: the reconcile finds it in the run's state and every run
+// ends as it would have undisturbed.
+func TestStepWorker_a_run_survives_one_failed_operation_anywhere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives each scenario once per operation; skipped with -short")
+	}
+	pipelinetest.FailEverywhere(t, pipelinetest.StepWorker)
+}
+
+// A rejection of the decisions still held when the run ends, or its
+// RunEnd hook, that fails once is done again before the run's result is
+// published: the result never goes out without them.
+func TestStepWorker_a_failed_rejection_or_RunEnd_hook_is_retried_before_the_result(t *testing.T) {
+	pipelinetest.FailEach(t, pipelinetest.HeldAtRunEnd(), pipelinetest.StepWorker)
+}
+
+// A budget settle that fails once leaves no hold in the budget: the hold
+// recorded with its run is settled or given back from the run's state.
+func TestStepWorker_a_failed_budget_settle_leaves_no_hold(t *testing.T) {
+	pipelinetest.FailEach(t, pipelinetest.Budget(), pipelinetest.StepWorker)
+}

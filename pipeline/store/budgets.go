@@ -66,8 +66,8 @@ return {1, spent, spentCost}
 var settleScript = redis.NewScript(`
 -- Settle: end a holder's hold of a budget with what it used: the budget
 -- counts the use instead of the hold. A hold already released (its holder
--- was taken for dead) counts the use on top. Release is a settle that used
--- nothing and only acts on a hold that is there.
+-- was taken for dead) counts the use on top. Release is a settle that only
+-- acts on a hold that is there.
 -- KEYS: 1 the budget hash. ARGV: 1 holder, 2 tokens used, 3 cost used,
 -- 4 "1" for a release.
 -- Returns 1 when a hold was there, 0 when not.
@@ -138,11 +138,12 @@ func (s *Store) Settle(ctx context.Context, k BudgetKey, holder string, used Amo
 	return nil
 }
 
-// Release gives back holder's hold of budget k, if it still has one: the
-// hold of a claim whose worker died before settling it. It reports whether
-// there was a hold.
-func (s *Store) Release(ctx context.Context, k BudgetKey, holder string) (bool, error) {
-	n, err := settleScript.Run(ctx, s.rdb, []string{s.budgetKey(k)}, holder, 0, 0, "1").Int64()
+// Release ends holder's hold of budget k with used (zero: all of it comes
+// back), if it still has one: the hold of a claim whose settle failed, or
+// whose worker died before it (holds.go). It reports whether there was a
+// hold; with none, it counts nothing.
+func (s *Store) Release(ctx context.Context, k BudgetKey, holder string, used Amounts) (bool, error) {
+	n, err := settleScript.Run(ctx, s.rdb, []string{s.budgetKey(k)}, holder, used.Tokens, used.Cost, "1").Int64()
 	if err != nil {
 		return false, fmt.Errorf("release the hold of %s on the %s budget of %s: %w", holder, k.Kind, k.Name, err)
 	}

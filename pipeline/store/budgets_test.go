@@ -76,7 +76,7 @@ var budgetCases = []contractCase{
 		// The sweeper gives back the holds of both claims, whose leases ran
 		// out: once each.
 		for _, holder := range []string{"dead#1", "slow#2", "dead#1"} {
-			if _, err := f.st.Release(f.ctx, k, holder); err != nil {
+			if _, err := f.st.Release(f.ctx, k, holder, store.Amounts{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -90,7 +90,7 @@ var budgetCases = []contractCase{
 		if got := spent(); got != (store.Amounts{Tokens: 120, Cost: 12}) {
 			t.Fatalf("after the late settle: spent %+v, want the 120 tokens used", got)
 		}
-		if released, err := f.st.Release(f.ctx, k, "slow#2"); released || err != nil {
+		if released, err := f.st.Release(f.ctx, k, "slow#2", store.Amounts{}); released || err != nil {
 			t.Fatalf("a release after the settle: %v, %v", released, err)
 		}
 	}},
