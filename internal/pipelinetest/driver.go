@@ -299,12 +299,13 @@ func (d *driver) deliver(e envelope, prefix string) {
 	}
 	msg := e.Msg.Copy()
 	msg.SetContext(d.ctx)
+	hit := d.inj.Hit()
 	err := handle(msg)
-	crashedHere := d.crashed(side)
+	faultedHere := d.crashed(side) || (!hit && d.faulted(side))
 	d.settle(prefix)
 	switch {
-	case crashedHere && err != nil:
-		d.bus.redeliver(e) // never acknowledged: it comes back to the replacement
+	case faultedHere && err != nil:
+		d.bus.redeliver(e) // never acknowledged: it comes back first (to the replacement, after a crash)
 	case err != nil && topics.IsPermanent(err):
 		d.t.Fatalf("%s: %s dead-lettered %s: %v", d.sc.Name, side, e.Topic, err)
 	case err != nil:

@@ -285,20 +285,30 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	w.markOutgoing(run, calls) // published by the commit's reconcile, marked by the commit (marks.go)
 	commit := store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates(), Sequential: agent.Sequential()}
 	var held []store.HeldDecision
+	runID, commitAt := run.ID, w.now() // the commit's reply replaces run and calls, with nothing on an error
 	if len(calls) == 0 && w.plugins[run.Agent].Empty() {
 		// No call to wait for and no StepEnd hook to run: the step ends as
 		// it commits (endStep would find just this).
 		end := store.StepEnd{Finish: finishOf(nil), CallIDs: []string{}}
 		run, held, err = w.store.CommitAndEnd(ctx, run.ID, run.Step, owner, commit, end, w.now())
 	} else {
-		run, calls, err = w.store.CommitStep(ctx, run.ID, run.Step, owner, commit, w.now())
+		run, calls, err = w.store.CommitStep(ctx, run.ID, run.Step, owner, commit, commitAt)
 	}
 	if errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrLeaseLost) {
 		log.Info("step outcome dropped: the step moved on without this claim", "reason", err)
 		return
 	}
 	if err != nil {
+		// The commit may have been written, marks and all, before the
+		// error: they are taken back, so another reconcile publishes the
+		// calls rather than trust this live worker to.
 		log.Error("commit step; the sweeper will retry it", "error", err)
+		marked := w.outgoing(commit.Calls)
+		for i := range marked {
+			marked[i].DispatchedAt = commitAt // as the commit marks them
+		}
+		w.unsent.add(runID, marked)
+		w.unsent.clear(context.WithoutCancel(ctx), w.store, w.log)
 		return
 	}
 	committed = true

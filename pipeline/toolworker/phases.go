@@ -11,7 +11,9 @@ import (
 // withPhases runs a call's execution between its BeforeToolExecute and
 // AfterToolExecute phases, the two that run in the tool worker. Hooks of
 // BeforeToolExecute run only for calls that actually execute; an error in
-// either phase fails the call. AfterToolExecute's actions may change the
+// either phase fails the call. A run or plugin state that could not be
+// read is not the call's fault: the call is given back (not ok: abandoned,
+// and re-driven by the sweeper). AfterToolExecute's actions may change the
 // outcome (a result guard cutting a large result, say). The hooks see the
 // run's persistent state; state they set is not kept (the run's state
 // changes with its steps, in the step worker). Runs of agents without
@@ -23,11 +25,11 @@ func (w *Worker) withPhases(call pipeline.ToolCall, execute func() (store.CallOu
 	ctx := w.ctx
 	run, err := w.store.GetRun(ctx, call.RunID)
 	if err != nil {
-		return failed(fmt.Sprintf("load the run for its plugins: %v", err)), true
+		return failed(fmt.Sprintf("load the run for its plugins: %v", err)), false
 	}
 	state, err := w.store.RunState(ctx, call.RunID)
 	if err != nil {
-		return failed(fmt.Sprintf("load the run's plugin state: %v", err)), true
+		return failed(fmt.Sprintf("load the run's plugin state: %v", err)), false
 	}
 	set := w.plugins[run.Agent]
 	pc := &plugin.Context{Phase: pipeline.PhaseBeforeToolExecute, Run: run, Call: &call, State: state}
