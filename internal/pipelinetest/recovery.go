@@ -13,20 +13,7 @@ func CutEverywhere(t *testing.T, side Side) {
 	for _, sc := range Scenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
 			t.Parallel()
-			h := New(t, sc)
-			want := h.Undisturbed()
-			n := 1
-			for ; ; n++ {
-				got, cut := h.Crash(side, n)
-				if !cut {
-					break
-				}
-				Same(t, fmt.Sprintf("%s crashing at its operation %d", side, n), want, got)
-			}
-			if n == 1 {
-				t.Fatalf("%s made no operation: nothing was cut", side)
-			}
-			t.Logf("%s cut at each of its %d operations", side, n-1)
+			atEach(t, New(t, sc), side, "crashing at", (*Harness).Crash)
 		})
 	}
 }
@@ -49,20 +36,27 @@ func FailEverywhere(t *testing.T, side Side) {
 // FailEach is FailEverywhere for one scenario.
 func FailEach(t *testing.T, sc Scenario, side Side) {
 	t.Helper()
-	h := New(t, sc)
+	atEach(t, New(t, sc), side, "failing", (*Harness).Fail)
+}
+
+// atEach drives h undisturbed, then with fault at each operation n of side
+// in turn until side makes fewer than n, and checks each drive ends as the
+// undisturbed one.
+func atEach(t *testing.T, h *Harness, side Side, what string, fault func(*Harness, Side, int) (Outcome, bool)) {
+	t.Helper()
 	want := h.Undisturbed()
 	n := 1
 	for ; ; n++ {
-		got, failed := h.Fail(side, n)
-		if !failed {
+		got, hit := fault(h, side, n)
+		if !hit {
 			break
 		}
-		Same(t, fmt.Sprintf("%s failing its operation %d", side, n), want, got)
+		Same(t, fmt.Sprintf("%s %s its operation %d", side, what, n), want, got)
 	}
 	if n == 1 {
-		t.Fatalf("%s made no operation: nothing failed", side)
+		t.Fatalf("%s made no operation: no fault was injected", side)
 	}
-	t.Logf("%s failed at each of its %d operations", side, n-1)
+	t.Logf("%s %s each of its %d operations", side, what, n-1)
 }
 
 // Disorder drives every scenario with every message delivered twice, and
