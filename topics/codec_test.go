@@ -43,6 +43,13 @@ func TestDecode_golden_payloads_keep_decoding(t *testing.T) {
 			t.Fatalf("got %+v, %v", m, err)
 		}
 	})
+	t.Run("tool call finished, with the view of its step it no longer carries", func(t *testing.T) {
+		m, err := topics.Decode[topics.ToolCallFinished](golden(t, "tool_call_finished_view.v1.json"))
+		want := topics.ToolCallFinished{Header: topics.Header{V: 1, RunID: "r-1"}, CallID: "c-1", Status: pipeline.CallSucceeded}
+		if err != nil || !reflect.DeepEqual(m, want) {
+			t.Fatalf("got %+v, %v", m, err)
+		}
+	})
 	t.Run("decision without a version, as outside producers send it", func(t *testing.T) {
 		m, err := topics.Decode[topics.Decision](golden(t, "decision.v1.json"))
 		if err != nil || m.Action != topics.ActionResume || m.DecidedBy != "alice" || string(m.Payload) != `{"approved":true}` {

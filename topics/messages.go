@@ -74,21 +74,13 @@ func (m ToolCallRequested) Validate() error {
 }
 
 // ToolCallFinished reports that a call reached a status the StepEnd handler
-// must look at (terminal or suspended). Topic: tool-results.
-//
-// View, when present, is the step as the finish left it (the run and the
-// calls of the step, as the store's hashes), and ViewMAC its HMAC under a
-// key kept in Redis: the fan-in ends the step from it instead of reading
-// the step again (ADR 0022). It is an optimisation only, opaque outside
-// stepwise: a message without one, or with one the StepEnd handler cannot
-// use or whose MAC does not verify, is handled by reading the step.
+// must look at (terminal or suspended). Topic: tool-results. The handler
+// reads the step from the store (ADR 0054); the message only says which.
 type ToolCallFinished struct {
 	Header
-	Step    int                     `json:"step"`
-	CallID  string                  `json:"call_id"`
-	Status  pipeline.ToolCallStatus `json:"status"`
-	View    json.RawMessage         `json:"view,omitempty"`
-	ViewMAC string                  `json:"view_mac,omitempty"`
+	Step   int                     `json:"step"`
+	CallID string                  `json:"call_id"`
+	Status pipeline.ToolCallStatus `json:"status"`
 }
 
 // Validate reports every problem of the message at once.

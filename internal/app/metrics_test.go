@@ -47,8 +47,6 @@ func TestMetrics_a_run_is_counted_at_metrics(t *testing.T) {
 		`stepwise_tokens_total{kind="input",model="script"}`,
 		`stepwise_runs_active `,
 		`stepwise_calls_parked 0`,
-		// Both steps with calls ended from the view their last result carried.
-		`stepwise_fan_in_views_total{outcome="used"} 2`,
 		`stepwise_consumer_lag_messages{group="` + stack.Config.Kafka.TopicPrefix + `stepworker",partition="0",topic="` + stack.Names.RunSteps() + `"}`,
 		`stepwise_consumer_lag_messages{group="` + stack.Config.Kafka.TopicPrefix + `toolworker",partition="0",topic="` + stack.Names.ToolCalls("default") + `"}`,
 		`go_goroutines`,

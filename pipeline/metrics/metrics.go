@@ -33,7 +33,6 @@ type Set struct {
 	retries       *prometheus.CounterVec
 	redrives      *prometheus.CounterVec
 	dead          *prometheus.CounterVec
-	views         *prometheus.CounterVec
 }
 
 // New returns a Set on a registry of its own, with the Go runtime's and
@@ -87,12 +86,6 @@ func New() *Set {
 		dead: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stepwise_dead_letters_total", Help: "Messages this process sent to the dead-letter topic, by the topic they came from.",
 		}, []string{"topic"})).(*prometheus.CounterVec),
-		views: f(prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "stepwise_fan_in_views_total",
-			Help: "Tool results that fanned in, by what became of the step's view they carried: used (the step ended from it), " +
-				"absent (none: the step was read), refused (its MAC did not verify: forged, or under a key Redis no longer has), " +
-				"unusable (it did not parse, or did not show the step ending).",
-		}, []string{"outcome"})).(*prometheus.CounterVec),
 	}
 }
 
@@ -164,23 +157,6 @@ func (s *Set) Redriven(kind string, n int) {
 		return
 	}
 	s.redrives.WithLabelValues(kind).Add(float64(n))
-}
-
-// Outcomes of a tool result's view of its step (FanInView).
-const (
-	ViewUsed     = "used"
-	ViewAbsent   = "absent"
-	ViewRefused  = "refused"
-	ViewUnusable = "unusable"
-)
-
-// FanInView counts a tool result that fanned in by what became of its view
-// (ViewUsed and the others).
-func (s *Set) FanInView(outcome string) {
-	if s == nil {
-		return
-	}
-	s.views.WithLabelValues(outcome).Inc()
 }
 
 // DeadLettered counts a message of topic sent to the dead-letter topic.

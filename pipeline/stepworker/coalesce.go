@@ -8,62 +8,37 @@ import "sync"
 // reads every call of the step. A result that arrives while the run's
 // reconcile runs only marks it to run once more when it ends: no result
 // goes unanswered (the last reconcile starts after the last result was
-// written), and a burst of n results costs a few reconciles instead of n.
-//
-// A result may carry a view of its step (ADR 0022). The round after the
-// running one starts from the view of the latest step among the results
-// that arrived meanwhile (the last of them for that step: a redelivered
-// result's view of a step before must not hide a newer one, since a round
-// from an aged view is refused and ends) when every one of them carried a
-// view, and reads the run when any did not. The fan-in that ends a step runs the next step in its round, so
-// the next step's result often arrives before the round is over: that
-// result's view is not lost.
+// written, and reads the run), and a burst of n results costs a few
+// reconciles instead of n.
 type coalescer struct {
 	mu   sync.Mutex
-	runs map[string]*again // run id → what the next round starts from
+	runs map[string]*bool // run id → whether another round is due
 }
 
-// again is a run's next round: whether there is one, and its view (nil:
-// read the run).
-type again struct {
-	due  bool
-	view *view
-}
+func newCoalescer() *coalescer { return &coalescer{runs: map[string]*bool{}} }
 
-func newCoalescer() *coalescer { return &coalescer{runs: map[string]*again{}} }
-
-// do runs reconcile for runID from v (nil: reading the run), now or, if
-// one already runs for the run, once more after it (once for however many
-// arrived meanwhile). It returns at once when it leaves the work to the
-// running one.
-func (c *coalescer) do(runID string, v *view, reconcile func(v *view)) {
+// do runs reconcile for runID now or, if one already runs for the run,
+// once more after it (once for however many arrived meanwhile). It
+// returns at once when it leaves the work to the running one.
+func (c *coalescer) do(runID string, reconcile func()) {
 	c.mu.Lock()
-	if next, ok := c.runs[runID]; ok {
-		switch {
-		case !next.due:
-			next.view = v
-		case next.view == nil || v == nil:
-			next.view = nil // an arrival without a view: the next round reads
-		case v.Run.Step >= next.view.Run.Step:
-			next.view = v // not a late duplicate's view of a step before
-		}
-		next.due = true
+	if due, ok := c.runs[runID]; ok {
+		*due = true
 		c.mu.Unlock()
 		return
 	}
-	next := &again{}
-	c.runs[runID] = next
+	due := new(bool)
+	c.runs[runID] = due
 	c.mu.Unlock()
 	for {
-		reconcile(v)
+		reconcile()
 		c.mu.Lock()
-		if !next.due {
+		if !*due {
 			delete(c.runs, runID)
 			c.mu.Unlock()
 			return
 		}
-		v = next.view
-		*next = again{}
+		*due = false
 		c.mu.Unlock()
 	}
 }

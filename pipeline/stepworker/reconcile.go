@@ -62,19 +62,12 @@ func (w *Worker) reconcile(ctx context.Context, runID string) error {
 	return w.reconcileRead(ctx, runID, false)
 }
 
-// reconcileFanIn is the fan-in's reconcile. A fan-in that holds a slot of
-// the inference pool (here) goes on with a step it ends in that slot
-// (stepHere); one that does not requests it. It starts from v when the
-// caller has a view of the run (a tool result's), and reads the run when v
-// is nil.
-func (w *Worker) reconcileFanIn(ctx context.Context, runID string, v *view, here bool) error {
-	if v != nil {
-		v.here = here
-		return w.reconcileFrom(ctx, v)
-	}
-	return w.reconcileRead(ctx, runID, here)
-}
-
+// reconcileRead reads the run and its step, one round trip, and
+// reconciles from what it read. A fan-in's reconcile is one: it ends the
+// step when every call is terminal (end_step reads the calls again and
+// decides from what it reads). A reconcile that holds a slot of the
+// inference pool (here) goes on with a step it ends in that slot
+// (stepHere); one that does not requests it.
 func (w *Worker) reconcileRead(ctx context.Context, runID string, here bool) error {
 	snap, err := w.snapshot(ctx, runID)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
-	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/worker"
 	"github.com/stepwise-run/stepwise/topics"
@@ -18,16 +17,13 @@ import (
 
 // HandleToolResult handles ToolCallFinished: the fan-in of a step. It
 // hands a reconcile of the run to the pool and acknowledges, so a partition
-// never waits on one run's fan-in. The reconcile reads the step's calls
-// from the store, or starts from the view of the step the message carries
-// when the finish that sent it read one (the step ends from it: ADR 0022),
-// one at a time per run (coalesce.go): it applies held decisions,
-// dispatches the next call in sequential mode, sets the run waiting, or
-// ends the step and runs the next one in the same slot. Duplicates and
-// reordering change nothing: the writes check the state they expect, so
-// an aged view is refused where it would act. If the reconcile fails, the
-// sweeper's does the same; a result for a run Redis does not hold is
-// logged (warn) and dropped.
+// never waits on one run's fan-in. The reconcile reads the run and the
+// step's calls from the store, one at a time per run (coalesce.go): it
+// applies held decisions, dispatches the next call in sequential mode,
+// sets the run waiting, or ends the step and runs the next one in the same
+// slot. Duplicates and reordering change nothing: the writes check the
+// state they expect. If the reconcile fails, the sweeper's does the same;
+// a result for a run Redis does not hold is logged (warn) and dropped.
 //
 // A fan-in never waits behind the inferences: when the pool is full it
 // runs on the decisions' pool instead, and requests the next step rather
@@ -47,8 +43,8 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 		return err
 	}
 	slot.Go(func() {
-		w.fanIn.do(res.RunID, w.viewOf(res), func(v *view) {
-			switch err := w.reconcileFanIn(w.ctx, res.RunID, v, here); {
+		w.fanIn.do(res.RunID, func() {
+			switch err := w.reconcileRead(w.ctx, res.RunID, here); {
 			case errors.Is(err, store.ErrNotFound):
 				w.log.Warn("tool result for an unknown run dropped", "run_id", res.RunID, "step", res.Step, "call_id", res.CallID)
 			case err != nil:
@@ -57,52 +53,6 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 		})
 	})
 	return nil
-}
-
-// viewOf is the fan-in's view a tool result carries, or nil when it has
-// none, one whose MAC does not verify, or one the fan-in cannot end the
-// step from (endsStep; a tool worker of this version does not send one).
-func (w *Worker) viewOf(res topics.ToolCallFinished) *view {
-	if len(res.View) == 0 {
-		w.metrics.FanInView(metrics.ViewAbsent)
-		return nil
-	}
-	snap, err := w.store.DecodeView(w.ctx, res.RunID, res.View, res.ViewMAC)
-	if err != nil {
-		outcome := metrics.ViewUnusable
-		if errors.Is(err, store.ErrViewForged) {
-			outcome = metrics.ViewRefused
-		}
-		w.metrics.FanInView(outcome)
-		w.log.Warn("a tool result's view of its step is not usable; reading the step", "run_id", res.RunID, "error", err)
-		return nil
-	}
-	if !endsStep(snap, res.Step) {
-		w.metrics.FanInView(metrics.ViewUnusable)
-		return nil
-	}
-	w.metrics.FanInView(metrics.ViewUsed)
-	return &view{Snapshot: snap}
-}
-
-// allTerminal reports whether every call of calls is terminal.
-func allTerminal(calls []pipeline.ToolCall) bool {
-	for _, c := range calls {
-		if !c.Status.Terminal() {
-			return false
-		}
-	}
-	return true
-}
-
-// endsStep reports whether a view (which holds no decision: DecodeView)
-// shows step committed with calls, every one terminal: all a fan-in needs
-// to end the step. A view without calls would end the run as a turn
-// without calls does, so it is not one.
-func endsStep(snap store.Snapshot, step int) bool {
-	run := snap.Run
-	return run.Status == pipeline.RunRunning && run.StepState == pipeline.StepTools && run.Step == step &&
-		len(snap.Calls) > 0 && allTerminal(snap.Calls)
 }
 
 // endStep is the StepEnd phase: append the tool results in call order, then
@@ -122,11 +72,6 @@ func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline
 		return nil, err // the plugin state was not read: the next reconcile tries again
 	}
 	end := store.StepEnd{ToolMessages: toolMessages(calls), Finish: finishOf(calls), State: state, CallIDs: callIDs(calls)}
-	if allTerminal(calls) {
-		// run and calls are one read (a snapshot, a fan-in's view or the
-		// commit's reply): the end need not read the calls again.
-		end.SeenTerminal = run.CreatedAt
-	}
 	if end.Finish == nil {
 		stop, err := w.stopped(ctx, run, calls)
 		if err != nil {

@@ -36,20 +36,10 @@ type StepEnd struct {
 	Finish       *pipeline.Termination  // nil: go on to step+1; else end the run
 	State        []pipeline.StateUpdate // plugin state updates of StepEnd, committed with it
 	// CallIDs are the step's call ids in index order as the caller read
-	// them (a snapshot has them); nil: EndStep reads them. The script
-	// confirms them either way.
+	// them (a snapshot has them), whose results ToolMessages tell: the end
+	// is refused unless they are the step's. nil: whatever calls the step
+	// has.
 	CallIDs []string
-	// SeenTerminal, when not zero, is the creation time of the run as one
-	// read of it and of every call of the step had it (a snapshot, a
-	// fan-in's view, a commit's reply) when that read found the run at
-	// this step, committed, and CallIDs every call of it, each terminal.
-	// The script then takes the calls as terminal without reading them
-	// again (ADR 0045): a terminal status is final, and a step's calls are
-	// fixed once it is committed, so if the run it finds (the same run,
-	// not one made again under its id after the first expired: its
-	// creation time tells) is still at the step, committed, they still
-	// are. Zero: it reads each call's status.
-	SeenTerminal time.Time
 }
 
 // CallOutcome is what a tool worker commits for a call it executed.

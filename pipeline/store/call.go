@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,28 +83,34 @@ func (s *Store) ClaimCallAndSiblings(ctx context.Context, runID, callID string, 
 	if err := checkLease(lease, now); err != nil {
 		return pipeline.ToolCall{}, nil, err
 	}
-	attempt, err := newCallAttemptEvents(callID, now)
+	started, err := newEntry(-1, callID, pipeline.EventToolCallStarted, now, nil)
 	if err != nil {
 		return pipeline.ToolCall{}, nil, err
 	}
-	cmd := newScript(s.scripts.claimCall, 3+4+6+4+len(sib.SkipTools))
-	cmd.key(s.runKey(runID))
-	cmd.key(s.eventsKey(runID))
-	cmd.key(s.callKey(runID, callID))
-	cmd.arg(lease.Owner, toMillis(lease.Until), toMillis(now), s.claimableCalls)
-	attempt.addTo(&cmd)
+	retried := started
+	retried.Type = pipeline.EventToolCallRetried
+	type siblings struct {
+		Max   int                     `json:"max"`
+		Fresh pipeline.ToolCallStatus `json:"fresh"`
+		Skip  []string                `json:"skip"`
+	}
+	var others *siblings
 	if sib.Max > 0 {
-		started, err := newSiblingStartedEvent(now)
-		if err != nil {
-			return pipeline.ToolCall{}, nil, err
-		}
-		cmd.arg(sib.Max, started[0], started[1], started[2])
-		for _, t := range sib.SkipTools {
-			cmd.arg(t)
-		}
+		others = &siblings{Max: sib.Max, Fresh: pipeline.CallNew, Skip: append([]string{}, sib.SkipTools...)}
 	}
 	what := fmt.Sprintf("claim call %s of run %s", callID, runID)
-	v, err := s.run(ctx, cmd, what)
+	v, err := s.call(ctx, s.scripts.claimCall, what, []string{s.runKey(runID), s.eventsKey(runID), s.callKey(runID, callID)}, struct {
+		Owner     string                    `json:"owner"`
+		Until     int64                     `json:"untilms"`
+		Now       int64                     `json:"now"`
+		Ended     []pipeline.RunStatus      `json:"ended"`
+		Claimable []pipeline.ToolCallStatus `json:"claimable"`
+		To        pipeline.ToolCallStatus   `json:"to"`
+		Started   entry                     `json:"started"`
+		Retried   entry                     `json:"retried"`
+		Siblings  *siblings                 `json:"siblings,omitempty"`
+	}{lease.Owner, toMillis(lease.Until), toMillis(now), finalRuns, claimableStatuses,
+		moved(pipeline.CallNew, pipeline.CallRunning), started, retried, others})
 	if err != nil {
 		call, err := s.currentCall(ctx, runID, callID, err)
 		return call, nil, err
@@ -148,8 +153,11 @@ func (s *Store) decodeSiblingsReply(runID, callID string, v any) (pipeline.ToolC
 // owner holds it; ErrNotFound when there is no such call.
 func (s *Store) RenewCallLease(ctx context.Context, runID, callID string, lease Lease) error {
 	what := fmt.Sprintf("renew lease of call %s of run %s for %s", callID, runID, lease.Owner)
-	_, err := s.eval(ctx, s.scripts.renewCallLease, what, []string{s.callKey(runID, callID)},
-		lease.Owner, toMillis(lease.Until))
+	_, err := s.call(ctx, s.scripts.renewCallLease, what, []string{s.callKey(runID, callID)}, struct {
+		Owner string                  `json:"owner"`
+		Until int64                   `json:"untilms"`
+		Held  pipeline.ToolCallStatus `json:"held"`
+	}{lease.Owner, toMillis(lease.Until), pipeline.CallRunning})
 	return err
 }
 
@@ -174,78 +182,56 @@ func (s *Store) RenewCallLease(ctx context.Context, runID, callID string, lease 
 // call is read back whole; any other is not (a result can be big): its
 // ids, step, status, result, error and update time are set, its lease is
 // cleared, and the rest (tool, arguments, attempts) is GetCall's to read.
-// With the fan-in due, the same round trip reads the step for it when
-// that is all it needs (Finished.View).
 func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (Finished, error) {
 	if err := checkOutcome(o); err != nil {
 		return Finished{}, err
 	}
 	what := fmt.Sprintf("finish call %s of run %s by %s", callID, runID, owner)
-	// The script fills in the call's step. A parking hashes the call's
-	// arguments, read (with the step, for tool_call.suspended) before the
-	// script; the script confirms they are unchanged (a decision may have
-	// replaced them since the read), else the read is repeated. Other
-	// outcomes read nothing first.
-	finished, err := newHoledEvent(callID, pipeline.EventToolCallFinished, now, finishedOf(o.Status, o.Result, o.Error), "")
+	finished, err := finishedEntry(-1, callID, o.Status, o.Result, o.Error, now)
 	if err != nil {
 		return Finished{}, err
 	}
+	// A parking hashes the call's arguments, read before the script; the
+	// script confirms they are unchanged (a decision may have replaced them
+	// since the read), else the read is repeated. Other outcomes read
+	// nothing first.
 	var tenant string // of the run, for the pending index of a parked call
 	for range 3 {
-		cmd := newScript(s.scripts.finishCall, 3+5+len(finished)+5) // a parking adds its fields
-		cmd.key(s.callKey(runID, callID))
-		cmd.key(s.eventsKey(runID))
-		cmd.key(s.runKey(runID))
-		cmd.arg(owner, toMillis(now), string(o.Status), string(o.Result), o.Error)
-		for _, part := range finished {
-			cmd.arg(part)
-		}
+		var parked *parkedArg
 		if o.Status == pipeline.CallSuspended {
-			var step int
-			var args string
-			var err error
-			step, args, tenant, err = s.callStepArgs(ctx, runID, callID)
-			if err != nil {
+			if parked, tenant, err = s.parkedOutcome(ctx, runID, callID, o.Parking, now); err != nil {
 				return Finished{}, err
 			}
-			p, err := parkAt(callID, o.Parking, json.RawMessage(args), now)
-			if err != nil {
-				return Finished{}, err
-			}
-			parked, err := newEvent(step, callID, pipeline.EventToolCallParked, now, parkedOf(p))
-			if err != nil {
-				return Finished{}, err
-			}
-			cmd.arg(parked, args, "", 0, 0)
-			cmd.arg(parkingFields(p)...)
-		} else {
-			cmd.arg("", "", s.terminalCalls, MaxViewBytes, MaxViewCalls)
 		}
-		v, err := s.run(ctx, cmd, what)
+		v, err := s.call(ctx, s.scripts.finishCall, what, []string{s.callKey(runID, callID), s.eventsKey(runID), s.runKey(runID)}, struct {
+			Owner    string                    `json:"owner"`
+			Now      int64                     `json:"now"`
+			Expect   pipeline.ToolCallStatus   `json:"expect"`
+			To       pipeline.ToolCallStatus   `json:"to"`
+			Result   string                    `json:"result"`
+			Error    string                    `json:"error"`
+			InFlight []pipeline.ToolCallStatus `json:"in_flight"`
+			Event    entry                     `json:"event"`
+			Parked   *parkedArg                `json:"parked,omitempty"`
+		}{owner, toMillis(now), pipeline.CallRunning, o.Status, string(o.Result), o.Error, inFlightStatuses, finished, parked})
 		if errors.Is(err, errRetry) {
 			continue
 		}
 		if err != nil {
 			return Finished{}, err
 		}
-		reply, err := replyList(v, 4)
+		reply, err := replyList(v, 3)
 		if err != nil {
 			return Finished{}, fmt.Errorf("%s: %w", what, err)
 		}
 		f := Finished{FanIn: reply[1] != int64(0)}
-		if o.Status != pipeline.CallSuspended {
+		if parked == nil {
 			step, err := strconv.Atoi(fmt.Sprint(reply[2]))
 			if err != nil {
 				return Finished{}, fmt.Errorf("%s: the call's step %v: %w", what, reply[2], err)
 			}
 			f.Call = pipeline.ToolCall{ID: callID, RunID: runID, Step: step, Status: o.Status, Result: o.Result,
 				Error: o.Error, UpdatedAt: fromMillis(toMillis(now))}
-			if view, _ := reply[3].(string); view != "" { // bounded by the script (MaxViewBytes)
-				b := []byte(view)
-				if mac, err := s.viewMAC(ctx, runID, b); err == nil { // else the fan-in reads the step
-					f.View, f.ViewMAC = b, hex.EncodeToString(mac[:])
-				}
-			}
 			return f, nil
 		}
 		if f.Call, err = s.decodeCallReply(runID, callID, reply[0]); err != nil {
@@ -254,6 +240,59 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 		return f, s.indexPending(ctx, tenant, runID, f.Call)
 	}
 	return Finished{}, fmt.Errorf("%w: %s: the call's arguments kept changing", ErrStale, what)
+}
+
+// Finished is what FinishCall returns.
+type Finished struct {
+	// Call is the call as the outcome left it (see FinishCall for what a
+	// call that is not parked carries).
+	Call pipeline.ToolCall
+	// FanIn says whether the step's fan-in is due: the step's last call in
+	// flight finished, and whoever fans in reads the step.
+	FanIn bool
+}
+
+// parkedArg is what finish_call writes of a suspended outcome: its
+// tool_call.suspended entry, the call's arguments its args_hash was
+// computed from, and the parking's fields.
+type parkedArg struct {
+	Event  entry  `json:"event"`
+	Args   string `json:"args"`
+	Fields []any  `json:"fields"`
+}
+
+// parkedOutcome completes p, the parking of a suspended outcome of call
+// callID, from the call's arguments, read with the run's tenant in one
+// round trip, and returns what finish_call writes of it and the tenant.
+func (s *Store) parkedOutcome(ctx context.Context, runID, callID string, p *pipeline.Parking, now time.Time) (*parkedArg, string, error) {
+	args, tenant, err := s.callArgs(ctx, runID, callID)
+	if err != nil {
+		return nil, "", err
+	}
+	parking, err := parkAt(callID, p, json.RawMessage(args), now)
+	if err != nil {
+		return nil, "", err
+	}
+	ev, err := newEntry(-1, callID, pipeline.EventToolCallParked, now, parkedOf(parking))
+	if err != nil {
+		return nil, "", err
+	}
+	ev.Ref = refCall
+	return &parkedArg{Event: ev, Args: args, Fields: parkingFields(parking)}, tenant, nil
+}
+
+// finishedEntry is the tool_call.finished entry of call callID at step
+// (-1: the script sets it) finishing as status with result and errText: a
+// terminal call's result is the call's, which no longer changes (ref
+// "call"); a call that parks may run again and finish with another, so
+// its event keeps the result itself.
+func finishedEntry(step int, callID string, status pipeline.ToolCallStatus, result json.RawMessage, errText string, now time.Time) (entry, error) {
+	if !status.Terminal() {
+		return newEntry(step, callID, pipeline.EventToolCallFinished, now, finishedData{Status: status, Result: result, Error: errText})
+	}
+	e, err := newEntry(step, callID, pipeline.EventToolCallFinished, now, finishedData{Status: status, Error: errText})
+	e.Ref = refCall
+	return e, err
 }
 
 // finishedData is the data of tool_call.finished.
@@ -283,30 +322,25 @@ func checkOutcome(o CallOutcome) error {
 	return checkJSON("result", o.Result)
 }
 
-// callStepArgs reads the step and the arguments of a call, and the tenant
-// of its run ("" when none is stored), in one round trip.
-func (s *Store) callStepArgs(ctx context.Context, runID, callID string) (step int, args, tenant string, err error) {
+// callArgs reads the arguments of a call, and the tenant of its run (""
+// when none is stored), in one round trip.
+func (s *Store) callArgs(ctx context.Context, runID, callID string) (args, tenant string, err error) {
 	var call *redis.SliceCmd
 	var owner *redis.StringCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		call = p.HMGet(ctx, s.callKey(runID, callID), "step", "args")
+		call = p.HMGet(ctx, s.callKey(runID, callID), "status", "args")
 		owner = p.HGet(ctx, s.runKey(runID), "tenant")
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, "", "", fmt.Errorf("call %s of run %s: %w", callID, runID, err)
+		return "", "", fmt.Errorf("call %s of run %s: %w", callID, runID, err)
 	}
 	v := call.Val()
-	stepStr, ok := v[0].(string)
-	if !ok {
-		return 0, "", "", fmt.Errorf("%w: call %s of run %s", ErrNotFound, callID, runID)
-	}
-	step, err = strconv.Atoi(stepStr)
-	if err != nil {
-		return 0, "", "", fmt.Errorf("call %s of run %s: step %q: %w", callID, runID, stepStr, err)
+	if _, ok := v[0].(string); !ok {
+		return "", "", fmt.Errorf("%w: call %s of run %s", ErrNotFound, callID, runID)
 	}
 	args, _ = v[1].(string)
-	return step, args, owner.Val(), nil
+	return args, owner.Val(), nil
 }
 
 // currentCall returns the call as it is now together with err, for

@@ -43,7 +43,7 @@ type contractCase struct {
 func runContract(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) {
 	rdb := newClient(t)
 	var cases []contractCase
-	for _, group := range [][]contractCase{runCases, stepCases, stateCases, outboxCases, callCases, fanInCases, viewCases, replyCases, markCases, eventCases, listCases, sweepCases,
+	for _, group := range [][]contractCase{runCases, stepCases, stateCases, outboxCases, callCases, fanInCases, endCases, replyCases, markCases, eventCases, listCases, sweepCases,
 		gateCases, decisionCases, cancelCases, pendingCases, tenantIndexCases, reconcileCases, retentionCases, tenantCases, resumeCheckCases, outcomeCases, claimMessagesCases, threadCases, deferCases, budgetCases, siblingCases} {
 		cases = append(cases, group...)
 	}

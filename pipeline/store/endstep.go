@@ -3,10 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,16 +13,18 @@ import (
 
 // EndStep ends step `step` once every call in it is terminal: it appends
 // end.ToolMessages and the step.ended event, then either ends the run
-// (end.Finish: status done, the termination, run.finished; the run leaves
-// the sweeper's index) or moves it to step+1 (step state pending, attempts
-// 0, lease cleared). It returns the run as it then is and, when it ended
-// the run, the decisions still held for it (which no decision can join
-// once the run is done).
+// (end.Finish: status done, the termination, run.finished; its keys then
+// expire after the retention) or moves it to step+1 (step state pending,
+// attempts 0, lease cleared). It returns the run as it then is and, when
+// it ended the run, the decisions still held for it (which no decision
+// can join once the run is done). The script reads the step's calls
+// itself and decides from what it reads.
 //
 // Refusals: ErrNotFound; ErrStale (with the current run) when the run is not
-// running, at another step, the step is not committed, or a call of the step
-// is not terminal (the first such call is named). end.Finish must end the
-// run (a suspended reason is ErrInvalid).
+// running, at another step, the step is not committed, its calls are not
+// end.CallIDs (when given), or a call of the step is not terminal (the
+// first such call is named). end.Finish must end the run (a suspended
+// reason is ErrInvalid).
 func (s *Store) EndStep(ctx context.Context, runID string, step int, end StepEnd, now time.Time) (pipeline.Run, []HeldDecision, error) {
 	run, held, _, err := s.endStep(ctx, runID, step, end, nil, now)
 	return run, held, err
@@ -56,121 +55,120 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 	if next != nil && end.Finish != nil {
 		next = nil
 	}
-	build, err := s.endStepArgs(runID, step, end, next, now)
+	cmd, err := s.endStepArgs(runID, step, end, next, now)
 	if err != nil {
 		return pipeline.Run{}, nil, nil, err
 	}
 	what := fmt.Sprintf("end step %d of run %s", step, runID)
-	// The script checks every call of the step, so their keys must be
-	// declared: the step list as the caller read it (end.CallIDs), or as
-	// read here, and the script confirms it is unchanged. It is fixed once
-	// the step is committed, so a retry is only needed when the read raced
-	// the commit.
-	ids := end.CallIDs
-	for range 3 {
-		if ids == nil {
-			var err error
-			if ids, err = s.rdb.LRange(ctx, s.stepKey(runID, step), 0, -1).Result(); err != nil {
-				return pipeline.Run{}, nil, nil, fmt.Errorf("%s: %w", what, err)
-			}
+	var cached conversation
+	var read *redis.StringSliceCmd
+	v, err := s.evalAmong(ctx, cmd, func(p redis.Pipeliner, eval func()) {
+		eval()
+		if next != nil {
+			cached, read = s.readConversation(ctx, p, runID)
 		}
-		var cached conversation
-		var read *redis.StringSliceCmd
-		v, err := s.evalAmong(ctx, build(ids), func(p redis.Pipeliner, eval func()) {
-			eval()
-			if next != nil {
-				cached, read = s.readConversation(ctx, p, runID)
-			}
-		})
-		if err != nil {
-			err = scriptError(err, what)
-		}
-		if errors.Is(err, errRetry) {
-			ids = nil
-			continue
-		}
-		if err != nil {
-			run, err := s.currentRun(ctx, runID, err)
-			return run, nil, nil, err
-		}
-		run, held, err := s.decodeEnded(runID, v)
-		if err != nil || next == nil {
-			return run, held, nil, err
-		}
-		msgs, err := s.joinConversation(ctx, run, cached, read)
-		if err != nil {
-			return run, held, nil, err
-		}
-		return run, held, &Claimed{Run: run, Messages: msgs}, nil
+	})
+	if err != nil {
+		run, err := s.currentRun(ctx, runID, scriptError(err, what))
+		return run, nil, nil, err
 	}
-	run, err := s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the step's call list kept changing", ErrStale, what))
-	return run, nil, nil, err
+	run, held, err := s.decodeEnded(runID, v)
+	if err != nil || next == nil {
+		return run, held, nil, err
+	}
+	msgs, err := s.joinConversation(ctx, run, cached, read)
+	if err != nil {
+		return run, held, nil, err
+	}
+	return run, held, &Claimed{Run: run, Messages: msgs}, nil
 }
 
-// endStepArgs checks end and prepares end_step's events and messages, and
-// the claim of step+1 for next when it is not nil; the function it returns
-// gives the script's command for the step's call ids.
-func (s *Store) endStepArgs(runID string, step int, end StepEnd, next *Lease, now time.Time) (func(ids []string) script, error) {
-	finish, t := "0", pipeline.Termination{}
-	if end.Finish != nil {
-		if err := checkTermination(*end.Finish); err != nil {
-			return nil, err
+// stateUpdate is a plugin state update as end_step reads it: Value ""
+// deletes the key.
+type stateUpdate struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// endStepArgs checks end and gives end_step's command: the step's end,
+// with the run's termination when end.Finish says so, else the next step
+// as Go moved it (claimed for next when it is not nil).
+func (s *Store) endStepArgs(runID string, step int, end StepEnd, next *Lease, now time.Time) (script, error) {
+	type finish struct {
+		Status pipeline.RunStatus         `json:"status"`
+		Reason pipeline.TerminationReason `json:"reason"`
+		Code   string                     `json:"code"`
+		Detail string                     `json:"detail"`
+		Event  entry                      `json:"event"`
+	}
+	type nextStep struct {
+		State    pipeline.StepState `json:"state"`
+		Attempts int                `json:"attempts"`
+		Owner    string             `json:"owner"`
+		Until    int64              `json:"untilms"`
+		Event    *entry             `json:"event,omitempty"`
+	}
+	arg := struct {
+		Step   int   `json:"step"`
+		Now    int64 `json:"now"`
+		Expect struct {
+			Status pipeline.RunStatus `json:"status"`
+			State  pipeline.StepState `json:"state"`
+		} `json:"expect"`
+		Terminal []pipeline.ToolCallStatus `json:"terminal"`
+		IDs      []string                  `json:"ids"`
+		Messages []string                  `json:"messages"`
+		Updates  []stateUpdate             `json:"updates"`
+		Ended    entry                     `json:"ended"`
+		Finish   *finish                   `json:"finish,omitempty"`
+		Next     *nextStep                 `json:"next,omitempty"`
+	}{Step: step, Now: toMillis(now), Terminal: terminalStatuses, IDs: end.CallIDs,
+		Messages: make([]string, len(end.ToolMessages)), Updates: make([]stateUpdate, len(end.State))}
+	arg.Expect.Status, arg.Expect.State = pipeline.RunRunning, pipeline.StepTools
+	var err error
+	if arg.Ended, err = newEntry(step, "", pipeline.EventStepEnded, now, nil); err != nil {
+		return script{}, err
+	}
+	switch {
+	case end.Finish != nil:
+		t := *end.Finish
+		if err := checkTermination(t); err != nil {
+			return script{}, err
 		}
-		finish, t = "1", *end.Finish
-	}
-	evEnded, err := newEvent(step, "", pipeline.EventStepEnded, now, nil)
-	if err != nil {
-		return nil, err
-	}
-	evFinished := "" // the script reads it only when it ends the run
-	if end.Finish != nil {
-		if evFinished, err = newEvent(step, "", pipeline.EventRunFinished, now, t); err != nil {
-			return nil, err
+		ev, err := newEntry(step, "", pipeline.EventRunFinished, now, t)
+		if err != nil {
+			return script{}, err
 		}
-	}
-	claimer, until, started := "", int64(0), ""
-	if next != nil {
+		arg.Finish = &finish{moved(pipeline.RunRunning, pipeline.RunDone), t.Reason, t.Code, t.Detail, ev}
+	case next == nil:
+		arg.Next = &nextStep{State: moved(pipeline.StepTools, pipeline.StepPending)}
+	default:
 		if err := checkLease(*next, now); err != nil {
-			return nil, err
+			return script{}, err
 		}
-		if started, err = newEvent(step+1, "", pipeline.EventStepStarted, now, json.RawMessage(`{"attempt":1}`)); err != nil {
-			return nil, err
+		ev, err := newEntry(step+1, "", pipeline.EventStepStarted, now, json.RawMessage(`{"attempt":1}`))
+		if err != nil {
+			return script{}, err
 		}
-		claimer, until = next.Owner, toMillis(next.Until)
+		// The next step enters pending and is claimed in the same write.
+		state := moved(moved(pipeline.StepTools, pipeline.StepPending), pipeline.StepInferring)
+		arg.Next = &nextStep{State: state, Attempts: 1, Owner: next.Owner, Until: toMillis(next.Until), Event: &ev}
 	}
-	msgs := make([]string, len(end.ToolMessages))
 	for i, m := range end.ToolMessages {
 		b, err := json.Marshal(m)
 		if err != nil {
-			return nil, fmt.Errorf("%w: tool message %d: %v", ErrInvalid, i, err)
+			return script{}, fmt.Errorf("%w: tool message %d: %v", ErrInvalid, i, err)
 		}
-		msgs[i] = string(b)
+		arg.Messages[i] = string(b)
 	}
-	return func(ids []string) script {
-		seen := "" // only for the ids the caller saw terminal, not for ones read here
-		if !end.SeenTerminal.IsZero() && end.CallIDs != nil && slices.Equal(ids, end.CallIDs) {
-			seen = strconv.FormatInt(toMillis(end.SeenTerminal), 10)
-		}
-		cmd := newScript(s.scripts.endStep, 5+2*len(ids)+14+len(msgs)+2*len(end.State)+1)
-		cmd.key(s.runKey(runID))
-		cmd.key(s.eventsKey(runID))
-		cmd.key(s.msgsKey(runID))
-		cmd.key(s.stepKey(runID, step))
-		for _, id := range ids {
-			cmd.key(s.callKey(runID, id))
-		}
-		s.withState(&cmd, runID)
-		cmd.arg(step, toMillis(now), s.terminalCalls, finish, string(t.Reason), t.Code, t.Detail,
-			evEnded, evFinished, claimer, until, started, seen, len(ids))
-		for _, id := range ids {
-			cmd.arg(id)
-		}
-		for _, m := range msgs {
-			cmd.arg(m)
-		}
-		withUpdates(&cmd, end.State)
-		return cmd
-	}, nil
+	for i, u := range end.State {
+		arg.Updates[i] = stateUpdate{u.Key, string(u.Value)}
+	}
+	b, err := json.Marshal(arg)
+	if err != nil {
+		return script{}, fmt.Errorf("end step %d of run %s: %w", step, runID, err)
+	}
+	return scriptOf(s.scripts.endStep, []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stateKey(runID)}, []any{b}), nil
 }
 
 // decodeEnded decodes end_step's reply: the run, and its held decisions.
@@ -204,38 +202,30 @@ func (s *Store) decodeEnded(runID string, v any) (pipeline.Run, []HeldDecision, 
 // not terminal count: the ones after it wait for it, so a suspended call
 // there makes the run wait.
 func (s *Store) SetWaiting(ctx context.Context, runID string, step int, sequential bool, now time.Time) (pipeline.Run, error) {
-	ev, err := newEvent(step, "", pipeline.EventRunFinished, now,
-		pipeline.Termination{Reason: pipeline.ReasonSuspended})
+	t := pipeline.Termination{Reason: pipeline.ReasonSuspended}
+	ev, err := newEntry(step, "", pipeline.EventRunFinished, now, t)
 	if err != nil {
 		return pipeline.Run{}, err
 	}
-	what := fmt.Sprintf("set run %s waiting at step %d", runID, step)
-	// As in EndStep: the script checks every call of the step, so it gets
-	// the list as read here and confirms it is unchanged.
-	for range 3 {
-		ids, err := s.rdb.LRange(ctx, s.stepKey(runID, step), 0, -1).Result()
-		if err != nil {
-			return pipeline.Run{}, fmt.Errorf("%s: %w", what, err)
-		}
-		keys := []string{s.runKey(runID), s.eventsKey(runID), s.stepKey(runID, step)}
-		args := []any{step, toMillis(now), s.busyCalls, ev, len(ids)}
-		for _, id := range ids {
-			keys = append(keys, s.callKey(runID, id))
-			args = append(args, id)
-		}
-		seq := "0"
-		if sequential {
-			seq = "1"
-		}
-		args = append(args, seq)
-		v, err := s.eval(ctx, s.scripts.setWaiting, what, keys, args...)
-		if errors.Is(err, errRetry) {
-			continue
-		}
-		if err != nil {
-			return s.currentRun(ctx, runID, err)
-		}
-		return s.decodeRunReply(runID, v)
+	type state struct {
+		Status pipeline.RunStatus `json:"status"`
+		State  pipeline.StepState `json:"state"`
 	}
-	return s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the step's call list kept changing", ErrStale, what))
+	what := fmt.Sprintf("set run %s waiting at step %d", runID, step)
+	v, err := s.call(ctx, s.scripts.setWaiting, what, []string{s.runKey(runID), s.eventsKey(runID)}, struct {
+		Step       int                        `json:"step"`
+		Now        int64                      `json:"now"`
+		Expect     state                      `json:"expect"`
+		To         pipeline.RunStatus         `json:"to"`
+		Reason     pipeline.TerminationReason `json:"reason"`
+		InFlight   []pipeline.ToolCallStatus  `json:"in_flight"`
+		Parked     pipeline.ToolCallStatus    `json:"parked"`
+		Sequential bool                       `json:"sequential"`
+		Event      entry                      `json:"event"`
+	}{step, toMillis(now), state{pipeline.RunRunning, pipeline.StepTools}, moved(pipeline.RunRunning, pipeline.RunWaiting),
+		t.Reason, inFlightStatuses, pipeline.CallSuspended, sequential, ev})
+	if err != nil {
+		return s.currentRun(ctx, runID, err)
+	}
+	return s.decodeRunReply(runID, v)
 }

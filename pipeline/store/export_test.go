@@ -12,3 +12,7 @@ func Caches(s *Store, runID string) bool {
 	_, ok := s.conversations.runs[runID]
 	return ok
 }
+
+// DecodeEntry is decodeEntry, for the tests of package store_test that
+// read a run's stream entries themselves.
+var DecodeEntry = decodeEntry

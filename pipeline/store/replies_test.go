@@ -101,19 +101,4 @@ var replyCases = []contractCase{
 		}
 		f.sameCall(t, "FinishCall (parked)", "r1", fin.Call)
 	}},
-	{"a_view_holds_the_finished_call_as_it_stored_it", func(t *testing.T, f *fixture) {
-		f.committed(t, "r1", "c1", "c2")
-		f.finish(t, "r1", "c1", "t1", succeeded)
-		fin := f.finish(t, "r1", "c2", "t1", succeeded)
-		snap, err := f.st.DecodeView(f.ctx, "r1", fin.View, fin.ViewMAC)
-		if err != nil || len(snap.Calls) != 2 {
-			t.Fatalf("DecodeView = %+v, %v", snap, err)
-		}
-		if stored := f.run(t, "r1"); !reflect.DeepEqual(slim(stored), snap.Run) {
-			t.Fatalf("FinishCall's view returned\n%+v\nRedis holds, less its model and metadata,\n%+v", snap.Run, slim(stored))
-		}
-		for _, c := range snap.Calls {
-			f.sameCall(t, "FinishCall's view", "r1", c)
-		}
-	}},
 }

@@ -197,11 +197,10 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
-	build, err := s.endStepArgs(runID, step, end, nil, now)
+	endCmd, err := s.endStepArgs(runID, step, end, nil, now)
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
-	endCmd := build([]string{})
 	defer endCmd.release()
 	what := fmt.Sprintf("commit step %d of run %s by %s", step, runID, owner)
 	var ended *redis.Cmd

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
@@ -309,39 +308,6 @@ var stepCases = []contractCase{
 			if claimed != nil {
 				t.Fatalf("a refused end claimed %+v", claimed)
 			}
-		})
-	}},
-	{"an_end_takes_the_calls_a_read_of_the_same_run_saw_terminal", func(t *testing.T, f *fixture) {
-		// Each call's status is made "running" behind the store's back
-		// after it finished, so an end that reads the statuses refuses and
-		// one that takes them as seen does not (ADR 0045).
-		run, _ := f.committed(t, "r1", "c1", "c2")
-		f.done(t, "r1", "c1")
-		f.done(t, "r1", "c2")
-		for _, id := range []string{"c1", "c2"} {
-			if err := f.rdb.HSet(f.ctx, f.prefix+":{r1}:call:"+id, "status", "running").Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ids := []string{"c1", "c2"}
-		for _, end := range []store.StepEnd{
-			{CallIDs: ids},
-			{CallIDs: ids, SeenTerminal: run.CreatedAt.Add(time.Millisecond)}, // a run made again under its id
-			{SeenTerminal: run.CreatedAt},                                     // ids read by the end itself
-		} {
-			f.noEventsFrom(t, "r1", func() {
-				_, _, err := f.st.EndStep(f.ctx, "r1", 0, end, at(5))
-				wantErr(t, err, store.ErrStale)
-			})
-		}
-		ended, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{CallIDs: ids, SeenTerminal: run.CreatedAt}, at(5))
-		if err != nil || ended.Step != 1 || ended.StepState != pipeline.StepPending {
-			t.Fatalf("EndStep with the calls seen terminal = %+v, %v; want step 1 pending", ended, err)
-		}
-		// The checks of the run stand: a second end is refused.
-		f.noEventsFrom(t, "r1", func() {
-			_, _, err := f.st.EndStep(f.ctx, "r1", 0, store.StepEnd{CallIDs: ids, SeenTerminal: run.CreatedAt}, at(6))
-			wantErr(t, err, store.ErrStale)
 		})
 	}},
 	{"a_late_end_leaves_the_next_step_to_whoever_ended_the_step", func(t *testing.T, f *fixture) {

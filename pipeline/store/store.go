@@ -42,7 +42,6 @@ type Store struct {
 	busyCalls      string // call statuses that keep a run running (derive_run_status)
 	finishableRuns string // run statuses that may move to done
 
-	viewKey          viewKey       // authenticates fan-in views (view.go)
 	conversations    conversations // read for claims (conversations.go)
 	tenantsIndexed   atomic.Bool   // the tenants' pending indexes hold the calls parked before them (pending.go)
 	tenantRunsListed atomic.Bool   // the tenants' run indexes hold the runs created before them (list.go)

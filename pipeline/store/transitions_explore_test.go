@@ -115,6 +115,9 @@ func readView(ctx context.Context, rdb *redis.Client, st *store.Store, prefix st
 	for _, m := range stream.Val() {
 		raw, _ := m.Values["e"].(string)
 		ev, err := store.DecodeStoredEvent(raw)
+		if _, ok := m.Values["type"]; ok { // an entry
+			ev, err = store.DecodeEntry("", m)
+		}
 		if err != nil {
 			return view{}, nil, fmt.Errorf("event %s: %w", m.ID, err)
 		}

@@ -90,8 +90,8 @@ var statusWrites = map[string]scriptWrites{
 	},
 	"end_step.lua": {
 		sites: []string{
-			"HSET KEYS[1] unpack(set)", // the run's end: status='done' and its termination
-			"HSET KEYS[1] unpack(set)", // the next step, pending or claimed: no status
+			"HSET run_key unpack(set)", // the run's end: status=a.finish.status (Go: RunDone) and its termination
+			"HSET run_key unpack(set)", // the next step, pending or claimed: no status
 		},
 		run: []string{"running→done"},
 	},
@@ -102,7 +102,7 @@ var statusWrites = map[string]scriptWrites{
 		run:   []string{"created→done", "running→done", "waiting→done"},
 	},
 	"set_waiting.lua": {
-		sites: []string{"HSET KEYS[1] status='waiting'"},
+		sites: []string{"HSET run_key status=a.to"}, // Go: RunWaiting
 		run:   []string{"running→waiting"},
 	},
 	"cancel_run.lua": {
@@ -116,15 +116,15 @@ var statusWrites = map[string]scriptWrites{
 	},
 	"claim_call.lua": {
 		sites: []string{
-			"HSET KEYS[3] unpack(set)", // status='running', from the statuses Go derives (claimableCalls)
-			"HSET key unpack(set)",     // status='running': another call of the step, new and never claimed
+			"HSET call_key unpack(set)", // status=a.to (Go: running), from the statuses Go derives (claimableStatuses)
+			"HSET key unpack(set)",      // status=a.to: another call of the step, new and never claimed
 		},
 		call: []string{"new→running", "resuming→running"},
 	},
 	"finish_call.lua": {
 		sites: []string{
-			"HSET KEYS[1] unpack(set)",             // status=ARGV[3], the outcome, checked in Go (checkOutcome)
-			"HSET KEYS[1] unpack(ARGV, 13, #ARGV)", // the parking fields (parkingFields)
+			"HSET call_key unpack(set)",           // status=a.to, the outcome, checked in Go (checkOutcome)
+			"HSET call_key unpack(parked.fields)", // the parking fields (parkingFields)
 		},
 		call: []string{"running→succeeded", "running→failed", "running→suspended"},
 	},
@@ -151,6 +151,7 @@ var statusWrites = map[string]scriptWrites{
 			"PEXPIRE k retention_ms", "DEL unpack(lists, i, math.min(i + 999, #lists))", "PEXPIRE base .. 'call:' .. id retention_ms",
 			"PEXPIRE key ttl", "RESTORE stream ttl dump 'REPLACE'",
 			"HDEL state ARGV[i]", "HSET state ARGV[i]", // set_state: the plugin state hash
+			"HDEL state u.key", "HSET state u.key", // put_state: the plugin state hash
 		},
 	},
 	"mark_sent.lua": {

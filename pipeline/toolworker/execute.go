@@ -68,7 +68,7 @@ func (w *Worker) HandleToolCall(msg *message.Message) error {
 	case errors.Is(err, store.ErrStale):
 		if call.Status.Terminal() || call.Status == pipeline.CallSuspended {
 			log.Debug("tool call already finished; reporting it again", "status", call.Status)
-			return w.report(tracing.FromMessage(msg), call, nil, "")
+			return w.report(tracing.FromMessage(msg), call)
 		}
 		log.Debug("tool call request is a no-op", "reason", err)
 		return nil
@@ -149,26 +149,17 @@ func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger)
 	if !done.FanIn {
 		return // other calls of the step are in flight: the last to finish reports
 	}
-	if err := w.report(tracing.Traceparent(ctx), done.Call, done.View, done.ViewMAC); err != nil {
+	if err := w.report(tracing.Traceparent(ctx), done.Call); err != nil {
 		log.Error("report tool outcome; the sweeper will fan it in", "error", err)
 	}
 }
 
 // report publishes ToolCallFinished for a call whose outcome is committed,
-// in the trace of trace (its traceparent; "" for none), with the step's
-// view and its MAC for the fan-in when the finish read one (nil: the
-// fan-in reads). A message too large for the broker with its view goes
-// without it (ADR 0050).
-func (w *Worker) report(trace string, c pipeline.ToolCall, view json.RawMessage, mac string) error {
-	m := topics.ToolCallFinished{
-		Header: topics.Header{RunID: c.RunID}, Step: c.Step, CallID: c.ID, Status: c.Status, View: view, ViewMAC: mac,
-	}
-	err := topics.PublishTraced(w.pub, w.names.ToolResults(), m, trace)
-	if errors.Is(err, topics.ErrTooLarge) && m.View != nil {
-		m.View, m.ViewMAC = nil, ""
-		err = topics.PublishTraced(w.pub, w.names.ToolResults(), m, trace)
-	}
-	return err
+// in the trace of trace (its traceparent; "" for none): the fan-in of its
+// step, which reads the step from the store.
+func (w *Worker) report(trace string, c pipeline.ToolCall) error {
+	m := topics.ToolCallFinished{Header: topics.Header{RunID: c.RunID}, Step: c.Step, CallID: c.ID, Status: c.Status}
+	return topics.PublishTraced(w.pub, w.names.ToolResults(), m, trace)
 }
 
 // abandon releases the lease of a call whose execution the worker gave up

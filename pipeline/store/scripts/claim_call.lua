@@ -1,82 +1,81 @@
 -- ClaimCall: take the lease on a tool call and count the attempt, and
 -- optionally on other calls of its step that wait for their first claim.
 -- KEYS: 1 run hash, 2 events stream, 3 call hash
--- ARGV: 1 owner, 2 lease until (ms), 3 now (ms), 4 statuses, other than
---       running, that may move to running (",new,resuming,"), 5..10
---       tool_call.started and tool_call.retried JSON around the call's step
---       and the attempt number (before, between, after; twice), 11 how many
---       other calls of the step to claim with it, at most (absent or 0:
---       none), 12..14 tool_call.started JSON of such a call around its step
---       and its id (JSON-encoded here), 15.. tools whose calls are left to
---       their own requests
--- Returns the call hash as the claim leaves it; when ARGV 11 is above 0,
--- {that hash, then id, hash of each other call claimed}.
+-- ARGV[1]: {owner, untilms (the lease's end), now (ms), ended (run statuses
+--   in which no call is claimed), claimable (call statuses that move to
+--   `to`), to (the status a claimed call has: a call in it whose lease
+--   expired is taken over), started, retried (the call's tool_call.started
+--   and tool_call.retried entries: the script picks one by the attempt and
+--   sets its step and its data {attempt}), siblings (absent: claim no other
+--   call; else {max (how many at most), fresh (the status of a call never
+--   claimed), skip (tools whose calls are left to their own requests)})}
+-- Returns the call hash as the claim leaves it; with siblings, {that hash,
+-- then id, hash of each other call claimed}.
 --
--- Other calls: only in a step that runs its calls in parallel (the run has
--- an open count) and while others are in flight; only calls that are new
--- and never claimed, in the same queue, of a tool not listed. Each gets
--- the lease of owner .. '/' .. k (k = 1, 2, ...) and its attempt 1, as its
--- own request's claim would have given it.
-local r = redis.call('HMGET', KEYS[1], 'status', 'open')
+-- Other calls: only in a step that runs its calls in parallel (the run
+-- keeps an `open` count, lib.lua's move_open) and while another is in
+-- flight; only calls in `fresh` never claimed, in the same queue, of a
+-- tool not skipped. Each gets the lease of owner .. '/' .. k (k = 1, 2,
+-- ...), its attempt 1 and its tool_call.started entry, as its own
+-- request's claim would have given it.
+local run_key, events_key, call_key = KEYS[1], KEYS[2], KEYS[3]
+local a = cjson.decode(ARGV[1])
+local r = redis.call('HMGET', run_key, 'status', 'open')
 local rstatus, open = r[1], r[2]
 if not rstatus then
   return redis.error_reply('NOT_FOUND run')
 end
-local call, at = read_hash(KEYS[3])
+local call, at = read_hash(call_key)
 local status, owner, lease_until, step = call[at.status], call[at.lease_owner], call[at.lease_until], call[at.step]
 if not status then
   return redis.error_reply('NOT_FOUND call')
 end
-if rstatus == 'done' then
-  return redis.error_reply('STALE run is done')
+if set_of(a.ended)[rstatus] then
+  return redis.error_reply('STALE run is ' .. rstatus)
 end
-if status == 'running' then
-  if (tonumber(lease_until) or 0) > tonumber(ARGV[3]) then
+if status == a.to then
+  if (tonumber(lease_until) or 0) > a.now then
     return redis.error_reply('LEASE_HELD call is held by ' .. (owner or '') .. ' until ' .. lease_until)
   end
-elseif not string.find(ARGV[4], ',' .. status .. ',', 1, true) then
+elseif not set_of(a.claimable)[status] then
   return redis.error_reply('STALE call is ' .. status)
 end
 local n = (tonumber(call[at.attempts]) or 0) + 1
-local set = {'attempts', n, 'status', 'running', 'lease_owner', ARGV[1], 'lease_until', ARGV[2], 'updated_at', ARGV[3]}
-redis.call('HSET', KEYS[3], unpack(set))
+local set = {'attempts', n, 'status', a.to, 'lease_owner', a.owner, 'lease_until', a.untilms, 'updated_at', a.now}
+redis.call('HSET', call_key, unpack(set))
 patch(call, at, set)
-local ev
+local e = a.started
 if n > 1 then
-  ev = ARGV[8] .. step .. ARGV[9] .. n .. ARGV[10]
-else
-  ev = ARGV[5] .. step .. ARGV[6] .. n .. ARGV[7]
+  e = a.retried
 end
-redis.call('XADD', KEYS[2], '*', 'e', ev)
-local max = tonumber(ARGV[11] or '0')
-if max == 0 then
+e.step, e.data = step, cjson.encode({attempt = n})
+emit(events_key, e)
+local sib = a.siblings
+if not sib then
   return call
 end
 local out = {call}
 if (tonumber(open) or 0) < 2 then
   return out
 end
-local skip = {}
-for i = 15, #ARGV do
-  skip[ARGV[i]] = true
-end
-local base = string.sub(KEYS[1], 1, -4)
+local skip = set_of(sib.skip)
 local k = 0
-for _, id in ipairs(redis.call('LRANGE', base .. 'step:' .. step, 0, -1)) do
-  local key = base .. 'call:' .. id
-  if key ~= KEYS[3] then
+for _, id in ipairs(redis.call('LRANGE', part(run_key, 'step:' .. step), 0, -1)) do
+  local key = part(run_key, 'call:' .. id)
+  if key ~= call_key then
     -- Read whole once, checked, and returned as the claim leaves it.
     local c, cat = read_hash(key)
-    if c[cat.status] == 'new' and (tonumber(c[cat.attempts]) or 0) == 0 and (c[cat.queue] or '') == (call[at.queue] or '')
+    if c[cat.status] == sib.fresh and (tonumber(c[cat.attempts]) or 0) == 0 and (c[cat.queue] or '') == (call[at.queue] or '')
         and not skip[c[cat.tool]] then
       k = k + 1
-      set = {'attempts', 1, 'status', 'running', 'lease_owner', ARGV[1] .. '/' .. k, 'lease_until', ARGV[2], 'updated_at', ARGV[3]}
+      set = {'attempts', 1, 'status', a.to, 'lease_owner', a.owner .. '/' .. k, 'lease_until', a.untilms, 'updated_at', a.now}
       redis.call('HSET', key, unpack(set))
       patch(c, cat, set)
-      redis.call('XADD', KEYS[2], '*', 'e', ARGV[12] .. step .. ARGV[13] .. cjson.encode(id) .. ARGV[14])
+      emit(events_key, {type = a.started.type, step = step, call = id, at = a.started.at,
+        data = cjson.encode({attempt = 1})})
       out[#out + 1] = id
       out[#out + 1] = c
-      if k == max then
+      if k == sib.max then
         break
       end
     end

@@ -253,3 +253,48 @@ local function emit(events, e)
   redis.call('XADD', events, '*', 'type', e.type, 'step', e.step, 'call', e.call or '',
     'at', e.at, 'data', e.data or '', 'ref', e.ref or '')
 end
+
+-- set_of is the set of the strings of list (an array of the script's JSON
+-- argument, e.g. the call statuses Go derived from the domain's tables), to
+-- look a string up in: set_of(list)[s].
+local function set_of(list)
+  local set = {}
+  for _, s in ipairs(list) do
+    set[s] = true
+  end
+  return set
+end
+
+-- move_open keeps the count of calls in flight of the run whose hash is
+-- run when a call of step `step` moves from status `from` to status `to`
+-- (in_flight: the set of the statuses of a call in flight, which Go
+-- derives from pipeline.DeriveRunStatus: those that keep a run running).
+-- The count is the run's `open` field: commit_step writes it for a step
+-- that runs two or more calls in parallel, and only then; the call that
+-- brings it to 0 fans in, and claim_call claims a call's siblings only
+-- while it is 2 or more. Every other script that moves a call of that step
+-- in or out of flight counts it here. It returns the count after the move,
+-- or nil when the run keeps none for `step`.
+local function move_open(run, step, from, to, in_flight)
+  local r = redis.call('HMGET', run, 'step', 'open')
+  if not r[2] or tonumber(r[1]) ~= tonumber(step) then
+    return nil
+  end
+  local by = (in_flight[to] and 1 or 0) - (in_flight[from] and 1 or 0)
+  if by == 0 then
+    return tonumber(r[2])
+  end
+  return redis.call('HINCRBY', run, 'open', by)
+end
+
+-- put_state applies updates, plugin state updates as {key, value} tables
+-- (a value of "" deletes its key), to the run's plugin state hash, state.
+local function put_state(state, updates)
+  for _, u in ipairs(updates) do
+    if u.value == '' then
+      redis.call('HDEL', state, u.key)
+    else
+      redis.call('HSET', state, u.key, u.value)
+    end
+  end
+end

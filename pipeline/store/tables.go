@@ -1,0 +1,58 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// What the scripts are told of the domain's tables (pipeline/run.go,
+// toolcall.go, stepstate.go): a script compares the status it reads with
+// the one Go expects, sets the one Go computed, and looks a status up in
+// a list Go derived from the tables. No script names a status itself.
+var (
+	// terminalStatuses are the statuses that end a call.
+	terminalStatuses = statusesWhere(callStatuses, pipeline.ToolCallStatus.Terminal)
+	// inFlightStatuses are those of a call in flight: the ones that keep
+	// its run running (pipeline.DeriveRunStatus). The run's `open` count
+	// of a parallel step counts its calls in them (lib.lua's move_open).
+	inFlightStatuses = statusesWhere(callStatuses, func(st pipeline.ToolCallStatus) bool {
+		return pipeline.DeriveRunStatus([]pipeline.ToolCallStatus{st}) == pipeline.RunRunning
+	})
+	// claimableStatuses are those, other than running, a claim moves to
+	// running (a running call's expired lease is taken over).
+	claimableStatuses = statusesWhere(callStatuses, func(st pipeline.ToolCallStatus) bool {
+		return st != pipeline.CallRunning && st.CanTransition(pipeline.CallRunning)
+	})
+	// finalRuns are the statuses of a run that has ended.
+	finalRuns = statusesWhere(runStatuses, pipeline.RunStatus.Final)
+)
+
+// statusesWhere lists the statuses of all that keep holds of, in all's
+// order.
+func statusesWhere[S ~string](all []S, keep func(S) bool) []S {
+	var out []S
+	for _, st := range all {
+		if keep(st) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// moving is a status, step state or the like whose table says which moves
+// exist.
+type moving[S any] interface {
+	~string
+	CanTransition(to S) bool
+}
+
+// moved is to, the state Go computed for a script to set in place of
+// from: a move the domain's table does not have is a bug of the caller,
+// and panics.
+func moved[S moving[S]](from, to S) S {
+	if !from.CanTransition(to) {
+		panic(fmt.Sprintf("store: %s → %s is not a move of the domain's table", from, to))
+	}
+	return to
+}
