@@ -42,7 +42,6 @@ func runFields(r pipeline.Run) []any {
 		"lease_until", toMillis(r.LeaseUntil),
 		"created_at", toMillis(r.CreatedAt),
 		"updated_at", toMillis(r.UpdatedAt),
-		"nodec", "1", // no decision yet: lib.lua's outcome deletes it
 	})
 }
 

@@ -255,9 +255,6 @@ func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommi
 			return script{}, nil, err
 		}
 		fields := callFields(rec)
-		if len(c.Calls) == 1 {
-			fields = append(fields, "alone", 1) // its finish ends the step (finish_call.lua)
-		}
 		written = append(written, writtenCall{call.ID, fields, evs})
 		n += 1 + 2 + len(fields) + 1 + len(evs)
 	}

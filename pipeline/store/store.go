@@ -123,8 +123,9 @@ func statusSet[S ~string](all []S, keep func(S) bool) string {
 }
 
 // Script error codes: a script refuses with redis.error_reply("CODE what was
-// found"). errRetry is internal: EndStep's view of the step changed between
-// its read and its script.
+// found"). errRetry is internal: what the caller read before the script
+// (a call's arguments, a step's calls) changed before it ran; the caller
+// reads again.
 var errRetry = errors.New("retry")
 
 var scriptCodes = map[string]error{

@@ -131,14 +131,10 @@ end
 -- the run's hash, run) what became of a decision: applied, held or
 -- rejected, and why. The step workers publish each entry to the
 -- decision-outcomes topic and delete it (outcomes.go). Every decision
--- records one, a held one too: the run's nodec field ("no decision yet",
--- written when the run is created) goes with the first, and with it the
--- fan-in's trust that the run has no outbox and holds no decision
--- (finish_call.lua).
+-- records one, a held one too.
 local function outcome(run, decision_id, call_id, what, reason)
   local key = string.sub(run, 1, -4) .. 'outcomes'
   redis.call('XADD', key, '*', 'd', decision_id, 'c', call_id, 'o', what, 'r', reason)
-  redis.call('HDEL', run, 'nodec')
   inherit(run, key)
 end
 
