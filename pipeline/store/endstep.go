@@ -83,13 +83,6 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 	return run, held, &Claimed{Run: run, Messages: msgs}, nil
 }
 
-// stateUpdate is a plugin state update as end_step reads it: Value ""
-// deletes the key.
-type stateUpdate struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
-
 // endStepArgs checks end and gives end_step's command: the step's end,
 // with the run's termination when end.Finish says so, else the next step
 // as Go moved it (claimed for next when it is not nil).
@@ -123,7 +116,7 @@ func (s *Store) endStepArgs(runID string, step int, end StepEnd, next *Lease, no
 		Finish   *finish                   `json:"finish,omitempty"`
 		Next     *nextStep                 `json:"next,omitempty"`
 	}{Step: step, Now: toMillis(now), Terminal: terminalStatuses, IDs: end.CallIDs,
-		Messages: make([]string, len(end.ToolMessages)), Updates: make([]stateUpdate, len(end.State))}
+		Messages: make([]string, len(end.ToolMessages)), Updates: stateUpdates(end.State)}
 	arg.Expect.Status, arg.Expect.State = pipeline.RunRunning, pipeline.StepTools
 	var err error
 	if arg.Ended, err = newEntry(step, "", pipeline.EventStepEnded, now, nil); err != nil {
@@ -160,9 +153,6 @@ func (s *Store) endStepArgs(runID string, step int, end StepEnd, next *Lease, no
 			return script{}, fmt.Errorf("%w: tool message %d: %v", ErrInvalid, i, err)
 		}
 		arg.Messages[i] = string(b)
-	}
-	for i, u := range end.State {
-		arg.Updates[i] = stateUpdate{u.Key, string(u.Value)}
 	}
 	b, err := json.Marshal(arg)
 	if err != nil {

@@ -40,7 +40,7 @@ func TestLibOf_gives_a_script_the_functions_it_calls_and_theirs(t *testing.T) {
 		{"local run, at = read_hash(KEYS[1])\npatch(run, at, {'a', 1})", []string{"read_hash", "patch"}, []string{"trim_deltas"}},
 		// A field or a method of the same name is no call of it.
 		{"local t = {}\nt.retire(1)\nt:patch(2)\nlocal read_hashes = 1", nil, []string{"retire", "patch", "read_hash"}},
-		{"trim_deltas(KEYS[1], KEYS[2], nil)", []string{"is_delta", "trim_deltas"}, []string{"compact"}},
+		{"trim_deltas(KEYS[1], KEYS[2], nil, 'message.delta')", []string{"trim_deltas"}, []string{"compact", "emit"}},
 	} {
 		src := libOf(funcs, c.script)
 		for _, name := range c.want {

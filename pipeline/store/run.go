@@ -55,18 +55,26 @@ func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.M
 		ID: run.ID, Agent: run.Agent, Tenant: run.Tenant, Model: run.Model, Metadata: run.Metadata, RequestHash: run.RequestHash, Trace: run.Trace, Batch: run.Batch, BatchBudget: run.BatchBudget,
 		Status: pipeline.RunCreated, StepState: pipeline.StepPending, CreatedAt: now, UpdatedAt: now,
 	}
-	ev, err := newEvent(0, "", pipeline.EventRunCreated, now, map[string]string{"agent": run.Agent})
+	ev, err := newEntry(0, "", pipeline.EventRunCreated, now, map[string]string{"agent": run.Agent})
 	if err != nil {
 		return pipeline.Run{}, false, err
 	}
-	fields := runFields(fresh)
-	args := append([]any{run.RequestHash, ev, len(fields)}, fields...)
+	msgs := make([]string, len(input))
 	for i, m := range input {
 		b, err := json.Marshal(m)
 		if err != nil {
 			return pipeline.Run{}, false, fmt.Errorf("%w: input message %d: %v", ErrInvalid, i, err)
 		}
-		args = append(args, string(b))
+		msgs[i] = string(b)
+	}
+	cmd, err := callOf(s.scripts.createRun, []string{s.runKey(run.ID), s.msgsKey(run.ID), s.eventsKey(run.ID)}, struct {
+		ReqHash  string   `json:"req_hash"`
+		Fields   []any    `json:"fields"`
+		Messages []string `json:"messages"`
+		Event    entry    `json:"event"`
+	}{run.RequestHash, runFields(fresh), msgs, ev})
+	if err != nil {
+		return pipeline.Run{}, false, err
 	}
 	what := "create run " + run.ID
 	var indexed []redis.Cmder
@@ -80,7 +88,6 @@ func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.M
 			indexed = append(indexed, p.ZAdd(ctx, s.activeKey(), redis.Z{Score: float64(toMillis(sweepAt)), Member: run.ID}))
 		}
 	}
-	keys := []string{s.runKey(run.ID), s.msgsKey(run.ID), s.eventsKey(run.ID)}
 	indexErr := func() error {
 		for _, c := range indexed {
 			if err := c.Err(); err != nil {
@@ -95,9 +102,9 @@ func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.M
 		if err := indexErr(); err != nil {
 			return pipeline.Run{}, false, err
 		}
-		v, err = s.eval(ctx, s.scripts.createRun, what, keys, args...)
+		v, err = s.run(ctx, cmd, what)
 	} else {
-		v, err = s.evalAmong(ctx, scriptOf(s.scripts.createRun, keys, args), func(p redis.Pipeliner, eval func()) { index(p); eval() })
+		v, err = s.evalAmong(ctx, cmd, func(p redis.Pipeliner, eval func()) { index(p); eval() })
 		if err != nil {
 			err = scriptError(err, what)
 		}
@@ -163,23 +170,35 @@ func decodeMessages(runID string, raw []string) ([]pipeline.Message, error) {
 // it is, so a worker still holding the step finds the run done and its
 // commit is refused. A run already done is ErrStale (with the current run
 // returned). t.Reason must be a reason that ends a run (not suspended).
-// The run leaves the sweeper's index after the script.
+// The run stays on the sweeper's list until its result is published
+// (MarkPublished).
 func (s *Store) FinishRun(ctx context.Context, runID string, t pipeline.Termination, now time.Time) (pipeline.Run, error) {
 	if err := checkTermination(t); err != nil {
 		return pipeline.Run{}, err
 	}
-	ev, err := newStepEvent(pipeline.EventRunFinished, now, t)
+	ev, err := newEntry(-1, "", pipeline.EventRunFinished, now, t)
 	if err != nil {
 		return pipeline.Run{}, err
 	}
 	what := fmt.Sprintf("finish run %s", runID)
-	v, err := s.eval(ctx, s.scripts.finishRun, what, []string{s.runKey(runID), s.eventsKey(runID)},
-		toMillis(now), string(t.Reason), t.Code, t.Detail, ev[0], ev[1], s.finishableRuns)
+	v, err := s.call(ctx, s.scripts.finishRun, what, []string{s.runKey(runID), s.eventsKey(runID)}, struct {
+		Now    int64                `json:"now"`
+		Reason string               `json:"reason"`
+		Code   string               `json:"code"`
+		Detail string               `json:"detail"`
+		From   []pipeline.RunStatus `json:"from"`
+		To     pipeline.RunStatus   `json:"to"`
+		Event  entry                `json:"event"`
+	}{toMillis(now), string(t.Reason), t.Code, t.Detail, finishable, pipeline.RunDone, ev})
 	if err != nil {
 		return s.currentRun(ctx, runID, err)
 	}
 	return s.decodeRunReply(runID, v)
 }
+
+// finishable are the run statuses FinishRun ends: those the table moves to
+// done.
+var finishable = statesTo(runStatuses, pipeline.RunDone)
 
 // MarkPublished records that a done run's result is on run-results and
 // retires the run: off the sweeper's list and, with a retention, onto the

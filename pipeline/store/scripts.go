@@ -6,8 +6,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The Lua sources, one per operation. They only check fields and write
-// fields: JSON is built in Go and passed in, times come in as ARGV, so they
+// The Lua sources, one per operation. They check fields and write fields
+// and events as Go computed them; times come in their argument, so they
 // behave the same on Redis 7 and on miniredis.
 var (
 	//go:embed scripts/create_run.lua
@@ -73,11 +73,11 @@ type scripts struct {
 func loadScripts(consts string) scripts {
 	lib := func(src string) *redis.Script { return redis.NewScript(consts + libFor()(src) + src) }
 	return scripts{
-		createRun:      redis.NewScript(createRunLua),
+		createRun:      lib(createRunLua),
 		claimStep:      lib(claimStepLua),
 		renewStepLease: lib(renewStepLeaseLua),
 		deferStep:      lib(deferStepLua),
-		appendDelta:    redis.NewScript(appendDeltaLua),
+		appendDelta:    lib(appendDeltaLua),
 		commitStep:     lib(commitStepLua),
 		endStep:        lib(endStepLua),
 		finishRun:      lib(finishRunLua),

@@ -25,6 +25,22 @@ func withUpdates(c *script, updates []pipeline.StateUpdate) {
 	c.arg(len(updates))
 }
 
+// stateUpdate is a plugin state update as a script's argument takes it
+// (lib.lua's put_state): the value as a string, "" to delete the key.
+type stateUpdate struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// stateUpdates are updates as a script's argument takes them: never null.
+func stateUpdates(updates []pipeline.StateUpdate) []stateUpdate {
+	out := make([]stateUpdate, len(updates))
+	for i, u := range updates {
+		out[i] = stateUpdate{u.Key, string(u.Value)}
+	}
+	return out
+}
+
 // RunState returns a run's persistent plugin state (empty for a run without
 // any, or an unknown run).
 func (s *Store) RunState(ctx context.Context, runID string) (map[string]json.RawMessage, error) {

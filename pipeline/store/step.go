@@ -27,12 +27,11 @@ import (
 // holds it, the caller included). An expired lease is taken over. With
 // ErrStale and ErrLeaseHeld the current run comes back too.
 func (s *Store) ClaimStep(ctx context.Context, runID string, step int, lease Lease, now time.Time) (pipeline.Run, error) {
-	keys, args, err := s.claimStepArgs(runID, step, lease, now)
+	cmd, err := s.claimStepCmd(runID, step, lease, now)
 	if err != nil {
 		return pipeline.Run{}, err
 	}
-	what := fmt.Sprintf("claim step %d of run %s", step, runID)
-	v, err := s.eval(ctx, s.scripts.claimStep, what, keys, args...)
+	v, err := s.run(ctx, cmd, fmt.Sprintf("claim step %d of run %s", step, runID))
 	if err != nil {
 		return s.currentRun(ctx, runID, err)
 	}
@@ -44,14 +43,14 @@ func (s *Store) ClaimStep(ctx context.Context, runID string, step int, lease Lea
 // infer. The messages are nil when the claim is refused; they are shared
 // as Claimed's are.
 func (s *Store) ClaimStepWithMessages(ctx context.Context, runID string, step int, lease Lease, now time.Time) (pipeline.Run, []pipeline.Message, error) {
-	keys, args, err := s.claimStepArgs(runID, step, lease, now)
+	cmd, err := s.claimStepCmd(runID, step, lease, now)
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
 	what := fmt.Sprintf("claim step %d of run %s", step, runID)
 	var cached conversation
 	var read *redis.StringSliceCmd
-	v, err := s.evalAmong(ctx, scriptOf(s.scripts.claimStep, keys, args), func(p redis.Pipeliner, eval func()) {
+	v, err := s.evalAmong(ctx, cmd, func(p redis.Pipeliner, eval func()) {
 		eval()
 		cached, read = s.readConversation(ctx, p, runID)
 	})
@@ -67,21 +66,51 @@ func (s *Store) ClaimStepWithMessages(ctx context.Context, runID string, step in
 	return run, msgs, err
 }
 
-// claimStepArgs are the keys and arguments of the claim_step script.
-func (s *Store) claimStepArgs(runID string, step int, lease Lease, now time.Time) ([]string, []any, error) {
+// claimStepCmd is claim_step's command: the run's status and the step's
+// states a claim finds and the one it sets, from the tables.
+func (s *Store) claimStepCmd(runID string, step int, lease Lease, now time.Time) (script, error) {
 	if err := checkLease(lease, now); err != nil {
-		return nil, nil, err
+		return script{}, err
 	}
-	started, err := newEvent(step, "", pipeline.EventRunStarted, now, nil)
-	if err != nil {
-		return nil, nil, err
+	var evs [3]entry
+	for i, typ := range []pipeline.EventType{pipeline.EventRunStarted, pipeline.EventStepStarted, pipeline.EventStepRetried} {
+		var err error
+		if evs[i], err = newEntry(step, "", typ, now, nil); err != nil {
+			return script{}, err
+		}
 	}
-	attempt, err := newAttemptEvents(step, "", pipeline.EventStepStarted, pipeline.EventStepRetried, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	args := append([]any{step, lease.Owner, toMillis(lease.Until), toMillis(now), started}, attempt.args()...)
-	return []string{s.runKey(runID), s.eventsKey(runID)}, args, nil
+	return callOf(s.scripts.claimStep, []string{s.runKey(runID), s.eventsKey(runID)}, struct {
+		Step       int                  `json:"step"`
+		Owner      string               `json:"owner"`
+		LeaseUntil int64                `json:"lease_until"`
+		Now        int64                `json:"now"`
+		Created    pipeline.RunStatus   `json:"created"`
+		Running    pipeline.RunStatus   `json:"running"`
+		From       []pipeline.StepState `json:"from"`
+		To         pipeline.StepState   `json:"to"`
+		Started    entry                `json:"started"`
+		First      entry                `json:"first"`
+		Retried    entry                `json:"retried"`
+	}{step, lease.Owner, toMillis(lease.Until), toMillis(now),
+		pipeline.RunCreated, moved(pipeline.RunCreated, pipeline.RunRunning), claimable, pipeline.StepInferring,
+		evs[0], evs[1], evs[2]})
+}
+
+// claimable are the step states a claim takes a step from: those the
+// table moves to inferring (an expired lease's too).
+var claimable = statesTo(stepStates, pipeline.StepInferring)
+
+// held is what lib.lua's step_refusal checks of a step a worker infers: the
+// run running at the step, the step inferring under owner's lease.
+type held struct {
+	Step      int                `json:"step"`
+	Owner     string             `json:"owner"`
+	Running   pipeline.RunStatus `json:"running"`
+	Inferring pipeline.StepState `json:"inferring"`
+}
+
+func heldBy(step int, owner string) held {
+	return held{step, owner, pipeline.RunRunning, pipeline.StepInferring}
 }
 
 // RenewStepLease moves the lease of a step the caller is inferring to
@@ -90,8 +119,10 @@ func (s *Store) claimStepArgs(runID string, step int, lease Lease, now time.Time
 // such run.
 func (s *Store) RenewStepLease(ctx context.Context, runID string, step int, lease Lease) error {
 	what := fmt.Sprintf("renew lease of step %d of run %s for %s", step, runID, lease.Owner)
-	_, err := s.eval(ctx, s.scripts.renewStepLease, what, []string{s.runKey(runID)},
-		step, lease.Owner, toMillis(lease.Until))
+	_, err := s.call(ctx, s.scripts.renewStepLease, what, []string{s.runKey(runID)}, struct {
+		held
+		LeaseUntil int64 `json:"lease_until"`
+	}{heldBy(step, lease.Owner), toMillis(lease.Until)})
 	return err
 }
 
@@ -111,13 +142,12 @@ func (s *Store) DeferStep(ctx context.Context, runID string, step int, owner str
 	}
 	what := fmt.Sprintf("defer step %d of run %s held by %s", step, runID, owner)
 	_, err = s.call(ctx, s.scripts.deferStep, what, []string{s.runKey(runID), s.eventsKey(runID)}, struct {
-		Step  int                `json:"step"`
-		Owner string             `json:"owner"`
+		held
 		State pipeline.StepState `json:"state"`
 		Until int64              `json:"untilms"`
 		Now   int64              `json:"now"`
 		Event entry              `json:"event"`
-	}{step, owner, pipeline.StepPending, toMillis(until), toMillis(now), ev})
+	}{heldBy(step, owner), moved(pipeline.StepInferring, pipeline.StepPending), toMillis(until), toMillis(now), ev})
 	return err
 }
 
@@ -125,14 +155,17 @@ func (s *Store) DeferStep(ctx context.Context, runID string, step int, owner str
 // log while owner is inferring step: the model's text as it streams in.
 // ErrLeaseLost when the step is no longer owner's to write to.
 func (s *Store) AppendDelta(ctx context.Context, runID string, step int, owner, text string, now time.Time) error {
-	ev, err := newEvent(step, "", pipeline.EventTextDelta, now, struct {
+	ev, err := newEntry(step, "", pipeline.EventTextDelta, now, struct {
 		Text string `json:"text"`
 	}{text})
 	if err != nil {
 		return err
 	}
 	what := fmt.Sprintf("append a text delta to step %d of run %s", step, runID)
-	_, err = s.eval(ctx, s.scripts.appendDelta, what, []string{s.runKey(runID), s.eventsKey(runID)}, step, owner, ev)
+	_, err = s.call(ctx, s.scripts.appendDelta, what, []string{s.runKey(runID), s.eventsKey(runID)}, struct {
+		held
+		Event entry `json:"event"`
+	}{heldBy(step, owner), ev})
 	return err
 }
 
@@ -170,7 +203,7 @@ func (s *Store) AppendDelta(ctx context.Context, runID string, step int, owner, 
 // when a call id already has a record in this run. A refusal writes nothing.
 // It returns the updated run and the calls as stored.
 func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner string, c StepCommit, now time.Time) (pipeline.Run, []pipeline.ToolCall, error) {
-	cmd, written, err := s.commitStepArgs(runID, step, owner, c, now)
+	cmd, written, err := s.commitStepCmd(runID, step, owner, c, now)
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
@@ -179,7 +212,7 @@ func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner st
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
-	return s.decodeCommit(ctx, runID, what, written, v)
+	return s.decodeCommit(ctx, runID, written, v)
 }
 
 // CommitAndEnd is CommitStep for a turn that proposes no tool calls, with
@@ -193,12 +226,13 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 	if len(c.Calls) > 0 {
 		return pipeline.Run{}, nil, fmt.Errorf("%w: a commit with %d calls cannot end its step at once", ErrInvalid, len(c.Calls))
 	}
-	cmd, _, err := s.commitStepArgs(runID, step, owner, c, now)
+	cmd, _, err := s.commitStepCmd(runID, step, owner, c, now)
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
 	endCmd, err := s.endStepArgs(runID, step, end, nil, now)
 	if err != nil {
+		cmd.release()
 		return pipeline.Run{}, nil, err
 	}
 	defer endCmd.release()
@@ -212,7 +246,7 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 	if err != nil {
 		return pipeline.Run{}, nil, scriptError(err, what)
 	}
-	committed, _, err := s.decodeCommit(ctx, runID, what, nil, v)
+	committed, _, err := s.decodeCommit(ctx, runID, nil, v)
 	switch {
 	case err != nil:
 		return committed, nil, err
@@ -225,9 +259,10 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 	return s.decodeEnded(runID, ended.Val())
 }
 
-// commitStepArgs checks c and gives commit_step's command, and the hash it
-// writes of each call (callFields).
-func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommit, now time.Time) (script, []writtenCall, error) {
+// commitStepCmd checks c and gives commit_step's command, and the calls it
+// writes: the step's move inferring → tools from the table, and the call
+// statuses its open count counts.
+func (s *Store) commitStepCmd(runID string, step int, owner string, c StepCommit, now time.Time) (script, []writtenCall, error) {
 	if c.Assistant.Role != pipeline.RoleAssistant {
 		return script{}, nil, fmt.Errorf("%w: assistant message has role %q", ErrInvalid, c.Assistant.Role)
 	}
@@ -235,17 +270,19 @@ func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommi
 	if err != nil {
 		return script{}, nil, fmt.Errorf("%w: assistant message: %v", ErrInvalid, err)
 	}
-	evAssistant, err := assistantEvent(step, now)
+	assistant, err := newEntry(step, "", pipeline.EventAssistantMessage, now, nil)
 	if err != nil {
 		return script{}, nil, err
 	}
-	inFlight := s.busyCalls
-	if c.Sequential {
-		inFlight = ""
+	assistant.Ref = refMessage
+	// The step's open count (commit_step.lua), which the fan-in reads: only
+	// for calls run in parallel, more than one.
+	counted := []pipeline.ToolCallStatus{}
+	if !c.Sequential && len(c.Calls) > 1 {
+		counted = inFlightStatuses
 	}
 	seen := make(map[string]bool, len(c.Calls))
 	written := make([]writtenCall, 0, len(c.Calls))
-	n := 5 + 10 + 2*len(c.State) + 1 // keys and arguments of the command
 	for i, call := range c.Calls {
 		if err := checkNewCall(i, call, seen); err != nil {
 			return script{}, nil, err
@@ -255,54 +292,52 @@ func (s *Store) commitStepArgs(runID string, step int, owner string, c StepCommi
 			return script{}, nil, err
 		}
 		fields := callFields(rec)
-		written = append(written, writtenCall{call.ID, fields, evs})
-		n += 1 + 2 + len(fields) + 1 + len(evs)
+		written = append(written, writtenCall{call.ID, rec.Status, fields, evs})
 	}
-	cmd := newScript(s.scripts.commitStep, n)
-	cmd.key(s.runKey(runID))
-	cmd.key(s.eventsKey(runID))
-	cmd.key(s.msgsKey(runID))
-	cmd.key(s.stepKey(runID, step))
-	for _, w := range written {
-		cmd.key(s.callKey(runID, w.id))
-	}
-	s.withState(&cmd, runID)
-	cmd.arg(step, owner, toMillis(now), runID, c.Usage.InputTokens, c.Usage.OutputTokens, string(msg), evAssistant, pipeline.MicroUSD(c.Usage.CostUSD), inFlight)
-	for _, w := range written {
-		cmd.arg(w.id, len(w.fields))
-		cmd.arg(w.fields...)
-		cmd.arg(len(w.events))
-		for _, ev := range w.events {
-			cmd.arg(ev)
-		}
-	}
-	withUpdates(&cmd, c.State)
-	return cmd, written, nil
+	cmd, err := callOf(s.scripts.commitStep,
+		[]string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step), s.stateKey(runID)},
+		struct {
+			Step      int                       `json:"step"`
+			Owner     string                    `json:"owner"`
+			Now       int64                     `json:"now"`
+			Running   pipeline.RunStatus        `json:"running"`
+			Inferring pipeline.StepState        `json:"inferring"`
+			To        pipeline.StepState        `json:"to"`
+			InTok     int64                     `json:"in_tok"`
+			OutTok    int64                     `json:"out_tok"`
+			Cost      int64                     `json:"cost"`
+			Message   string                    `json:"message"`
+			Assistant entry                     `json:"assistant"`
+			Delta     pipeline.EventType        `json:"delta"`
+			InFlight  []pipeline.ToolCallStatus `json:"in_flight"`
+			Calls     []writtenCall             `json:"calls"`
+			State     []stateUpdate             `json:"state"`
+		}{step, owner, toMillis(now), pipeline.RunRunning, pipeline.StepInferring, moved(pipeline.StepInferring, pipeline.StepTools),
+			c.Usage.InputTokens, c.Usage.OutputTokens, pipeline.MicroUSD(c.Usage.CostUSD), string(msg), assistant,
+			pipeline.EventTextDelta, counted, written, stateUpdates(c.State)})
+	return cmd, written, err
 }
 
-// writtenCall is a call a commit writes: its id, its hash's HSET
-// arguments (callFields) and its events.
+// writtenCall is a call a commit writes: its id and status, its hash's
+// HSET arguments (callFields) and its events.
 type writtenCall struct {
-	id     string
-	fields []any
-	events []string
+	ID     string                  `json:"id"`
+	Status pipeline.ToolCallStatus `json:"status"`
+	Fields []any                   `json:"fields"`
+	Events []entry                 `json:"events"`
 }
 
 // decodeCommit decodes commit_step's reply, the run, and the calls from
 // the hashes the commit wrote whole (written: the script need not read
 // them back), and indexes the calls it parked.
-func (s *Store) decodeCommit(ctx context.Context, runID, what string, written []writtenCall, v any) (pipeline.Run, []pipeline.ToolCall, error) {
-	reply, err := replyList(v, 1)
-	if err != nil {
-		return pipeline.Run{}, nil, fmt.Errorf("%s: %w", what, err)
-	}
-	run, err := s.decodeRunReply(runID, reply[0])
+func (s *Store) decodeCommit(ctx context.Context, runID string, written []writtenCall, v any) (pipeline.Run, []pipeline.ToolCall, error) {
+	run, err := s.decodeRunReply(runID, v)
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
 	calls := make([]pipeline.ToolCall, 0, len(written))
 	for _, w := range written {
-		stored, err := decodeCall(runID, w.id, hashOf(w.fields))
+		stored, err := decodeCall(runID, w.ID, hashOf(w.Fields))
 		if err != nil {
 			return pipeline.Run{}, nil, err
 		}
@@ -328,8 +363,9 @@ type createdData struct {
 }
 
 // newCallRecord completes a call of a commit into the record the store
-// writes, and builds its events.
-func newCallRecord(runID string, step int, call pipeline.ToolCall, now time.Time) (pipeline.ToolCall, []string, error) {
+// writes, and builds its entries (refs.go says what each keeps in the
+// call).
+func newCallRecord(runID string, step int, call pipeline.ToolCall, now time.Time) (pipeline.ToolCall, []entry, error) {
 	rec := call
 	rec.RunID, rec.Step, rec.UpdatedAt = runID, step, now
 	rec.Attempts, rec.LeaseOwner, rec.LeaseUntil = 0, "", time.Time{}
@@ -351,27 +387,29 @@ func newCallRecord(runID string, step int, call pipeline.ToolCall, now time.Time
 		}
 		rec.Parking = &p
 	}
-	created, err := newEvent(step, call.ID, pipeline.EventToolCallCreated, now, createdOf(createdData{
-		Tool: rec.Tool, Queue: rec.Queue, Index: rec.Index, Arguments: rec.Arguments, Status: rec.Status, Gate: rec.Gate,
-	}))
+	created, err := newEntry(step, call.ID, pipeline.EventToolCallCreated, now, struct {
+		Status pipeline.ToolCallStatus `json:"status"`
+		Gate   pipeline.GateAction     `json:"gate,omitempty"`
+	}{rec.Status, rec.Gate})
 	if err != nil {
 		return pipeline.ToolCall{}, nil, err
 	}
-	evs := []string{created}
-	var next string
+	created.Ref = refCall
+	evs := []entry{created}
+	var next entry
 	switch {
 	case rec.Status == pipeline.CallSuspended:
-		next, err = newEvent(step, call.ID, pipeline.EventToolCallParked, now, parkedOf(*rec.Parking))
+		next, err = newEntry(step, call.ID, pipeline.EventToolCallParked, now, parkedOf(*rec.Parking))
 	case rec.Status.Terminal():
-		next, err = newEvent(step, call.ID, pipeline.EventToolCallFinished, now, finishedOf(rec.Status, rec.Result, rec.Error))
+		next, err = newEntry(step, call.ID, pipeline.EventToolCallFinished, now, finishedData{Status: rec.Status, Error: rec.Error})
+	default:
+		return rec, evs, nil
 	}
 	if err != nil {
 		return pipeline.ToolCall{}, nil, err
 	}
-	if next != "" {
-		evs = append(evs, next)
-	}
-	return rec, evs, nil
+	next.Ref = refCall
+	return rec, append(evs, next), nil
 }
 
 func checkNewCall(i int, call pipeline.ToolCall, seen map[string]bool) error {

@@ -40,7 +40,6 @@ type Store struct {
 	claimableCalls string // call statuses, other than running, that may move to running
 	terminalCalls  string // call statuses that end a call
 	busyCalls      string // call statuses that keep a run running (derive_run_status)
-	finishableRuns string // run statuses that may move to done
 
 	conversations    conversations // read for claims (conversations.go)
 	tenantsIndexed   atomic.Bool   // the tenants' pending indexes hold the calls parked before them (pending.go)
@@ -86,9 +85,6 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	s.terminalCalls = statusSet(callStatuses, pipeline.ToolCallStatus.Terminal)
 	s.busyCalls = statusSet(callStatuses, func(st pipeline.ToolCallStatus) bool {
 		return pipeline.DeriveRunStatus([]pipeline.ToolCallStatus{st}) == pipeline.RunRunning
-	})
-	s.finishableRuns = statusSet(runStatuses, func(st pipeline.RunStatus) bool {
-		return st.CanTransition(pipeline.RunDone)
 	})
 	return s
 }
@@ -179,18 +175,28 @@ func (s *Store) eval(ctx context.Context, sc *redis.Script, what string, keys []
 	return s.run(ctx, scriptOf(sc, keys, args), what)
 }
 
-// run runs c alone, in one round trip, and maps its refusals to
-// sentinels. It releases c.
 // call runs sc over keys with its one argument, arg as JSON: the script
 // reads it as `local a = cjson.decode(ARGV[1])`, each field by name.
 func (s *Store) call(ctx context.Context, sc *redis.Script, what string, keys []string, arg any) (any, error) {
-	b, err := json.Marshal(arg)
+	c, err := callOf(sc, keys, arg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return s.eval(ctx, sc, what, keys, b)
+	return s.run(ctx, c, what)
 }
 
+// callOf is call's command, for a caller that sends it among other
+// commands (evalAmong) or runs it later (run).
+func callOf(sc *redis.Script, keys []string, arg any) (script, error) {
+	b, err := json.Marshal(arg)
+	if err != nil {
+		return script{}, err
+	}
+	return scriptOf(sc, keys, []any{b}), nil
+}
+
+// run runs c alone, in one round trip, and maps its refusals to
+// sentinels. It releases c.
 func (s *Store) run(ctx context.Context, c script, what string) (any, error) {
 	v, err := s.sendLoaded(ctx, c, func() *redis.Cmd {
 		cmd := c.cmd(ctx)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 )
@@ -55,4 +56,12 @@ func moved[S moving[S]](from, to S) S {
 		panic(fmt.Sprintf("store: %s → %s is not a move of the domain's table", from, to))
 	}
 	return to
+}
+
+// stepStates are the step's states, in the table's order.
+var stepStates = []pipeline.StepState{pipeline.StepPending, pipeline.StepInferring, pipeline.StepTools}
+
+// statesTo are those of all that the tables let move to `to`.
+func statesTo[S moving[S]](all []S, to S) []S {
+	return slices.DeleteFunc(slices.Clone(all), func(from S) bool { return !from.CanTransition(to) })
 }

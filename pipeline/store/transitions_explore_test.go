@@ -113,10 +113,13 @@ func readView(ctx context.Context, rdb *redis.Client, st *store.Store, prefix st
 	}
 	var evs []pipeline.Event
 	for _, m := range stream.Val() {
-		raw, _ := m.Values["e"].(string)
-		ev, err := store.DecodeStoredEvent(raw)
-		if _, ok := m.Values["type"]; ok { // an entry
+		var ev pipeline.Event
+		var err error
+		if _, ok := m.Values["type"]; ok {
 			ev, err = store.DecodeEntry("", m)
+		} else {
+			raw, _ := m.Values["e"].(string)
+			ev, err = store.DecodeStoredEvent(raw)
 		}
 		if err != nil {
 			return view{}, nil, fmt.Errorf("event %s: %w", m.ID, err)

@@ -71,20 +71,17 @@ type scriptWrites struct {
 // A script that is not in scripts/ (yet) is skipped.
 var statusWrites = map[string]scriptWrites{
 	"create_run.lua": {
-		sites: []string{"HSET KEYS[1] unpack(fields)"}, // the new run hash (runFields)
+		sites: []string{"HSET run_key unpack(a.fields)"}, // the new run hash (runFields)
 		run:   []string{"→created"},
 	},
 	"claim_step.lua": {
-		sites: []string{
-			"HSET KEYS[1] status='running'",
-			"HSET KEYS[1] unpack(set)", // the attempt and its lease: no status
-		},
-		run: []string{"created→running"},
+		sites: []string{"HSET run_key status=a.running"}, // from a.created, which Go passes
+		run:   []string{"created→running"},
 	},
 	"commit_step.lua": {
 		sites: []string{
-			"HSET KEYS[4 + i] unpack(ARGV, c.fields, c.fields + c.nfields - 1)", // a new call hash (callFields), in ToolGate's status
-			"HSET KEYS[1] unpack(set)", // the run: its step's state and lease, its totals, its open count
+			"HSET keys[i] unpack(c.fields)", // a new call hash (callFields), in ToolGate's status
+			"HSET run_key unpack(set)",      // the run: its step's state and lease, its totals, its open count
 		},
 		call: []string{"→new", "→suspended", "→succeeded", "→failed", "→cancelled"},
 	},
@@ -96,9 +93,9 @@ var statusWrites = map[string]scriptWrites{
 		run: []string{"running→done"},
 	},
 	"finish_run.lua": {
-		// status='done' and the termination (lib.lua's termination: no status),
-		// from the statuses Go derives (finishableRuns)
-		sites: []string{"HSET KEYS[1] unpack(termination(ARGV[2], ARGV[3], ARGV[4], ARGV[1]))"},
+		// status a.to (done) and the termination (lib.lua's termination: no
+		// status), from the statuses Go derives (finishable)
+		sites: []string{"HSET run_key unpack(termination(a.reason, a.code, a.detail, a.now))"},
 		run:   []string{"created→done", "running→done", "waiting→done"},
 	},
 	"set_waiting.lua": {

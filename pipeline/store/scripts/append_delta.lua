@@ -3,15 +3,15 @@
 -- run's delta_from field keeps the first delta's id until CommitStep trims
 -- the deltas (trim_deltas in lib.lua).
 -- KEYS: 1 run hash, 2 events stream
--- ARGV: 1 step, 2 owner, 3 message.delta event JSON
+-- ARGV[1]: {step, owner, running, inferring (the step the caller holds, as
+--           lib.lua's step_refusal checks it), event (the message.delta
+--           entry)}
 -- Returns 1.
-local run = redis.call('HMGET', KEYS[1], 'status', 'step', 'step_state', 'lease_owner')
-if not run[1] then
-  return redis.error_reply('NOT_FOUND run')
+local run_key, events_key = KEYS[1], KEYS[2]
+local a = cjson.decode(ARGV[1])
+local refusal = step_refusal(run_key, a)
+if refusal then
+  return refusal
 end
-if run[1] ~= 'running' or run[2] ~= ARGV[1] or run[3] ~= 'inferring' or run[4] ~= ARGV[2] then
-  return redis.error_reply('LEASE_LOST step ' .. ARGV[1] .. ' is not being inferred by ' .. ARGV[2])
-end
-local id = redis.call('XADD', KEYS[2], '*', 'e', ARGV[3])
-redis.call('HSETNX', KEYS[1], 'delta_from', id)
+redis.call('HSETNX', run_key, 'delta_from', emit(events_key, a.event))
 return 1

@@ -1,42 +1,48 @@
 -- ClaimStep: take the lease on step N of a run and count the attempt.
 -- KEYS: 1 run hash, 2 events stream
--- ARGV: 1 step, 2 owner, 3 lease until (ms), 4 now (ms), 5 run.started event
---       JSON, 6..9 step.started and step.retried JSON around the attempt
---       number (before, after, before, after)
+-- ARGV[1]: {step, owner, lease_until (ms), now (ms),
+--           created, running (the run statuses a claim finds: a created
+--           run is started, moved to running),
+--           from (the step states a claim takes a step from), to (the
+--           state it moves it to, whose lease an expired one is),
+--           started (the run.started entry), first and retried (the
+--           step.started and step.retried entries, whose data, the
+--           attempt, the script sets)}
 -- Returns the run hash as the claim leaves it.
-local run, at = read_hash(KEYS[1])
-local status, step, state = run[at.status], run[at.step], run[at.step_state]
-local owner, lease_until = run[at.lease_owner], run[at.lease_until]
+local run_key, events_key = KEYS[1], KEYS[2]
+local a = cjson.decode(ARGV[1])
+local r = redis.call('HMGET', run_key, 'status', 'step', 'step_state', 'lease_owner', 'lease_until', 'attempts')
+local status, step, state, owner, lease_until = r[1], r[2], r[3], r[4], r[5]
 if not status then
   return redis.error_reply('NOT_FOUND run')
 end
-if status == 'done' or status == 'waiting' then
+if status ~= a.created and status ~= a.running then
   return redis.error_reply('STALE run is ' .. status)
 end
-if tonumber(step) ~= tonumber(ARGV[1]) then
+if tonumber(step) ~= a.step then
   return redis.error_reply('STALE run is at step ' .. step)
 end
-if state == 'tools' then
-  return redis.error_reply('STALE step ' .. step .. ' is already committed')
+local claimable = false
+for _, s in ipairs(a.from) do
+  claimable = claimable or s == state
 end
-if state == 'inferring' and (tonumber(lease_until) or 0) > tonumber(ARGV[4]) then
+if not claimable then
+  return redis.error_reply('STALE step ' .. step .. ' is ' .. (state or '') .. ': already committed')
+end
+if state == a.to and (tonumber(lease_until) or 0) > a.now then
   return redis.error_reply('LEASE_HELD step ' .. step .. ' is held by ' .. (owner or '') .. ' until ' .. lease_until)
 end
-if status == 'created' then
-  redis.call('HSET', KEYS[1], 'status', 'running')
-  patch(run, at, {'status', 'running'})
-  redis.call('XADD', KEYS[2], '*', 'e', ARGV[5])
+if status == a.created then
+  redis.call('HSET', run_key, 'status', a.running)
+  emit(events_key, a.started)
 end
-local n = (tonumber(run[at.attempts]) or 0) + 1
-local set = {'attempts', n, 'step_state', 'inferring', 'lease_owner', ARGV[2], 'lease_until', ARGV[3],
-  'updated_at', ARGV[4]}
-redis.call('HSET', KEYS[1], unpack(set))
-patch(run, at, set)
-local ev
+local n = (tonumber(r[6]) or 0) + 1
+redis.call('HSET', run_key, 'attempts', n, 'step_state', a.to, 'lease_owner', a.owner,
+  'lease_until', a.lease_until, 'updated_at', a.now)
+local ev = a.first
 if n > 1 then
-  ev = ARGV[8] .. n .. ARGV[9]
-else
-  ev = ARGV[6] .. n .. ARGV[7]
+  ev = a.retried
 end
-redis.call('XADD', KEYS[2], '*', 'e', ev)
-return run
+ev.data = cjson.encode({attempt = n})
+emit(events_key, ev)
+return redis.call('HGETALL', run_key)

@@ -2,24 +2,20 @@
 -- the run exists, tell an idempotent replay (same request hash) from a
 -- conflict.
 -- KEYS: 1 run hash, 2 messages list, 3 events stream
--- ARGV: 1 request hash, 2 run.created event JSON, 3 n = number of HSET
---       arguments, 4..3+n field/value pairs, 4+n.. input message JSON
+-- ARGV[1]: {req_hash, fields (the run hash as HSET arguments, its status
+--           the one Go creates a run in), messages (the input, each
+--           message's JSON), event (the run.created entry)}
 -- Returns {1, run hash} when created, {0, run hash} for a replay.
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  local hash = redis.call('HGET', KEYS[1], 'req_hash') or ''
-  if hash ~= ARGV[1] then
+local run_key, msgs_key, events_key = KEYS[1], KEYS[2], KEYS[3]
+local a = cjson.decode(ARGV[1])
+if redis.call('EXISTS', run_key) == 1 then
+  local hash = redis.call('HGET', run_key, 'req_hash') or ''
+  if hash ~= a.req_hash then
     return redis.error_reply('CONFLICT run exists with a different request')
   end
-  return {0, redis.call('HGETALL', KEYS[1])}
+  return {0, redis.call('HGETALL', run_key)}
 end
-local n = tonumber(ARGV[3])
-local fields = {}
-for i = 4, 3 + n do
-  fields[#fields + 1] = ARGV[i]
-end
-redis.call('HSET', KEYS[1], unpack(fields))
-for i = 4 + n, #ARGV do
-  redis.call('RPUSH', KEYS[2], ARGV[i])
-end
-redis.call('XADD', KEYS[3], '*', 'e', ARGV[2])
-return {1, redis.call('HGETALL', KEYS[1])}
+redis.call('HSET', run_key, unpack(a.fields))
+rpush(msgs_key, a.messages, 1, #a.messages)
+emit(events_key, a.event)
+return {1, redis.call('HGETALL', run_key)}

@@ -3,16 +3,18 @@
 -- not counted, its request is unmarked (so the sweeper requests it again)
 -- and "defer" holds "<step>@<until ms>", before which no reconcile does.
 -- KEYS: 1 run hash, 2 events stream
--- ARGV[1]: {step, owner, state (the step state Go moves it to), until (ms),
---           now (ms), event (the step.deferred entry)}
+-- ARGV[1]: {step, owner, running, inferring (the step the caller holds, as
+--           lib.lua's step_refusal checks it), state (the step state Go
+--           moves it to), untilms, now (ms), event (the step.deferred entry)}
 -- Returns 1.
+local run_key, events_key = KEYS[1], KEYS[2]
 local a = cjson.decode(ARGV[1])
-local refusal = step_refusal(KEYS[1], tostring(a.step), a.owner)
+local refusal = step_refusal(run_key, a)
 if refusal then
   return refusal
 end
-local attempts = tonumber(redis.call('HGET', KEYS[1], 'attempts') or '1')
-redis.call('HSET', KEYS[1], 'step_state', a.state, 'lease_owner', '', 'lease_until', 0,
+local attempts = tonumber(redis.call('HGET', run_key, 'attempts') or '1')
+redis.call('HSET', run_key, 'step_state', a.state, 'lease_owner', '', 'lease_until', 0,
   'attempts', math.max(attempts - 1, 0), 'step_sent', '', 'defer', a.step .. '@' .. a.untilms, 'updated_at', a.now)
-emit(KEYS[2], a.event)
+emit(events_key, a.event)
 return 1

@@ -3,11 +3,9 @@
 -- cannot include another, and each function here is made again on every
 -- call of a script that has it. Each is a top-level `local function`, with
 -- its comment right above it and its closing `end` at the line's start,
--- and calls only those above it. They are preceded by two constants the
+-- and calls only those above it. They are preceded by a constant the
 -- store writes from its settings:
 --   retention_ms   how long an ended run's keys live (0: for good)
---   delta_prefixes how a message.delta event's JSON begins (as this
---                  store writes it, and as the stores before 2026-11-26 did)
 
 -- part is the key of a part of the run whose hash key is run
 -- ("<p>:{<id>}:run"): 'events', 'msgs', 'call:<id>', 'step:<n>', ... as
@@ -113,15 +111,17 @@ local function inherit(run, key)
   end
 end
 
--- step_refusal checks that owner infers step of the run whose hash is run:
--- it returns the error reply a script returns when not (no run, or the step
--- elsewhere or held by another), nil when so.
-local function step_refusal(run, step, owner)
+-- step_refusal checks that a worker infers a step of the run whose hash
+-- is run, as held says: {step, owner, running, inferring}, the run's
+-- status and the step's state Go expects of it. It returns the error reply
+-- a script returns when not (no run, or the step elsewhere or held by
+-- another), nil when so.
+local function step_refusal(run, held)
   local r = redis.call('HMGET', run, 'status', 'step', 'step_state', 'lease_owner')
   if not r[1] then
     return redis.error_reply('NOT_FOUND run')
   end
-  if r[1] ~= 'running' or r[2] ~= step or r[3] ~= 'inferring' or r[4] ~= owner then
+  if r[1] ~= held.running or tonumber(r[2]) ~= held.step or r[3] ~= held.inferring or r[4] ~= held.owner then
     return redis.error_reply('LEASE_LOST run is ' .. r[1] .. ' at step ' .. r[2] .. ' (' .. (r[3] or '') .. '), held by ' .. (r[4] or ''))
   end
   return nil
@@ -138,29 +138,20 @@ local function outcome(run, decision_id, call_id, what, reason)
   inherit(run, key)
 end
 
--- is_delta reports whether an event's JSON is a message.delta event's.
-local function is_delta(ev)
-  for _, p in ipairs(delta_prefixes) do
-    if string.sub(ev, 1, #p) == p then
-      return true
-    end
-  end
-  return false
-end
-
 -- trim_deltas deletes the message.delta events of the run's current step
 -- from its event stream, once the step's turn is committed (its message
--- then holds the whole text): from the first delta's id, from (which
--- append_delta keeps in the run's delta_from field; nil or false when the
--- step streamed nothing), to the end.
-local function trim_deltas(run, events, from)
+-- then holds the whole text): the entries of type delta (the type Go
+-- names) from the first delta's id, from (which append_delta keeps in the
+-- run's delta_from field; nil or false when the step streamed nothing), to
+-- the end.
+local function trim_deltas(run, events, from, delta)
   if not from then
     return
   end
   local ids = {}
   for _, entry in ipairs(redis.call('XRANGE', events, from, '+')) do
     local fields = entry[2]
-    if fields[1] == 'e' and is_delta(fields[2]) then
+    if fields[1] == 'type' and fields[2] == delta then
       ids[#ids + 1] = entry[1]
       if #ids == 1000 then -- unpack's limit is a few thousand values
         redis.call('XDEL', events, unpack(ids))
@@ -244,9 +235,10 @@ end
 -- emit appends event e, an entry (events.go) as the caller built it and
 -- the script completed it (a step or data only the script knows), to the
 -- run's event stream, events. Every entry has the same six fields in the
--- same order, so a stream node keeps their names once.
+-- same order, so a stream node keeps their names once. It returns the
+-- entry's id.
 local function emit(events, e)
-  redis.call('XADD', events, '*', 'type', e.type, 'step', e.step, 'call', e.call or '',
+  return redis.call('XADD', events, '*', 'type', e.type, 'step', e.step, 'call', e.call or '',
     'at', e.at, 'data', e.data or '', 'ref', e.ref or '')
 end
 
