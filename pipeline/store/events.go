@@ -26,7 +26,7 @@ const eventField = "e"
 // {"type", "step", "call_id", "at", "data"} of the stores before 2026-11-26
 // held (decodeEvents still reads those) in about 45 bytes less: the keys,
 // and a time of 19 digits instead of 32 characters of RFC 3339. Its JSON
-// begins with the type's code (deltaPrefix).
+// begins with the type's code.
 
 // eventCodes are the numbers that stand for the event types in a stored
 // event (ADR 0042): a number of one or two digits instead of a name of 11
@@ -165,40 +165,13 @@ func stepHoled(ev string) (template, error) {
 	return holed(ev, `,-1,`, [2]string{`,`, `,`})
 }
 
-// attemptEvents are the two events a claim may append: the script fills in
-// the attempt number n and uses first when n is 1, retried otherwise.
-type attemptEvents struct {
-	first, retried template
-}
-
+// attemptHole is the data of an attempt's event, cut where the script
+// puts in the attempt number.
 const attemptHole = `{"attempt":0}`
 
-func newAttemptEvents(step int, callID string, first, retried pipeline.EventType, now time.Time) (attemptEvents, error) {
-	var out attemptEvents
-	for i, typ := range []pipeline.EventType{first, retried} {
-		ev, err := newEvent(step, callID, typ, now, json.RawMessage(attemptHole))
-		if err != nil {
-			return out, err
-		}
-		t, err := holed(ev, attemptHole, [2]string{`{"attempt":`, `}`})
-		if err != nil {
-			return out, err
-		}
-		if i == 0 {
-			out.first = t
-		} else {
-			out.retried = t
-		}
-	}
-	return out, nil
-}
-
-func (a attemptEvents) args() []any {
-	return []any{a.first[0], a.first[1], a.retried[0], a.retried[1]}
-}
-
-// callAttemptEvents are a call's attemptEvents with a hole for the step
-// too, which the script reads from the call: no read before it.
+// callAttemptEvents are the two events a call's claim may append (started
+// for its first attempt, retried after), with holes for the attempt and
+// the step, which the script reads from the call: no read before it.
 type callAttemptEvents struct {
 	first, retried [3]string // before the step, between step and attempt, after the attempt
 }
@@ -264,16 +237,6 @@ func newSiblingStartedEvent(now time.Time) ([3]string, error) {
 		return [3]string{}, err
 	}
 	return [3]string{step[0], id[0], id[1]}, nil
-}
-
-// newStepEvent is an event whose step the script fills in from the run
-// record (for operations that do not expect a particular step).
-func newStepEvent(typ pipeline.EventType, now time.Time, data any) (template, error) {
-	ev, err := newEvent(-1, "", typ, now, data)
-	if err != nil {
-		return template{}, err
-	}
-	return stepHoled(ev)
 }
 
 // holedEvent is an event JSON with holes only the script can fill: the step

@@ -70,9 +70,6 @@ func TestDecodeStored_reads_the_objects_of_earlier_stores(t *testing.T) {
 		string(ev.Data) != `{"status":"succeeded"}` {
 		t.Fatalf("decodeStored(%s) = %+v, %v", old, ev, err)
 	}
-	if !strings.HasPrefix(`{"type":"message.delta","step":0,"at":"2026-11-25T23:09:03Z","data":{"text":"hi"}}`, objectDeltaPrefix) {
-		t.Errorf("objectDeltaPrefix %q is not how an earlier store's delta began", objectDeltaPrefix)
-	}
 	for _, bad := range []string{`[]`, `["run.started",0,"",1,{},2]`, `["run.started","0","",1]`, `[`, `{`,
 		`[0,0,"",1]`, `[19,0,"",1]`, `[1.5,0,"",1]`, `[-1,0,"",1]`, `[null,0,"",1]`} {
 		if _, err := decodeStored(bad); err == nil {
@@ -89,9 +86,6 @@ func TestDecodeStored_reads_the_types_by_name_and_by_code(t *testing.T) {
 	ev, err := decodeStored(named)
 	if err != nil || ev.Type != pipeline.EventToolCallFinished || ev.Step != 3 || ev.CallID != "c1" {
 		t.Fatalf("decodeStored(%s) = %+v, %v", named, ev, err)
-	}
-	if !strings.HasPrefix(`["message.delta",0,"",1795648143483135576,{"text":"hi"}]`, namedDeltaPrefix) {
-		t.Errorf("namedDeltaPrefix %q is not how an earlier store's delta began", namedDeltaPrefix)
 	}
 	types := []pipeline.EventType{pipeline.EventRunCreated, pipeline.EventRunStarted, pipeline.EventStepStarted,
 		pipeline.EventAssistantMessage, pipeline.EventTextDelta, pipeline.EventToolCallCreated, pipeline.EventToolCallStarted,
@@ -147,11 +141,6 @@ func TestEventTemplates_filled_in_are_events(t *testing.T) {
 		}
 		check(h[0]+"5"+h[1]+"failed"+h[2], pipeline.EventToolCallFinished, 5, id, `{"status":"failed"}`)
 	}
-	st, err := newStepEvent(pipeline.EventRunFinished, at, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(st[0]+"11"+st[1], pipeline.EventRunFinished, 11, "", "")
 }
 
 // Any event newEvent writes is read back as written, and the sibling's

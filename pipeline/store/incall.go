@@ -34,33 +34,6 @@ func finishedOf(status pipeline.ToolCallStatus, result json.RawMessage, errText 
 	return finishedData{Status: status, Result: result, Error: errText}
 }
 
-// createdRef is the data of a call's tool_call.created event as stored:
-// what the call was created as (its status and gate) and its arguments, or
-// the mark that they are the call's when big. Its tool, queue and index,
-// which never change, are the call's too: about 45 bytes an event. The
-// event held them before 2026-11-27; such an event, which has a tool,
-// reads as it is.
-type createdRef struct {
-	Arguments json.RawMessage         `json:"arguments,omitempty"`
-	Status    pipeline.ToolCallStatus `json:"status"`
-	Gate      pipeline.GateAction     `json:"gate,omitempty"`
-	InCall    bool                    `json:"arguments_in_call,omitempty"`
-}
-
-// createdOf is the data of a call's tool_call.created event as stored: big
-// arguments left to the call (whose orig_args keeps them when a decision
-// changes its args), and the rest as createdRef says.
-func createdOf(d createdData) createdRef {
-	ref := createdRef{Arguments: d.Arguments, Status: d.Status, Gate: d.Gate}
-	if len(d.Arguments) > maxInline {
-		ref.Arguments, ref.InCall = nil, true
-	}
-	if ref.Arguments == nil && !ref.InCall {
-		ref.Arguments = json.RawMessage("null") // as the event read before: none
-	}
-	return ref
-}
-
 // parkedRef is the data of a call's tool_call.suspended event as stored:
 // the parking with only its ticket, the rest being the call's. The call's
 // hash holds its parking until the call is parked again, and then keeps it
@@ -128,23 +101,6 @@ func parkingOf(ticket string, at time.Time, vals []any) (*pipeline.Parking, erro
 // a message of 512 bytes or less was kept in the event as well).
 type assistantAt struct {
 	At int `json:"message_at"`
-}
-
-// assistantEvent is the message.assistant event of an assistant message at
-// step, as commit_step.lua writes it: a template, the event of assistantAt
-// cut around its index by a NUL byte (which JSON never holds), for the
-// script to put in the index its RPUSH gives the message. The message
-// itself goes to the conversation alone, whatever its size.
-func assistantEvent(step int, now time.Time) (string, error) {
-	ev, err := newEvent(step, "", pipeline.EventAssistantMessage, now, assistantAt{})
-	if err != nil {
-		return "", err
-	}
-	t, err := holed(ev, `"message_at":0`, [2]string{`"message_at":`, ""})
-	if err != nil {
-		return "", err
-	}
-	return t[0] + "\x00" + t[1], nil
 }
 
 // fillFromCalls puts back into evs, the run's events as stored, what they

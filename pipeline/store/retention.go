@@ -201,32 +201,5 @@ func (s *Store) Forget(ctx context.Context, runID string) error {
 // libConsts are the constants scripts/lib.lua reads, which the scripts
 // that start with it get first (loadScripts).
 func libConsts(retention time.Duration) string {
-	return fmt.Sprintf("local retention_ms = %d\nlocal delta_prefixes = {'%s', '%s', '%s'}\n", retention.Milliseconds(),
-		deltaPrefix, namedDeltaPrefix, objectDeltaPrefix)
+	return fmt.Sprintf("local retention_ms = %d\n", retention.Milliseconds())
 }
-
-// deltaPrefix is how the JSON of every message.delta event begins: its
-// first element, the type's code. trim_deltas tells deltas by it; it is
-// the start of the event, so no other event's data can fake it.
-var deltaPrefix = func() string {
-	ev, err := newEvent(0, "", pipeline.EventTextDelta, time.Unix(0, 0), nil)
-	if err != nil {
-		panic(err)
-	}
-	p, _, ok := strings.Cut(ev, ",")
-	if !ok || !strings.HasPrefix(p, `[`) || strings.ContainsAny(p, `'\`) {
-		panic("store: an event's JSON does not begin with its type: " + ev)
-	}
-	return p + ","
-}()
-
-// namedDeltaPrefix is deltaPrefix of the events stores from 2026-11-26 to
-// 2026-11-27 wrote (arrays with the type's name; decodeType): a step
-// streamed by one of them and committed by this one has its deltas trimmed
-// too.
-const namedDeltaPrefix = `["message.delta",`
-
-// objectDeltaPrefix is deltaPrefix of the events stores before 2026-11-26
-// wrote (objects; decodeStored): a step streamed by one of them and
-// committed by this one has its deltas trimmed too.
-const objectDeltaPrefix = `{"type":"message.delta",`

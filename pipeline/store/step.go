@@ -357,8 +357,8 @@ type createdData struct {
 	Arguments json.RawMessage         `json:"arguments"`
 	Status    pipeline.ToolCallStatus `json:"status"`
 	Gate      pipeline.GateAction     `json:"gate,omitempty"`
-	// InCall says the arguments are the call's, not the stored event's
-	// (createdOf, incall.go).
+	// InCall says the arguments are the call's, not the stored event's:
+	// an event of the stores before entries (fillFromCalls, incall.go).
 	InCall bool `json:"arguments_in_call,omitempty"`
 }
 
