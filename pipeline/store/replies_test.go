@@ -8,10 +8,11 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
-// The scripts that return a run or a call read it whole before they write
-// and return it as their writes leave it, rather than read it again
-// (lib.lua's read_hash and patch). These cases hold each such reply to what
-// Redis stores, through every branch that writes the hash differently.
+// The scripts that return a run or a call return it as their writes leave
+// it: read again at their end (claim_step, commit_step), or read whole
+// before they write and patched with their writes (lib.lua's read_hash and
+// patch). These cases hold each such reply to what Redis stores, through
+// every branch that writes the hash differently.
 
 // sameRun checks that a run a script returned is the one Redis holds.
 func (f *fixture) sameRun(t *testing.T, what string, got pipeline.Run) {
