@@ -109,6 +109,7 @@ type held struct {
 	Inferring pipeline.StepState `json:"inferring"`
 }
 
+// heldBy is the step a worker, owner, infers, as held says.
 func heldBy(step int, owner string) held {
 	return held{step, owner, pipeline.RunRunning, pipeline.StepInferring}
 }

@@ -75,7 +75,7 @@ var statusWrites = map[string]scriptWrites{
 		run:   []string{"→created"},
 	},
 	"claim_step.lua": {
-		sites: []string{"HSET run_key status=a.running"}, // from a.created, which Go passes
+		sites: []string{"HSET run_key unpack(set)"}, // the attempt, its lease and, from a.created, status a.running
 		run:   []string{"created→running"},
 	},
 	"commit_step.lua": {

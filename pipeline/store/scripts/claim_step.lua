@@ -11,8 +11,8 @@
 -- Returns the run hash as the claim leaves it.
 local run_key, events_key = KEYS[1], KEYS[2]
 local a = cjson.decode(ARGV[1])
-local r = redis.call('HMGET', run_key, 'status', 'step', 'step_state', 'lease_owner', 'lease_until', 'attempts')
-local status, step, state, owner, lease_until = r[1], r[2], r[3], r[4], r[5]
+local run = read_fields(run_key)
+local status, step, state, owner, lease_until = run.status, run.step, run.step_state, run.lease_owner, run.lease_until
 if not status then
   return redis.error_reply('NOT_FOUND run')
 end
@@ -32,17 +32,18 @@ end
 if state == a.to and (tonumber(lease_until) or 0) > a.now then
   return redis.error_reply('LEASE_HELD step ' .. step .. ' is held by ' .. (owner or '') .. ' until ' .. lease_until)
 end
+local n = (tonumber(run.attempts) or 0) + 1
+local set = {'attempts', n, 'step_state', a.to, 'lease_owner', a.owner, 'lease_until', a.lease_until, 'updated_at', a.now}
 if status == a.created then
-  redis.call('HSET', run_key, 'status', a.running)
+  set[#set + 1], set[#set + 2] = 'status', a.running
   emit(events_key, a.started)
 end
-local n = (tonumber(r[6]) or 0) + 1
-redis.call('HSET', run_key, 'attempts', n, 'step_state', a.to, 'lease_owner', a.owner,
-  'lease_until', a.lease_until, 'updated_at', a.now)
+redis.call('HSET', run_key, unpack(set))
+set_fields(run, set)
 local ev = a.first
 if n > 1 then
   ev = a.retried
 end
 ev.data = cjson.encode({attempt = n})
 emit(events_key, ev)
-return redis.call('HGETALL', run_key)
+return fields_reply(run)

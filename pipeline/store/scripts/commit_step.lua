@@ -24,9 +24,8 @@
 -- caller wrote them.
 local run_key, events_key, msgs_key, step_key, state_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local a = cjson.decode(ARGV[1])
-local r = redis.call('HMGET', run_key, 'status', 'step', 'step_state', 'lease_owner', 'in_tok', 'out_tok', 'cost',
-  'open', 'delta_from')
-local status, step, state, owner = r[1], r[2], r[3], r[4]
+local run = read_fields(run_key)
+local status, step, state, owner = run.status, run.step, run.step_state, run.lease_owner
 if not status then
   return redis.error_reply('NOT_FOUND run')
 end
@@ -67,9 +66,9 @@ local nmsgs = redis.call('RPUSH', msgs_key, a.message)
 -- The run's fields the commit writes, its totals and open count included,
 -- in one HSET.
 local set = {'step_state', a.to, 'lease_owner', '', 'lease_until', '0', 'updated_at', a.now,
-  'in_tok', (tonumber(r[5]) or 0) + a.in_tok, 'out_tok', (tonumber(r[6]) or 0) + a.out_tok}
+  'in_tok', (tonumber(run.in_tok) or 0) + a.in_tok, 'out_tok', (tonumber(run.out_tok) or 0) + a.out_tok}
 if a.cost ~= 0 then
-  set[#set + 1], set[#set + 2] = 'cost', (tonumber(r[7]) or 0) + a.cost
+  set[#set + 1], set[#set + 2] = 'cost', (tonumber(run.cost) or 0) + a.cost
 end
 -- open: how many calls of a step that runs them in parallel are in flight
 -- (finish_call counts down, a resume counts up); the call that brings it
@@ -78,8 +77,9 @@ end
 -- not write one (Go passes no in_flight statuses then). A count an
 -- earlier step left goes.
 if #a.in_flight == 0 then
-  if r[8] then
+  if run.open then
     redis.call('HDEL', run_key, 'open')
+    run.open = nil
   end
 else
   local in_flight = {}
@@ -95,9 +95,11 @@ else
   set[#set + 1], set[#set + 2] = 'open', open
 end
 redis.call('HSET', run_key, unpack(set))
+set_fields(run, set)
 a.assistant.data = cjson.encode({message_at = nmsgs - 1})
 emit(events_key, a.assistant)
-trim_deltas(run_key, events_key, r[9], a.delta)
+trim_deltas(run_key, events_key, run.delta_from, a.delta)
+run.delta_from = nil
 put_state(state_key, a.state)
 local ids = {}
 for i, c in ipairs(a.calls) do
@@ -108,4 +110,4 @@ for i, c in ipairs(a.calls) do
   end
 end
 rpush(step_key, ids, 1, #ids)
-return redis.call('HGETALL', run_key)
+return fields_reply(run)

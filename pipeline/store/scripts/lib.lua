@@ -286,3 +286,43 @@ local function put_state(state, updates)
     end
   end
 end
+
+-- read_fields reads the hash at key whole, as a table by field name, for a
+-- script that checks it and returns it as its writes leave it
+-- (fields_reply) without reading it again. Empty when there is no hash.
+local function read_fields(key)
+  local flat = redis.call('HGETALL', key)
+  local h = {}
+  for i = 1, #flat, 2 do
+    h[flat[i]] = flat[i + 1]
+  end
+  return h
+end
+
+-- set_fields writes into h, a hash read by read_fields, what the script
+-- wrote to the hash itself: the field, value pairs of set, a value of
+-- false for a field deleted.
+local function set_fields(h, set)
+  for i = 1, #set, 2 do
+    h[set[i]] = set[i + 1] or nil
+  end
+end
+
+-- fields_reply is h, a hash read by read_fields, as HGETALL replies it:
+-- field, value, ...; a whole number reads as Redis writes it (without an
+-- exponent).
+local function fields_reply(h)
+  local flat = {}
+  for f, v in pairs(h) do
+    if type(v) == 'number' then
+      if v == math.floor(v) then
+        v = string.format('%d', v)
+      else
+        v = tostring(v)
+      end
+    end
+    flat[#flat + 1] = f
+    flat[#flat + 1] = v
+  end
+  return flat
+end
