@@ -55,38 +55,12 @@ func (s *Store) CancelRun(ctx context.Context, runID, decisionID, by, reason str
 		if err != nil {
 			return pipeline.Run{}, err
 		}
-		finished, err := newEvent(step, "", pipeline.EventRunFinished, now,
-			pipeline.Termination{Reason: pipeline.ReasonCancelled, Detail: detail})
+		arg, err := cancelArgOf(step, ids, held, runID, decisionID, detail, callErr, now)
 		if err != nil {
 			return pipeline.Run{}, err
 		}
 		keys := []string{s.runKey(runID), s.eventsKey(runID), s.stepKey(runID, step), s.decisionsKey(runID), s.heldKey(runID)}
-		args := []any{step, toMillis(now), s.terminalCalls, detail, callErr, finished, len(ids)}
-		for _, id := range ids {
-			ev, err := newEvent(step, id, pipeline.EventToolCallFinished, now, finishedData{
-				Status: pipeline.CallCancelled, Error: callErr,
-			})
-			if err != nil {
-				return pipeline.Run{}, err
-			}
-			keys = append(keys, s.callKey(runID, id))
-			args = append(args, id, ev)
-		}
-		args = append(args, len(held))
-		for _, callID := range slices.Sorted(maps.Keys(held)) {
-			d, err := decodeHeld(runID, map[string]string{callID: held[callID]})
-			if err != nil {
-				return pipeline.Run{}, err
-			}
-			ev, err := newEvent(step, callID, pipeline.EventDecisionRejected, now,
-				rejectedData{DecisionID: d[0].ID, Reason: "run is done"})
-			if err != nil {
-				return pipeline.Run{}, err
-			}
-			args = append(args, callID, held[callID], d[0].ID, ev)
-		}
-		args = append(args, decisionID)
-		v, err := s.eval(ctx, s.scripts.cancelRun, what, keys, args...)
+		v, err := s.call(ctx, s.scripts.cancelRun, what, keys, arg)
 		if errors.Is(err, errRetry) {
 			continue
 		}
@@ -100,6 +74,79 @@ func (s *Store) CancelRun(ctx context.Context, runID, decisionID, by, reason str
 		return run, s.unindexPending(ctx, run.Tenant, runID, ids...)
 	}
 	return s.currentRun(ctx, runID, fmt.Errorf("%w: %s: the run's step kept changing", ErrStale, what))
+}
+
+// The moves of a cancel: every call not ended yet to cancelled, the run to
+// done from any status.
+var (
+	endedCalls  = terminalStatuses
+	cancelCalls = callMove(pipeline.CallCancelled, slices.DeleteFunc(slices.Clone(callStatuses), pipeline.ToolCallStatus.Terminal)...)
+)
+
+// cancelArg is cancel_run's argument (the script names each field).
+type cancelArg struct {
+	Step     int                              `json:"step"`
+	Now      int64                            `json:"now"`
+	Ended    pipeline.RunStatus               `json:"ended"`
+	Terminal []pipeline.ToolCallStatus `json:"terminal"`
+	To       pipeline.ToolCallStatus          `json:"to"`
+	Detail   string                           `json:"detail"`
+	Error    string                           `json:"error"`
+	Finished entry                            `json:"finished"`
+	Calls    []cancelledCall                  `json:"calls"`
+	Held     []rejectedHeld                   `json:"held"`
+	Decision string                           `json:"decision"`
+}
+
+// cancelledCall is a call of the step as read, and its tool_call.finished
+// should the cancel end it.
+type cancelledCall struct {
+	ID    string `json:"id"`
+	Event entry  `json:"event"`
+}
+
+// rejectedHeld is a held decision as read (the call it waits for, its
+// entry and id), and its decision.rejected.
+type rejectedHeld struct {
+	Call  string `json:"call"`
+	Entry string `json:"entry"`
+	ID    string `json:"id"`
+	Event entry  `json:"event"`
+}
+
+// cancelArgOf is cancel_run's argument for step, with its call ids and
+// the held decisions as read.
+func cancelArgOf(step int, ids []string, held map[string]string, runID, decisionID, detail, callErr string, now time.Time) (cancelArg, error) {
+	finished, err := newEntry(step, "", pipeline.EventRunFinished, now,
+		pipeline.Termination{Reason: pipeline.ReasonCancelled, Detail: detail})
+	if err != nil {
+		return cancelArg{}, err
+	}
+	arg := cancelArg{
+		Step: step, Now: toMillis(now), Ended: endedRun, Terminal: endedCalls, To: cancelCalls,
+		Detail: detail, Error: callErr, Finished: finished, Decision: decisionID,
+		Calls: make([]cancelledCall, 0, len(ids)), Held: make([]rejectedHeld, 0, len(held)),
+	}
+	for _, id := range ids {
+		ev, err := finishedEntry(step, id, cancelCalls, nil, callErr, now)
+		if err != nil {
+			return cancelArg{}, err
+		}
+		arg.Calls = append(arg.Calls, cancelledCall{ID: id, Event: ev})
+	}
+	for _, callID := range slices.Sorted(maps.Keys(held)) {
+		d, err := decodeHeld(runID, map[string]string{callID: held[callID]})
+		if err != nil {
+			return cancelArg{}, err
+		}
+		ev, err := newEntry(step, callID, pipeline.EventDecisionRejected, now,
+			rejectedData{DecisionID: d[0].ID, Reason: "run is done"})
+		if err != nil {
+			return cancelArg{}, err
+		}
+		arg.Held = append(arg.Held, rejectedHeld{Call: callID, Entry: held[callID], ID: d[0].ID, Event: ev})
+	}
+	return arg, nil
 }
 
 // cancelView reads what CancelRun's script checks: the run's step, that

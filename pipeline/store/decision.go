@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -89,7 +89,7 @@ type (
 	}
 	rejectedData struct {
 		DecisionID string `json:"decision_id"`
-		Reason     string `json:"reason"` // filled in by the script, or given
+		Reason     string `json:"reason"`
 	}
 	appliedData struct {
 		DecisionID string                  `json:"decision_id"`
@@ -98,7 +98,7 @@ type (
 		SignedBy   string                  `json:"signed_by,omitempty"`
 		Reason     string                  `json:"reason"`
 		Timeout    bool                    `json:"timeout"`
-		Status     pipeline.ToolCallStatus `json:"status"` // the call's new status, filled in by the script
+		Status     pipeline.ToolCallStatus `json:"status"` // resuming for every resume, cancelled for a cancel
 	}
 	resumedData struct {
 		DecisionID string `json:"decision_id"`
@@ -185,22 +185,12 @@ func (s *Store) applyDecision(ctx context.Context, runID string, d Decision, hol
 	if err != nil {
 		return DecisionResult{}, err
 	}
-	heldJSON, err := json.Marshal(heldEntry{Decision: d, HoldUntil: toMillis(holdUntil)})
-	if err != nil {
-		return DecisionResult{}, fmt.Errorf("%w: decision %s: %v", ErrInvalid, d.ID, err)
-	}
-	evs, err := decisionEvents(runID, d, holdUntil, now)
+	arg, err := decisionArgOf(d, holdUntil, now)
 	if err != nil {
 		return DecisionResult{}, err
 	}
-	args := []any{d.ID, d.CallID, d.Action, string(d.Payload), d.ArgsHash, d.DecidedBy, d.Reason,
-		boolFlag(d.Timeout), toMillis(now), string(heldJSON), heldPrefix(d.ID), cancelError(d)}
-	for _, ev := range evs {
-		args = append(args, ev.args()...)
-	}
-	args = append(args, decidableCalls(), plainReason(d.Refuse), d.Block, d.Dispatcher, d.SignedBy)
 	what := fmt.Sprintf("apply decision %s to call %s of run %s", d.ID, d.CallID, runID)
-	v, err := s.eval(ctx, s.scripts.applyDecision, what, s.decisionKeys(runID, d.CallID), args...)
+	v, err := s.call(ctx, s.scripts.applyDecision, what, s.decisionKeys(runID, d.CallID), arg)
 	if err != nil {
 		return DecisionResult{}, err
 	}
@@ -235,52 +225,137 @@ func checkDecision(runID string, d Decision) (Decision, error) {
 	return d, nil
 }
 
-// decisionEvents are the events ApplyDecision's script may append, in the
-// order of its ARGV: held, rejected, applied, run.resumed and the
-// tool_call.finished of a call the decision ends.
-func decisionEvents(runID string, d Decision, holdUntil, now time.Time) ([]holedEvent, error) {
-	finished := finishedData{Status: pipeline.CallCancelled, Error: cancelError(d)}
-	switch {
-	case d.Action == ActionResume && d.Block != "":
-		finished = finishedData{Status: pipeline.CallFailed, Error: d.Block}
-	case d.Action == ActionResume:
-		result := d.Payload
-		if result == nil {
-			result = json.RawMessage("null")
-		}
-		finished = finishedOf(pipeline.CallSucceeded, result, "")
-	}
-	specs := []struct {
-		typ  pipeline.EventType
-		data any
-		key  string
-	}{
-		{pipeline.EventDecisionHeld, heldData{DecisionID: d.ID, HoldUntil: holdUntil.UTC()}, ""},
-		{pipeline.EventDecisionRejected, rejectedData{DecisionID: d.ID}, "reason"},
-		{pipeline.EventDecisionApplied, appliedData{
-			DecisionID: d.ID, Action: d.Action, DecidedBy: d.DecidedBy, SignedBy: d.SignedBy, Reason: d.Reason, Timeout: d.Timeout,
-		}, "status"},
-		{pipeline.EventRunResumed, resumedData{DecisionID: d.ID}, ""},
-		{pipeline.EventToolCallFinished, finished, ""},
-	}
-	out := make([]holedEvent, 0, len(specs))
-	for _, sp := range specs {
-		ev, err := newHoledEvent(d.CallID, sp.typ, now, sp.data, sp.key)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ev)
-	}
-	return out, nil
-}
-
-// decidableCalls is the statuses a decision applies to, as a comma-framed
-// set for the script: those a resume may move to resuming (the table allows
-// only suspended).
-func decidableCalls() string {
-	return statusSet(callStatuses, func(st pipeline.ToolCallStatus) bool {
+// The moves a decision makes, from the run's and the call's tables: a
+// decision applies to a call that may move to resuming; a resume moves it
+// there, and on to failed when ToolGate blocks the tool now, or to
+// succeeded in use_decision_as_result mode; a cancel moves it to
+// cancelled. It is held for a call that has not parked yet (new or
+// running: it may still move to suspended), rejected once the run has
+// ended, and it wakes a waiting run.
+var (
+	decidable = statusesWhere(callStatuses, func(st pipeline.ToolCallStatus) bool {
 		return st.CanTransition(pipeline.CallResuming)
 	})
+	parkable = statusesWhere(callStatuses, func(st pipeline.ToolCallStatus) bool {
+		return (st == pipeline.CallNew || st == pipeline.CallRunning) && st.CanTransition(pipeline.CallSuspended)
+	})
+	resumedTo   = callMove(pipeline.CallResuming, decidable...)
+	blockedTo   = callMove(pipeline.CallFailed, resumedTo)
+	asResultTo  = callMove(pipeline.CallSucceeded, resumedTo)
+	cancelledTo = callMove(pipeline.CallCancelled, decidable...)
+	wake        = runMove{From: pipeline.RunWaiting, To: pipeline.RunRunning}.checked()
+	endedRun    = runEnd(pipeline.RunDone)
+)
+
+// decisionArg is apply_decision's argument (the script names each field).
+type decisionArg struct {
+	ID         string                           `json:"id"`
+	Call       string                           `json:"call"`
+	Now        int64                            `json:"now"`
+	Outcomes   bool                             `json:"outcomes"`
+	Held       string                           `json:"held"`
+	HeldPrefix string                           `json:"held_prefix"`
+	ArgsHash   string                           `json:"args_hash"`
+	Refuse     string                           `json:"refuse"`
+	Ended      pipeline.RunStatus               `json:"ended"`
+	Wake       runMove                          `json:"wake"`
+	Parkable   []pipeline.ToolCallStatus `json:"parkable"`
+	Decidable  []pipeline.ToolCallStatus `json:"decidable"`
+	To         pipeline.ToolCallStatus          `json:"to"`
+	Set        map[string]string                `json:"set"`
+	Resume     *resumeArg                       `json:"resume,omitempty"`
+	Events     decisionEntries                  `json:"events"`
+}
+
+// resumeArg is what apply_decision needs of a resume that runs the call
+// again, whose resume mode it reads.
+type resumeArg struct {
+	Payload string                  `json:"payload,omitempty"`
+	Result  pipeline.ToolCallStatus `json:"result"`
+	Sent    string                  `json:"sent,omitempty"`
+}
+
+// decisionEntries are the events apply_decision may append; the script
+// sets their step and the rejection's reason.
+type decisionEntries struct {
+	Held     entry  `json:"held"`
+	Rejected entry  `json:"rejected"`
+	Applied  entry  `json:"applied"`
+	Resumed  entry  `json:"resumed"`
+	Finished *entry `json:"finished,omitempty"`
+	Result   *entry `json:"result,omitempty"`
+}
+
+// decisionArgOf is apply_decision's argument for d.
+func decisionArgOf(d Decision, holdUntil, now time.Time) (decisionArg, error) {
+	held, err := json.Marshal(heldEntry{Decision: d, HoldUntil: toMillis(holdUntil)})
+	if err != nil {
+		return decisionArg{}, fmt.Errorf("%w: decision %s: %v", ErrInvalid, d.ID, err)
+	}
+	arg := decisionArg{
+		ID: d.ID, Call: d.CallID, Now: toMillis(now), Outcomes: !d.Timeout,
+		Held: string(held), HeldPrefix: heldPrefix(d.ID), ArgsHash: d.ArgsHash,
+		Ended: endedRun, Wake: wake, Parkable: parkable, Decidable: decidable,
+		// dec_signed is written even when empty: a call decided again
+		// (resumed, parked anew, then timed out) must not keep an earlier
+		// decision's signer.
+		Set: map[string]string{
+			"dec_id": d.ID, "dec_action": d.Action, "dec_by": d.DecidedBy, "dec_reason": d.Reason,
+			"dec_timeout": boolFlag(d.Timeout), "dec_signed": d.SignedBy, "updated_at": strconv.FormatInt(toMillis(now), 10),
+		},
+	}
+	var ends *finishedData
+	switch {
+	case d.Action == ActionCancel:
+		arg.To = cancelledTo
+		ends = &finishedData{Status: cancelledTo, Error: cancelError(d)}
+	case d.Block != "":
+		arg.To, arg.Refuse = blockedTo, d.Refuse
+		ends = &finishedData{Status: blockedTo, Error: d.Block}
+		arg.Set["gate"] = string(pipeline.GateBlock)
+	default:
+		arg.To, arg.Refuse = resumedTo, d.Refuse
+		arg.Resume = &resumeArg{Payload: string(d.Payload), Result: asResultTo}
+		if d.Dispatcher != "" {
+			arg.Resume.Sent = beingSentMark(decisionGeneration(d.ID), now, d.Dispatcher)
+		}
+		result, err := finishedEntry(-1, d.CallID, asResultTo, nil, "", now)
+		if err != nil {
+			return decisionArg{}, err
+		}
+		arg.Events.Result = &result
+	}
+	if ends != nil {
+		arg.Set["error"] = ends.Error
+		finished, err := finishedEntry(-1, d.CallID, ends.Status, nil, ends.Error, now)
+		if err != nil {
+			return decisionArg{}, err
+		}
+		arg.Events.Finished = &finished
+	}
+	reported := resumedTo // decision.applied reports resuming for every resume
+	if d.Action == ActionCancel {
+		reported = cancelledTo
+	}
+	evs := []struct {
+		to   *entry
+		typ  pipeline.EventType
+		data any
+	}{
+		{&arg.Events.Held, pipeline.EventDecisionHeld, heldData{DecisionID: d.ID, HoldUntil: holdUntil.UTC()}},
+		{&arg.Events.Rejected, pipeline.EventDecisionRejected, nil},
+		{&arg.Events.Applied, pipeline.EventDecisionApplied, appliedData{
+			DecisionID: d.ID, Action: d.Action, DecidedBy: d.DecidedBy, SignedBy: d.SignedBy,
+			Reason: d.Reason, Timeout: d.Timeout, Status: reported,
+		}},
+		{&arg.Events.Resumed, pipeline.EventRunResumed, resumedData{DecisionID: d.ID}},
+	}
+	for _, ev := range evs {
+		if *ev.to, err = newEntry(-1, d.CallID, ev.typ, now, ev.data); err != nil {
+			return decisionArg{}, err
+		}
+	}
+	return arg, nil
 }
 
 // cancelError is the error of a call a decision cancels.
@@ -292,23 +367,6 @@ func cancelError(d Decision) string {
 		return withReason("cancelled", d.Reason)
 	}
 	return withReason("cancelled by "+d.DecidedBy, d.Reason)
-}
-
-// plainReason makes a reason safe to put into event JSON unescaped, as
-// the scripts do: quotes, backslashes and control characters become
-// plain ones.
-func plainReason(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '"':
-			return '\''
-		case r == '\\':
-			return '/'
-		case r < 0x20:
-			return ' '
-		}
-		return r
-	}, s)
 }
 
 // withReason is what, followed by ": reason" when there is one.
@@ -407,13 +465,17 @@ func (s *Store) DropHeld(ctx context.Context, runID, callID, decisionID, reason 
 	if decisionID == "" {
 		return fmt.Errorf("%w: decision without an id", ErrInvalid)
 	}
-	ev, err := newHoledEvent(callID, pipeline.EventDecisionRejected, now,
-		rejectedData{DecisionID: decisionID, Reason: reason}, "")
+	ev, err := newEntry(-1, callID, pipeline.EventDecisionRejected, now, rejectedData{DecisionID: decisionID, Reason: reason})
 	if err != nil {
 		return err
 	}
 	what := fmt.Sprintf("drop held decision %s of call %s of run %s", decisionID, callID, runID)
-	_, err = s.eval(ctx, s.scripts.dropHeld, what, s.decisionKeys(runID, callID),
-		append(append([]any{decisionID, callID, heldPrefix(decisionID)}, ev.args()...), plainReason(reason))...)
+	_, err = s.call(ctx, s.scripts.dropHeld, what, s.decisionKeys(runID, callID), struct {
+		ID         string `json:"id"`
+		Call       string `json:"call"`
+		HeldPrefix string `json:"held_prefix"`
+		Reason     string `json:"reason"`
+		Event      entry  `json:"event"`
+	}{decisionID, callID, heldPrefix(decisionID), reason, ev})
 	return err
 }

@@ -35,13 +35,16 @@ func generation(c pipeline.ToolCall) string {
 		return "new"
 	case pipeline.CallResuming:
 		if c.Decision != nil {
-			return "d:" + c.Decision.ID
+			return decisionGeneration(c.Decision.ID)
 		}
 	case pipeline.CallRunning:
 		return "a" + strconv.Itoa(c.Attempts)
 	}
 	return ""
 }
+
+// decisionGeneration is the generation of a call resumed by decision id.
+func decisionGeneration(id string) string { return "d:" + id }
 
 // sentMark is the mark of generation gen sent at now.
 func sentMark(gen string, now time.Time) string {

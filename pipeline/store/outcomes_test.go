@@ -64,7 +64,7 @@ var outcomeCases = []contractCase{
 		wantOutcomes(t, f.outcomes(t, "r1"),
 			"d1:c1:held:call is new, not suspended yet",
 			"d2:c2:held:call is new, not suspended yet",
-			"d2:c2:rejected:call c2 did not 'park'")
+			`d2:c2:rejected:call c2 did not "park"`)
 	}},
 	{"a_cancel_run_decision_gets_one_outcome", func(t *testing.T, f *fixture) {
 		f.committed(t, "r1", "c1")

@@ -21,7 +21,7 @@ var resumeCheckCases = []contractCase{
 			t.Fatalf("result = %+v", res)
 		}
 		evs := f.events(t, "r1")
-		wantJSON(t, evs[len(evs)-1].Data, `{"decision_id":"d1","reason":"payload does not fit 'tool': amount: want number"}`)
+		wantJSON(t, evs[len(evs)-1].Data, `{"decision_id":"d1","reason":"payload does not fit \"tool\": amount: want number"}`)
 		wantJSON(t, res.Call.Arguments, `{"n":0}`)
 		if again := f.decide(t, "r1", d, at(11)); again.Outcome != store.DecisionDuplicate {
 			t.Fatalf("the same decision again: %+v", again)

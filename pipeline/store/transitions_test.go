@@ -104,9 +104,9 @@ var statusWrites = map[string]scriptWrites{
 	},
 	"cancel_run.lua": {
 		sites: []string{
-			"HSET KEYS[5 + i] status='cancelled'", // every call not terminal (terminalCalls)
-			"DEL KEYS[5]",                         // the held decisions hash
-			"HSET KEYS[1] unpack(termination('cancelled', '', ARGV[4], ARGV[2]))", // status='done' and the termination
+			"HSET key status=a.to", // every call not terminal (endedCalls) to cancelled (cancelCalls)
+			"DEL held_key",         // the held decisions hash
+			"HSET run_key unpack(termination('cancelled', '', a.detail, a.now))", // status=a.ended (done) and the termination
 		},
 		run:  []string{"created→done", "running→done", "waiting→done"},
 		call: []string{"new→cancelled", "running→cancelled", "suspended→cancelled", "resuming→cancelled"},
@@ -127,9 +127,9 @@ var statusWrites = map[string]scriptWrites{
 	},
 	"apply_decision.lua": {
 		sites: []string{
-			"HSET KEYS[5] ARGV[2]", "HDEL KEYS[5] ARGV[2]", "HDEL KEYS[5] ARGV[2]", // the held decisions hash
-			"HSET KEYS[2] unpack(fields)", // the call: decision fields, then its status
-			"HSET KEYS[1] status='running'",
+			"HSET held_key a.call", "HDEL held_key a.call", "HDEL held_key a.call", // the held decisions hash
+			"HSET call_key unpack(fields)", // the call: decision fields, then its status (decision.go's moves)
+			"HSET run_key status=a.wake.to",
 		},
 		run: []string{"waiting→running"},
 		// A resume goes through resuming, also in use_decision_as_result
@@ -137,7 +137,7 @@ var statusWrites = map[string]scriptWrites{
 		call: []string{"suspended→resuming", "suspended→cancelled", "resuming→succeeded"},
 	},
 	"drop_held.lua": {
-		sites: []string{"HDEL KEYS[5] ARGV[2]"}, // the held decisions hash
+		sites: []string{"HDEL held_key a.call"}, // the held decisions hash
 	},
 	"lib.lua": {
 		// retire and inherit: an ended run's records expire whole after the

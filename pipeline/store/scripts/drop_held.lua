@@ -2,22 +2,24 @@
 -- expired, or its call will never park).
 -- KEYS: 1 run hash, 2 call hash, 3 events stream, 4 seen decision ids set,
 --       5 held decisions hash
--- ARGV: 1 decision id, 2 call id, 3 the held entry's prefix that names this
---       decision id, 4-5 decision.rejected event JSON around its step,
---       6 the reason, for the outbox of decision outcomes
+-- ARGV[1]: {id (the decision's), call (its id), held_prefix (how a held
+--   entry of this decision id starts), reason (for the outbox of decision
+--   outcomes), event (decision.rejected; the script sets its step)}
 -- Returns 1.
-local rstep = redis.call('HGET', KEYS[1], 'step')
+local run_key, call_key, events_key, seen_key, held_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local a = cjson.decode(ARGV[1])
+local rstep = redis.call('HGET', run_key, 'step')
 if not rstep then
   return redis.error_reply('NOT_FOUND run')
 end
-local held = redis.call('HGET', KEYS[5], ARGV[2])
-if not held or string.sub(held, 1, #ARGV[3]) ~= ARGV[3] then
-  return redis.error_reply('STALE decision ' .. ARGV[1] .. ' is not held for call ' .. ARGV[2])
+local held = redis.call('HGET', held_key, a.call)
+if not held or string.sub(held, 1, #a.held_prefix) ~= a.held_prefix then
+  return redis.error_reply('STALE decision ' .. a.id .. ' is not held for call ' .. a.call)
 end
-local step = redis.call('HGET', KEYS[2], 'step') or rstep
-redis.call('HDEL', KEYS[5], ARGV[2])
-redis.call('SADD', KEYS[4], ARGV[1])
-inherit(KEYS[1], KEYS[4])
-redis.call('XADD', KEYS[3], '*', 'e', ARGV[4] .. step .. ARGV[5])
-outcome(KEYS[1], ARGV[1], ARGV[2], 'rejected', ARGV[6])
+redis.call('HDEL', held_key, a.call)
+redis.call('SADD', seen_key, a.id)
+inherit(run_key, seen_key)
+a.event.step = redis.call('HGET', call_key, 'step') or rstep
+emit(events_key, a.event)
+outcome(run_key, a.id, a.call, 'rejected', a.reason)
 return 1
