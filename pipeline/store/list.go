@@ -113,11 +113,11 @@ type indexEntry struct {
 // indexPage returns up to count entries of the run index at key strictly
 // after cur (from the newest when cur is the zero entry).
 func (s *Store) indexPage(ctx context.Context, key string, cur indexEntry, count int) ([]indexEntry, error) {
-	score := ""
-	if cur.member != "" {
-		score = strconv.FormatInt(cur.score, 10)
-	}
-	v, err := s.eval(ctx, s.scripts.listRuns, "list runs", []string{key}, score, cur.member, count)
+	v, err := s.call(ctx, s.scripts.listRuns, "list runs", []string{key}, struct {
+		Score  string `json:"score"` // text: the script writes it after "(" as it is
+		Member string `json:"member"`
+		Count  int    `json:"count"`
+	}{strconv.FormatInt(cur.score, 10), cur.member, count})
 	if err != nil {
 		return nil, err
 	}

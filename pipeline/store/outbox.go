@@ -104,9 +104,8 @@ func cutLast(s string) (before, after string, found bool) {
 // published at now (Run.RequestedAt reads it while the run is at that
 // step). A run that no longer exists is left alone.
 func (s *Store) MarkRequested(ctx context.Context, runID string, step int, now time.Time) error {
-	_, err := s.eval(ctx, s.scripts.markSent, "mark step "+strconv.Itoa(step)+" of run "+runID+" requested",
-		[]string{s.runKey(runID)}, "step_sent", sentMark(strconv.Itoa(step), now))
-	return err
+	return s.mark(ctx, s.scripts.markSent, "mark step "+strconv.Itoa(step)+" of run "+runID+" requested", runID,
+		outboxMark{Part: "run", Field: "step_sent", Value: sentMark(strconv.Itoa(step), now)})
 }
 
 // MarkDispatched records that the request each call's state (as given)
@@ -129,20 +128,38 @@ func (s *Store) ClearDispatched(ctx context.Context, runID string, calls []pipel
 	})
 }
 
+// outboxMark is a mark mark_sent writes, or take_back_marks takes back:
+// field of the run's hash Part names ("run", "call:<id>"), value.
+type outboxMark struct {
+	Part  string `json:"part"`
+	Field string `json:"field"`
+	Value string `json:"value"`
+}
+
 // markCalls runs sc (mark_sent or take_back_marks) on the outbox mark
 // "sent" of each of calls (of one run) with value(call), in one script.
 func (s *Store) markCalls(ctx context.Context, sc *redis.Script, runID string, calls []pipeline.ToolCall, done string, value func(pipeline.ToolCall) string) error {
 	if len(calls) == 0 {
 		return nil
 	}
-	keys := make([]string, len(calls))
-	args := make([]any, 0, 2*len(calls))
+	marks := make([]outboxMark, len(calls))
 	for i, c := range calls {
-		keys[i] = s.callKey(runID, c.ID)
-		args = append(args, "sent", value(c))
+		marks[i] = outboxMark{Part: "call:" + c.ID, Field: "sent", Value: value(c)}
 	}
-	_, err := s.eval(ctx, sc, fmt.Sprintf("%d calls of run %s %s", len(calls), runID, done), keys, args...)
+	return s.mark(ctx, sc, fmt.Sprintf("%d calls of run %s %s", len(calls), runID, done), runID, marks...)
+}
+
+// mark runs sc (mark_sent or take_back_marks) on marks of the run.
+func (s *Store) mark(ctx context.Context, sc *redis.Script, what, runID string, marks ...outboxMark) error {
+	_, err := s.call(ctx, sc, what, []string{s.runKey(runID)}, markArg(marks))
 	return err
+}
+
+// markArg is mark_sent's and take_back_marks's argument.
+func markArg(marks []outboxMark) any {
+	return struct {
+		Marks []outboxMark `json:"marks"`
+	}{marks}
 }
 
 // ReleaseStepLease gives up owner's lease on step `step` of the run at

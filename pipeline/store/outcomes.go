@@ -51,8 +51,8 @@ func (s *Store) Outcomes(ctx context.Context, runID string) ([]Outcome, error) {
 // once, and more than once only after a crash).
 func (s *Store) ClaimOutcomes(ctx context.Context, runID string, hold time.Duration, now time.Time) ([]Outcome, error) {
 	what := "claim decision outcomes of run " + runID
-	v, err := s.eval(ctx, s.scripts.claimOutcomes, what, []string{s.outcomesKey(runID), s.outcomesClaimKey(runID)},
-		toMillis(now), max(hold.Milliseconds(), 1), outcomesBatch)
+	v, err := s.call(ctx, s.scripts.claimOutcomes, what, []string{s.outcomesKey(runID), s.outcomesClaimKey(runID)},
+		claimArg{Count: outcomesBatch, Now: toMillis(now), Claim: max(hold.Milliseconds(), 1)})
 	if err != nil {
 		return nil, err
 	}
@@ -61,6 +61,15 @@ func (s *Store) ClaimOutcomes(ctx context.Context, runID string, hold time.Durat
 		return nil, fmt.Errorf("claim decision outcomes of run %s: %w", runID, err)
 	}
 	return decodeOutcomes(runID, msgs), nil
+}
+
+// claimArg is claim_outcomes's and snapshot's argument: how many outcomes
+// to read at most, now (ms) and how long to claim them (ms; 0: snapshot
+// reads them unclaimed).
+type claimArg struct {
+	Count int   `json:"count"`
+	Now   int64 `json:"now"`
+	Claim int64 `json:"claim"`
 }
 
 // OutcomesSent deletes published outcomes from the run's outbox and ends

@@ -215,17 +215,23 @@ func (s *Store) MarkPublished(ctx context.Context, run pipeline.Run, now time.Ti
 	runID := run.ID
 	s.conversations.forget(runID)
 	what := "mark the result of run " + runID + " published"
-	keys, args := []string{s.runKey(runID)}, []any{"published", "1"}
+	keys, arg := []string{s.runKey(runID)}, markArg([]outboxMark{{Part: "run", Field: "published", Value: "1"}})
 	var retired []redis.Cmder
 	retire := func(p redis.Pipeliner) { retired = s.retire(ctx, p, run, now) }
 	var err error
 	if s.cluster {
-		if _, err = s.eval(ctx, s.scripts.markSent, what, keys, args...); err != nil {
+		if _, err = s.call(ctx, s.scripts.markSent, what, keys, arg); err != nil {
 			return err
 		}
 		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { retire(p); return nil })
-	} else if _, err = s.evalAmong(ctx, scriptOf(s.scripts.markSent, keys, args), func(p redis.Pipeliner, eval func()) { eval(); retire(p) }); err != nil {
-		return scriptError(err, what)
+	} else {
+		c, err := callOf(s.scripts.markSent, keys, arg)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if _, err = s.evalAmong(ctx, c, func(p redis.Pipeliner, eval func()) { eval(); retire(p) }); err != nil {
+			return scriptError(err, what)
+		}
 	}
 	for _, c := range retired {
 		if err := c.Err(); err != nil {

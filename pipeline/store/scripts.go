@@ -90,10 +90,10 @@ func loadScripts(consts string) scripts {
 		dropHeld:       lib(dropHeldLua),
 		listRuns:       redis.NewScript(listRunsLua),
 		dueRuns:        redis.NewScript(dueRunsLua),
-		markSent:       redis.NewScript(markSentLua),
-		takeBackMarks:  redis.NewScript(takeBackMarksLua),
+		markSent:       lib(markSentLua),
+		takeBackMarks:  lib(takeBackMarksLua),
 		claimOutcomes:  redis.NewScript(claimOutcomesLua),
-		snapshot:       redis.NewScript(snapshotLua),
+		snapshot:       lib(snapshotLua),
 		rescheduleIf:   redis.NewScript(rescheduleIfLua),
 	}
 }

@@ -50,9 +50,13 @@ func (s *Store) snapshot(ctx context.Context, runID string, claim time.Duration,
 	if claim > 0 {
 		claimMS = max(claim.Milliseconds(), 1)
 	}
+	c, err := callOf(s.scripts.snapshot, keys, claimArg{Count: outcomesBatch, Now: toMillis(now), Claim: claimMS})
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("%s: %w", what, err)
+	}
 	var sched *redis.FloatCmd
 	var ahead []redis.Cmder
-	v, err := s.evalAmong(ctx, scriptOf(s.scripts.snapshot, keys, []any{outcomesBatch, toMillis(now), claimMS}), func(p redis.Pipeliner, eval func()) {
+	v, err := s.evalAmong(ctx, c, func(p redis.Pipeliner, eval func()) {
 		if before != nil {
 			ahead = before(p)
 		}

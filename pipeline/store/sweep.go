@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,8 +34,11 @@ func (s *Store) DueRuns(ctx context.Context, now time.Time, limit int64, recheck
 	if limit <= 0 {
 		limit = DefaultDueLimit
 	}
-	v, err := s.eval(ctx, s.scripts.dueRuns, "due runs", []string{s.activeKey()},
-		toMillis(now), limit, toMillis(recheck))
+	v, err := s.call(ctx, s.scripts.dueRuns, "due runs", []string{s.activeKey()}, struct {
+		Now     int64 `json:"now"`
+		Limit   int64 `json:"limit"`
+		Recheck int64 `json:"recheck"`
+	}{toMillis(now), limit, toMillis(recheck)})
 	if err != nil {
 		return nil, err
 	}
@@ -69,16 +71,25 @@ func (s *Store) DueRuns(ctx context.Context, now time.Time, limit int64, recheck
 // at once), so that a sweep comes back to index them, and the error is
 // returned.
 func (s *Store) RescheduleWaiting(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, read, next time.Time) (bool, error) {
-	score := func(t time.Time) string {
+	score := func(t time.Time) *int64 { // nil: not scheduled
 		if t.IsZero() {
-			return ""
+			return nil
 		}
-		return strconv.FormatInt(toMillis(t), 10)
+		ms := toMillis(t)
+		return &ms
 	}
 	what := "reschedule run " + run.ID
+	c, err := callOf(s.scripts.rescheduleIf, []string{s.activeKey()}, struct {
+		Run  string `json:"run"`
+		Read *int64 `json:"read,omitempty"`
+		Next *int64 `json:"next,omitempty"`
+	}{run.ID, score(read), score(next)})
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", what, err)
+	}
 	zs := pendingEntries(run.ID, calls)
 	var indexed []redis.Cmder
-	v, err := s.evalAmong(ctx, scriptOf(s.scripts.rescheduleIf, []string{s.activeKey()}, []any{run.ID, score(read), score(next)}),
+	v, err := s.evalAmong(ctx, c,
 		func(p redis.Pipeliner, eval func()) {
 			if len(zs) > 0 {
 				indexed = s.queuePending(ctx, p, run.Tenant, zs)

@@ -152,10 +152,10 @@ var statusWrites = map[string]scriptWrites{
 		},
 	},
 	"mark_sent.lua": {
-		sites: []string{"HSET key ARGV[2 * i - 1]"}, // the outbox marks step_sent and sent (outbox.go)
+		sites: []string{"HSET key m.field"}, // the outbox marks step_sent, sent and published (outbox.go)
 	},
 	"take_back_marks.lua": {
-		sites: []string{"HSET key ARGV[2 * i - 1]"}, // the outbox mark sent, emptied (outbox.go)
+		sites: []string{"HSET key m.field"}, // the outbox mark sent, emptied (outbox.go)
 	},
 }
 

@@ -5,15 +5,17 @@
 -- member left the index (trimmed, or dropped by the page before) continues
 -- with the members of its score that come after it, then below its score.
 -- KEYS: 1 run index (zset)
--- ARGV: 1 cursor score ("" for the first page), 2 cursor member, 3 count
+-- ARGV[1]: {score, member (the cursor's; "" for the first page), count}
 -- Returns member, score, member, score, ...
-local count = tonumber(ARGV[3])
-if ARGV[2] == '' then
-  return redis.call('ZREVRANGE', KEYS[1], 0, count - 1, 'WITHSCORES')
+local index_key = KEYS[1]
+local a = cjson.decode(ARGV[1])
+local count = a.count
+if a.member == '' then
+  return redis.call('ZREVRANGE', index_key, 0, count - 1, 'WITHSCORES')
 end
-local rank = redis.call('ZREVRANK', KEYS[1], ARGV[2])
+local rank = redis.call('ZREVRANK', index_key, a.member)
 if rank then
-  return redis.call('ZREVRANGE', KEYS[1], rank + 1, rank + count, 'WITHSCORES')
+  return redis.call('ZREVRANGE', index_key, rank + 1, rank + count, 'WITHSCORES')
 end
 -- before reports whether a sorts before b byte by byte, as Redis orders
 -- the members of a score (Lua's < follows the locale).
@@ -27,16 +29,16 @@ local function before(a, b)
   return #a < #b
 end
 local out = {}
-local same = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[1], 'WITHSCORES')
+local same = redis.call('ZREVRANGEBYSCORE', index_key, a.score, a.score, 'WITHSCORES')
 for i = 1, #same, 2 do
-  if before(same[i], ARGV[2]) then
+  if before(same[i], a.member) then
     out[#out + 1], out[#out + 2] = same[i], same[i + 1]
     if #out == 2 * count then
       return out
     end
   end
 end
-local rest = redis.call('ZREVRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '-inf', 'WITHSCORES', 'LIMIT', 0, count - #out / 2)
+local rest = redis.call('ZREVRANGEBYSCORE', index_key, '(' .. a.score, '-inf', 'WITHSCORES', 'LIMIT', 0, count - #out / 2)
 for _, v in ipairs(rest) do
   out[#out + 1] = v
 end

@@ -3,20 +3,22 @@
 -- from waiting back to running has been rescheduled by whoever moved it, so
 -- a reconcile that read it waiting cannot push it off the schedule.
 -- KEYS: 1 active zset
--- ARGV: 1 run id, 2 the score read ("" when it was not scheduled), 3 the new
---       score ("" takes it off)
+-- ARGV[1]: {run (its id), read (the score read; nil when it was not
+--   scheduled), next (the new score; nil takes it off)}
 -- Returns 1 when it changed the schedule, 0 when the score had moved.
-local cur = redis.call('ZSCORE', KEYS[1], ARGV[1])
+local active_key = KEYS[1]
+local a = cjson.decode(ARGV[1])
+local cur = redis.call('ZSCORE', active_key, a.run)
 if cur then
-  if ARGV[2] == '' or tonumber(cur) ~= tonumber(ARGV[2]) then
+  if not a.read or tonumber(cur) ~= a.read then
     return 0
   end
-elseif ARGV[2] ~= '' then
+elseif a.read then
   return 0
 end
-if ARGV[3] == '' then
-  redis.call('ZREM', KEYS[1], ARGV[1])
+if a.next then
+  redis.call('ZADD', active_key, a.next, a.run)
 else
-  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+  redis.call('ZREM', active_key, a.run)
 end
 return 1

@@ -2,12 +2,17 @@
 -- that may not have happened. A field is emptied only while it still holds
 -- the mark being taken back: a newer mark (the call was published and
 -- marked since, or moved on) stays.
--- KEYS: the hashes. ARGV: per key, in order: field, the mark to take back.
+-- KEYS: 1 run hash
+-- ARGV[1]: {marks: [{part (of the run: 'call:<id>'), field, value (the
+--   mark to take back)}]}
 -- Returns how many marks were taken back.
+local run_key = KEYS[1]
+local a = cjson.decode(ARGV[1])
 local n = 0
-for i, key in ipairs(KEYS) do
-  if redis.call('HGET', key, ARGV[2 * i - 1]) == ARGV[2 * i] then
-    redis.call('HSET', key, ARGV[2 * i - 1], '')
+for _, m in ipairs(a.marks) do
+  local key = part(run_key, m.part)
+  if redis.call('HGET', key, m.field) == m.value then
+    redis.call('HSET', key, m.field, '')
     n = n + 1
   end
 end
