@@ -33,67 +33,6 @@ func (s *Store) budgetKey(k BudgetKey) string {
 	return s.prefix + ":budget:{" + k.Kind + ":" + k.Name + "}"
 }
 
-var reserveScript = redis.NewScript(`
--- Reserve: hold tokens and cost of a budget for a holder, unless that would
--- pass one of its limits (a limit of 0 is none). The hold is kept as
--- field "hold:<holder>" = "<tokens> <cost>" until it is settled or
--- released (settleScript).
--- KEYS: 1 the budget hash. ARGV: 1 tokens, 2 cost, 3 token limit, 4 cost
--- limit, 5 "1" to read the limits from the hash instead (a batch's),
--- 6 the holder.
--- Returns {1, spent tokens, spent cost} when reserved, {0, ...} when not.
-local limit, limitCost = tonumber(ARGV[3]), tonumber(ARGV[4])
-if ARGV[5] == '1' then
-  local l = redis.call('HMGET', KEYS[1], 'limit', 'limit_cost')
-  limit, limitCost = tonumber(l[1] or '0'), tonumber(l[2] or '0')
-end
-local s = redis.call('HMGET', KEYS[1], 'spent', 'spent_cost')
-local spent, spentCost = tonumber(s[1] or '0'), tonumber(s[2] or '0')
-if limit <= 0 and limitCost <= 0 then
-  return {0, spent, spentCost}
-end
-if limit > 0 and spent + tonumber(ARGV[1]) > limit or limitCost > 0 and spentCost + tonumber(ARGV[2]) > limitCost then
-  return {0, spent, spentCost}
-end
-spent = redis.call('HINCRBY', KEYS[1], 'spent', ARGV[1])
-if ARGV[2] ~= '0' then
-  spentCost = redis.call('HINCRBY', KEYS[1], 'spent_cost', ARGV[2])
-end
-redis.call('HSET', KEYS[1], 'hold:' .. ARGV[6], ARGV[1] .. ' ' .. ARGV[2])
-return {1, spent, spentCost}
-`)
-
-var settleScript = redis.NewScript(`
--- Settle: end a holder's hold of a budget with what it used: the budget
--- counts the use instead of the hold. A hold already released (its holder
--- was taken for dead) counts the use on top. Release is a settle that only
--- acts on a hold that is there.
--- KEYS: 1 the budget hash. ARGV: 1 holder, 2 tokens used, 3 cost used,
--- 4 "1" for a release.
--- Returns 1 when a hold was there, 0 when not.
-local hold = redis.call('HGET', KEYS[1], 'hold:' .. ARGV[1])
-if not hold and ARGV[4] == '1' then
-  return 0
-end
-local tokens, cost = 0, 0
-if hold then
-  local sp = string.find(hold, ' ', 1, true)
-  tokens, cost = tonumber(string.sub(hold, 1, sp - 1)), tonumber(string.sub(hold, sp + 1))
-  redis.call('HDEL', KEYS[1], 'hold:' .. ARGV[1])
-end
-local dt, dc = tonumber(ARGV[2]) - tokens, tonumber(ARGV[3]) - cost
-if dt ~= 0 then
-  redis.call('HINCRBY', KEYS[1], 'spent', dt)
-end
-if dc ~= 0 then
-  redis.call('HINCRBY', KEYS[1], 'spent_cost', dc)
-end
-if hold then
-  return 1
-end
-return 0
-`)
-
 // SetBatchBudget gives batch its limits, once: a batch sent again keeps its
 // first budget and what it has spent.
 func (s *Store) SetBatchBudget(ctx context.Context, batch string, limit Amounts) error {
@@ -116,15 +55,45 @@ func (s *Store) SetBatchBudget(ctx context.Context, batch string, limit Amounts)
 // limits are limit (nil: the limits stored with it, a batch's). It reports
 // false, with what was spent, when the budget cannot cover it.
 func (s *Store) Reserve(ctx context.Context, k BudgetKey, limit *Amounts, amount Amounts, holder string) (bool, Amounts, error) {
-	args := []any{amount.Tokens, amount.Cost, 0, 0, "1", holder}
+	arg := reserveArg{Tokens: amount.Tokens, Cost: amount.Cost, Stored: limit == nil, Holder: holder}
 	if limit != nil {
-		args = []any{amount.Tokens, amount.Cost, limit.Tokens, limit.Cost, "0", holder}
+		arg.Limit, arg.LimitCost = limit.Tokens, limit.Cost
 	}
-	v, err := reserveScript.Run(ctx, s.rdb, []string{s.budgetKey(k)}, args...).Int64Slice()
+	what := fmt.Sprintf("reserve %d tokens of the %s budget of %s", amount.Tokens, k.Kind, k.Name)
+	r, err := s.call(ctx, s.scripts.budgetReserve, what, []string{s.budgetKey(k)}, arg)
 	if err != nil {
-		return false, Amounts{}, fmt.Errorf("reserve %d tokens of the %s budget of %s: %w", amount.Tokens, k.Kind, k.Name, err)
+		return false, Amounts{}, err
 	}
-	return v[0] == 1, Amounts{Tokens: v[1], Cost: v[2]}, nil
+	v, err := replyList(r, 3)
+	if err != nil {
+		return false, Amounts{}, fmt.Errorf("%s: %w", what, err)
+	}
+	spent, ok1 := v[1].(int64)
+	cost, ok2 := v[2].(int64)
+	if !ok1 || !ok2 {
+		return false, Amounts{}, fmt.Errorf("%s: unexpected reply %v", what, v)
+	}
+	return v[0] == int64(1), Amounts{Tokens: spent, Cost: cost}, nil
+}
+
+// reserveArg is budget_reserve's argument: the amount, the limits (or
+// Stored: the budget's own) and the holder.
+type reserveArg struct {
+	Tokens    int64  `json:"tokens"`
+	Cost      int64  `json:"cost"`
+	Limit     int64  `json:"limit"`
+	LimitCost int64  `json:"limit_cost"`
+	Stored    bool   `json:"stored"`
+	Holder    string `json:"holder"`
+}
+
+// settleArg is budget_settle's argument: the holder, what it used, and
+// whether this is a release.
+type settleArg struct {
+	Holder  string `json:"holder"`
+	Tokens  int64  `json:"tokens"`
+	Cost    int64  `json:"cost"`
+	Release bool   `json:"release"`
 }
 
 // Settle ends holder's hold of budget k with what it used (zero: the
@@ -132,10 +101,10 @@ func (s *Store) Reserve(ctx context.Context, k BudgetKey, limit *Amounts, amount
 // meanwhile (Release: its holder was taken for dead), used is counted on
 // its own: the tokens were spent all the same.
 func (s *Store) Settle(ctx context.Context, k BudgetKey, holder string, used Amounts) error {
-	if err := settleScript.Run(ctx, s.rdb, []string{s.budgetKey(k)}, holder, used.Tokens, used.Cost, "0").Err(); err != nil {
-		return fmt.Errorf("settle the %s budget of %s for %s: %w", k.Kind, k.Name, holder, err)
-	}
-	return nil
+	what := fmt.Sprintf("settle the %s budget of %s for %s", k.Kind, k.Name, holder)
+	_, err := s.call(ctx, s.scripts.budgetSettle, what, []string{s.budgetKey(k)},
+		settleArg{Holder: holder, Tokens: used.Tokens, Cost: used.Cost})
+	return err
 }
 
 // Release ends holder's hold of budget k with used (zero: all of it comes
@@ -143,9 +112,11 @@ func (s *Store) Settle(ctx context.Context, k BudgetKey, holder string, used Amo
 // whose worker died before it (holds.go). It reports whether there was a
 // hold; with none, it counts nothing.
 func (s *Store) Release(ctx context.Context, k BudgetKey, holder string, used Amounts) (bool, error) {
-	n, err := settleScript.Run(ctx, s.rdb, []string{s.budgetKey(k)}, holder, used.Tokens, used.Cost, "1").Int64()
+	what := fmt.Sprintf("release the hold of %s on the %s budget of %s", holder, k.Kind, k.Name)
+	n, err := s.call(ctx, s.scripts.budgetSettle, what, []string{s.budgetKey(k)},
+		settleArg{Holder: holder, Tokens: used.Tokens, Cost: used.Cost, Release: true})
 	if err != nil {
-		return false, fmt.Errorf("release the hold of %s on the %s budget of %s: %w", holder, k.Kind, k.Name, err)
+		return false, err
 	}
-	return n == 1, nil
+	return n == int64(1), nil
 }

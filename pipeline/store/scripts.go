@@ -54,6 +54,10 @@ var (
 	snapshotLua string
 	//go:embed scripts/claim_outcomes.lua
 	claimOutcomesLua string
+	//go:embed scripts/budget_reserve.lua
+	budgetReserveLua string
+	//go:embed scripts/budget_settle.lua
+	budgetSettleLua string
 	//go:embed scripts/lib.lua
 	libLua string
 )
@@ -64,6 +68,7 @@ type scripts struct {
 	claimCall, renewCallLease, finishCall                                             *redis.Script
 	setWaiting, cancelRun, applyDecision, dropHeld                                    *redis.Script
 	listRuns, dueRuns, markSent, takeBackMarks, rescheduleIf, claimOutcomes, snapshot *redis.Script
+	budgetReserve, budgetSettle                                                       *redis.Script
 }
 
 // loadScripts prepares the scripts; those that end a run, write to an
@@ -95,5 +100,7 @@ func loadScripts(consts string) scripts {
 		claimOutcomes:  redis.NewScript(claimOutcomesLua),
 		snapshot:       lib(snapshotLua),
 		rescheduleIf:   redis.NewScript(rescheduleIfLua),
+		budgetReserve:  redis.NewScript(budgetReserveLua),
+		budgetSettle:   redis.NewScript(budgetSettleLua),
 	}
 }

@@ -154,6 +154,12 @@ var statusWrites = map[string]scriptWrites{
 	"mark_sent.lua": {
 		sites: []string{"HSET key m.field"}, // the outbox marks step_sent, sent and published (outbox.go)
 	},
+	"budget_reserve.lua": {
+		sites: []string{"HSET budget_key 'hold:' .. a.holder"}, // a budget's hold: no run, no status
+	},
+	"budget_settle.lua": {
+		sites: []string{"HDEL budget_key 'hold:' .. a.holder"}, // a budget's hold: no run, no status
+	},
 	"take_back_marks.lua": {
 		sites: []string{"HSET key m.field"}, // the outbox mark sent, emptied (outbox.go)
 	},
