@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,17 +25,13 @@ type Spec struct {
 	ExpiresAt   time.Time       `json:"expires_at"`           // set by Publish: UpdatedAt + ttl
 }
 
-// publish writes the fields and extends the hash's expiry to at least the
-// given TTL, never shortening what a publisher with a longer TTL set.
-// KEYS[1] the hash; ARGV[1] the TTL in ms; ARGV[2..] field, value pairs.
-var publish = redis.NewScript(`
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-local ttl = tonumber(ARGV[1])
-if redis.call('PTTL', KEYS[1]) < ttl then
-	redis.call('PEXPIRE', KEYS[1], ttl)
-end
-return 1
-`)
+// publish is publish.lua: the catalog's one script, embedded next to the
+// package that runs it.
+var (
+	//go:embed publish.lua
+	publishLua string
+	publish    = redis.NewScript(publishLua)
+)
 
 // ErrCorrupt is wrapped by Get for an entry that does not decode.
 var ErrCorrupt = errors.New("catalog: corrupt entry")
@@ -89,7 +86,7 @@ func (c *Catalog) Publish(ctx context.Context, specs map[string]Spec, ttl time.D
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	fields := make([]any, 0, 2*len(specs))
+	fields := make(map[string]string, len(specs))
 	for _, name := range names {
 		s := specs[name]
 		if name == "" {
@@ -103,10 +100,16 @@ func (c *Catalog) Publish(ctx context.Context, specs map[string]Spec, ttl time.D
 		if err != nil {
 			return fmt.Errorf("catalog: encode %s: %w", name, err)
 		}
-		fields = append(fields, name, b)
+		fields[name] = string(b)
 	}
-	args := append([]any{ttl.Milliseconds()}, fields...)
-	if err := publish.Run(ctx, c.rdb, []string{c.key}, args...).Err(); err != nil {
+	arg, err := json.Marshal(struct {
+		TTL   int64             `json:"ttl"`
+		Specs map[string]string `json:"specs"`
+	}{ttl.Milliseconds(), fields})
+	if err != nil {
+		return fmt.Errorf("catalog: publish: %w", err)
+	}
+	if err := publish.Run(ctx, c.rdb, []string{c.key}, arg).Err(); err != nil {
 		return fmt.Errorf("catalog: publish: %w", err)
 	}
 	return nil
