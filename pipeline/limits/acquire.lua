@@ -3,70 +3,72 @@
 --       3 rate (GCRA theoretical arrival time, ms), 4 tokens this minute,
 --       5 tokens last minute, 6 cooldown (until ms), 7 waiters (ZSET
 --       waiter -> since ms), 8 the batch's slots (ZSET)
--- ARGV: 1 now ms, 2 holder, 3 lease end ms, 4 concurrency (0: none),
---       5 tenant slots (0: none), 6 rpm (0: none), 7 tpm (0: none),
---       8 ms elapsed in this minute, 9 waiter (queued when refused for a
---       slot; "" for none), 10 batch slots (0: none)
+-- ARGV[1]: {now (ms), holder, lease_end (ms), concurrency, tenant_slots,
+--   rpm, tpm (each 0: none), elapsed (ms in this minute), waiter (queued
+--   when refused for a slot; "" for none), batch_slots (0: none)}
 -- Returns {1} when granted, {0, retry after ms (-1: when a slot frees),
 -- reason} when not.
-local now = tonumber(ARGV[1])
-local holder, lease_end = ARGV[2], tonumber(ARGV[3])
-local cool = tonumber(redis.call('GET', KEYS[6]) or '0')
+local slots_key, tenant_key, rate_key, tokens_key, last_tokens_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local cooldown_key, waiters_key, batch_key = KEYS[6], KEYS[7], KEYS[8]
+local a = cjson.decode(ARGV[1])
+local now = a.now
+local holder, lease_end = a.holder, a.lease_end
+local cool = tonumber(redis.call('GET', cooldown_key) or '0')
 if cool > now then
   return {0, cool - now, 'the provider asked to wait (429)'}
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now)
-if redis.call('ZSCORE', KEYS[1], holder) then
-  redis.call('ZADD', KEYS[1], lease_end, holder)
-  redis.call('ZADD', KEYS[2], lease_end, holder)
-  redis.call('ZADD', KEYS[8], lease_end, holder)
+redis.call('ZREMRANGEBYSCORE', slots_key, '-inf', now)
+redis.call('ZREMRANGEBYSCORE', tenant_key, '-inf', now)
+redis.call('ZREMRANGEBYSCORE', batch_key, '-inf', now)
+if redis.call('ZSCORE', slots_key, holder) then
+  redis.call('ZADD', slots_key, lease_end, holder)
+  redis.call('ZADD', tenant_key, lease_end, holder)
+  redis.call('ZADD', batch_key, lease_end, holder)
   return {1}
 end
 local function wait(reason)
-  if ARGV[9] ~= '' then
-    redis.call('ZADD', KEYS[7], 'NX', now, ARGV[9])
-    redis.call('PEXPIRE', KEYS[7], 3600000)
+  if a.waiter ~= '' then
+    redis.call('ZADD', waiters_key, 'NX', now, a.waiter)
+    redis.call('PEXPIRE', waiters_key, 3600000)
   end
   return {0, -1, reason}
 end
-local conc = tonumber(ARGV[4])
-if conc > 0 and redis.call('ZCARD', KEYS[1]) >= conc then
+local conc = a.concurrency
+if conc > 0 and redis.call('ZCARD', slots_key) >= conc then
   return wait('concurrency ' .. conc)
 end
-local share = tonumber(ARGV[5])
-if share > 0 and redis.call('ZCARD', KEYS[2]) >= share then
+local share = a.tenant_slots
+if share > 0 and redis.call('ZCARD', tenant_key) >= share then
   return wait('the tenant\'s share, ' .. share .. ' of ' .. conc)
 end
-local bshare = tonumber(ARGV[10])
-if bshare > 0 and redis.call('ZCARD', KEYS[8]) >= bshare then
+local bshare = a.batch_slots
+if bshare > 0 and redis.call('ZCARD', batch_key) >= bshare then
   return wait('the batch\'s share, ' .. bshare .. ' of ' .. conc)
 end
-local tpm = tonumber(ARGV[7])
+local tpm = a.tpm
 if tpm > 0 then
-  local elapsed = tonumber(ARGV[8])
-  local used = tonumber(redis.call('GET', KEYS[4]) or '0') +
-    tonumber(redis.call('GET', KEYS[5]) or '0') * (60000 - elapsed) / 60000
+  local elapsed = a.elapsed
+  local used = tonumber(redis.call('GET', tokens_key) or '0') +
+    tonumber(redis.call('GET', last_tokens_key) or '0') * (60000 - elapsed) / 60000
   if used >= tpm then
     return {0, 60000 - elapsed, 'tokens per minute ' .. tpm}
   end
 end
-local rpm = tonumber(ARGV[6])
+local rpm = a.rpm
 if rpm > 0 then
   local interval = 60000 / rpm
-  local tat = math.max(tonumber(redis.call('GET', KEYS[3]) or '0'), now)
+  local tat = math.max(tonumber(redis.call('GET', rate_key) or '0'), now)
   local ahead = tat - now - (60000 - interval)
   if ahead > 0 then
     return {0, math.ceil(ahead), 'requests per minute ' .. rpm}
   end
-  redis.call('SET', KEYS[3], tostring(tat + interval), 'PX', 120000)
+  redis.call('SET', rate_key, tostring(tat + interval), 'PX', 120000)
 end
-for _, k in ipairs({KEYS[1], KEYS[2], KEYS[8]}) do
+for _, k in ipairs({slots_key, tenant_key, batch_key}) do
   redis.call('ZADD', k, lease_end, holder)
   redis.call('PEXPIRE', k, lease_end - now + 60000)
 end
-if ARGV[9] ~= '' then
-  redis.call('ZREM', KEYS[7], ARGV[9])
+if a.waiter ~= '' then
+  redis.call('ZREM', waiters_key, a.waiter)
 end
 return {1}

@@ -3,6 +3,7 @@ package limits
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -96,8 +97,15 @@ func (l *Limiter) Acquire(ctx context.Context, s Slot, lease time.Duration, now 
 		k("tokens:" + strconv.FormatInt(minute, 10)), k("tokens:" + strconv.FormatInt(minute-1, 10)),
 		k("cooldown"), k("waiters"), k("batch:" + s.Batch),
 	}
-	v, err := acquireScript.Run(ctx, l.rdb, keys, ms, s.Holder, now.Add(lease).UnixMilli(),
-		lim.Concurrency, lim.TenantSlots(), lim.RPM, lim.TPM, ms%60000, s.Waiter, batchSlots(lim, s.Batch)).Slice()
+	arg, err := json.Marshal(acquireArg{
+		Now: ms, Holder: s.Holder, LeaseEnd: now.Add(lease).UnixMilli(), Concurrency: lim.Concurrency,
+		TenantSlots: lim.TenantSlots(), RPM: lim.RPM, TPM: lim.TPM, Elapsed: ms % 60000, Waiter: s.Waiter,
+		BatchSlots: batchSlots(lim, s.Batch),
+	})
+	if err != nil {
+		return Grant{}, fmt.Errorf("limits of %s %s: acquire for %s: %w", s.Kind, s.Name, s.Holder, err)
+	}
+	v, err := acquireScript.Run(ctx, l.rdb, keys, arg).Slice()
 	if err != nil {
 		return Grant{}, fmt.Errorf("limits of %s %s: acquire for %s: %w", s.Kind, s.Name, s.Holder, err)
 	}
@@ -107,6 +115,20 @@ func (l *Limiter) Acquire(ctx context.Context, s Slot, lease time.Duration, now 
 	retry, _ := v[1].(int64)
 	reason, _ := v[2].(string)
 	return Grant{RetryAfter: time.Duration(max(retry, 0)) * time.Millisecond, Reason: reason}, nil
+}
+
+// acquireArg is acquire.lua's argument.
+type acquireArg struct {
+	Now         int64  `json:"now"`
+	Holder      string `json:"holder"`
+	LeaseEnd    int64  `json:"lease_end"`
+	Concurrency int    `json:"concurrency"`
+	TenantSlots int    `json:"tenant_slots"`
+	RPM         int    `json:"rpm"`
+	TPM         int64  `json:"tpm"`
+	Elapsed     int64  `json:"elapsed"`
+	Waiter      string `json:"waiter"`
+	BatchSlots  int    `json:"batch_slots"`
 }
 
 // batchSlots is how many slots a run of batch may hold (0: no bound; a run
@@ -134,7 +156,13 @@ func (l *Limiter) Release(ctx context.Context, s Slot) (string, error) {
 	}
 	keys := []string{l.key(s.Kind, s.Name, "slots"), l.key(s.Kind, s.Name, "tenant:"+s.Tenant), l.key(s.Kind, s.Name, "waiters"),
 		l.key(s.Kind, s.Name, "batch:"+s.Batch)}
-	w, err := releaseScript.Run(ctx, l.rdb, keys, s.Holder).Text()
+	arg, err := json.Marshal(struct {
+		Holder string `json:"holder"`
+	}{s.Holder})
+	if err != nil {
+		return "", fmt.Errorf("limits of %s %s: release %s: %w", s.Kind, s.Name, s.Holder, err)
+	}
+	w, err := releaseScript.Run(ctx, l.rdb, keys, arg).Text()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
