@@ -23,9 +23,9 @@ import (
 // waiting; the step state is left as it is, so a worker still holding the
 // step finds the run done and its commit is refused.
 //
-// After the script the run leaves the sweeper's index and its calls the
-// pending index; the run returned is valid even when those writes fail (err
-// says so). A run already done is ErrStale, with the current run;
+// After the script its calls leave the pending index; the run returned is
+// valid even when that write fails (err says so). The run stays on the
+// sweeper's schedule until its result is published (MarkPublished). A run already done is ErrStale, with the current run;
 // ErrNotFound when there is no run. decisionID, when not "", is the
 // cancel_run decision's id: it joins the run's seen ids with an outcome
 // (applied, or rejected for a run already done) in the run's outbox of
@@ -90,6 +90,7 @@ type cancelArg struct {
 	Ended    pipeline.RunStatus               `json:"ended"`
 	Terminal []pipeline.ToolCallStatus `json:"terminal"`
 	To       pipeline.ToolCallStatus          `json:"to"`
+	Reason   pipeline.TerminationReason       `json:"reason"`
 	Detail   string                           `json:"detail"`
 	Error    string                           `json:"error"`
 	Finished entry                            `json:"finished"`
@@ -117,14 +118,14 @@ type rejectedHeld struct {
 // cancelArgOf is cancel_run's argument for step, with its call ids and
 // the held decisions as read.
 func cancelArgOf(step int, ids []string, held map[string]string, runID, decisionID, detail, callErr string, now time.Time) (cancelArg, error) {
-	finished, err := newEntry(step, "", pipeline.EventRunFinished, now,
-		pipeline.Termination{Reason: pipeline.ReasonCancelled, Detail: detail})
+	t := pipeline.Termination{Reason: pipeline.ReasonCancelled, Detail: detail}
+	finished, err := newEntry(step, "", pipeline.EventRunFinished, now, t)
 	if err != nil {
 		return cancelArg{}, err
 	}
 	arg := cancelArg{
 		Step: step, Now: toMillis(now), Ended: endedRun, Terminal: endedCalls, To: cancelCalls,
-		Detail: detail, Error: callErr, Finished: finished, Decision: decisionID,
+		Reason: t.Reason, Detail: detail, Error: callErr, Finished: finished, Decision: decisionID,
 		Calls: make([]cancelledCall, 0, len(ids)), Held: make([]rejectedHeld, 0, len(held)),
 	}
 	for _, id := range ids {

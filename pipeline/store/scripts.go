@@ -17,7 +17,7 @@ var scriptFiles embed.FS
 
 // libLua is the library every script starts with. All of it, not only
 // the functions a script calls: making its closures costs Redis about a
-// microsecond a script call, 2 to 4 % of what a step costs it
+// microsecond a script call, under 5 % of what a step costs it
 // (BenchmarkStore_step: 109.7 µs of Redis CPU a step against 104.7 with
 // each script given only what it calls, eight runs each; no difference in
 // BenchmarkStore_run), too little for a linker of our own.

@@ -106,7 +106,7 @@ var statusWrites = map[string]scriptWrites{
 		sites: []string{
 			"HSET key status=a.to", // every call not terminal (endedCalls) to cancelled (cancelCalls)
 			"DEL held_key",         // the held decisions hash
-			"HSET run_key unpack(termination('cancelled', '', a.detail, a.now))", // status=a.ended (done) and the termination
+			"HSET run_key unpack(termination(a.reason, '', a.detail, a.now))", // status=a.ended (done) and the termination
 		},
 		run:  []string{"created→done", "running→done", "waiting→done"},
 		call: []string{"new→cancelled", "running→cancelled", "suspended→cancelled", "resuming→cancelled"},

@@ -7,7 +7,7 @@
 --   ended: the status of an ended run, which the run is then in,
 --   terminal: the set of statuses of a call that has finished,
 --   to: the status of a call the cancel ends, error: its error,
---   detail: the termination's, finished: the run.finished entry,
+--   reason, detail: the termination's, finished: the run.finished entry,
 --   calls: the step's calls as the caller read the list, [{id, event
 --     (its tool_call.finished)}],
 --   held: the held decisions as read, [{call, entry, id, event (its
@@ -70,7 +70,7 @@ if a.decision ~= '' then
   outcome(run_key, a.decision, '', 'applied', '')
 end
 redis.call('DEL', held_key)
-redis.call('HSET', run_key, 'status', a.ended, unpack(termination('cancelled', '', a.detail, a.now)))
+redis.call('HSET', run_key, 'status', a.ended, unpack(termination(a.reason, '', a.detail, a.now)))
 emit(events_key, a.finished)
 retire(run_key)
 return redis.call('HGETALL', run_key)
