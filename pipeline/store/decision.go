@@ -236,8 +236,8 @@ var (
 	decidable = statusesWhere(callStatuses, func(st pipeline.ToolCallStatus) bool {
 		return st.CanTransition(pipeline.CallResuming)
 	})
-	parkable = statusesWhere(callStatuses, func(st pipeline.ToolCallStatus) bool {
-		return (st == pipeline.CallNew || st == pipeline.CallRunning) && st.CanTransition(pipeline.CallSuspended)
+	parkable = statusesWhere([]pipeline.ToolCallStatus{pipeline.CallNew, pipeline.CallRunning}, func(st pipeline.ToolCallStatus) bool {
+		return st.CanTransition(pipeline.CallSuspended)
 	})
 	resumedTo   = callMove(pipeline.CallResuming, decidable...)
 	blockedTo   = callMove(pipeline.CallFailed, resumedTo)
@@ -304,14 +304,15 @@ func decisionArgOf(d Decision, holdUntil, now time.Time) (decisionArg, error) {
 			"dec_timeout": boolFlag(d.Timeout), "dec_signed": d.SignedBy, "updated_at": strconv.FormatInt(toMillis(now), 10),
 		},
 	}
-	var ends *finishedData
+	var ends finishedData // how the decision ends the call; none when it runs again
+	reported := resumedTo // the status decision.applied reports: resuming for every resume
 	switch {
 	case d.Action == ActionCancel:
-		arg.To = cancelledTo
-		ends = &finishedData{Status: cancelledTo, Error: cancelError(d)}
+		arg.To, reported = cancelledTo, cancelledTo
+		ends = finishedData{Status: cancelledTo, Error: cancelError(d)}
 	case d.Block != "":
 		arg.To, arg.Refuse = blockedTo, d.Refuse
-		ends = &finishedData{Status: blockedTo, Error: d.Block}
+		ends = finishedData{Status: blockedTo, Error: d.Block}
 		arg.Set["gate"] = string(pipeline.GateBlock)
 	default:
 		arg.To, arg.Refuse = resumedTo, d.Refuse
@@ -325,17 +326,13 @@ func decisionArgOf(d Decision, holdUntil, now time.Time) (decisionArg, error) {
 		}
 		arg.Events.Result = &result
 	}
-	if ends != nil {
+	if ends.Status != "" {
 		arg.Set["error"] = ends.Error
 		finished, err := finishedEntry(-1, d.CallID, ends.Status, nil, ends.Error, now)
 		if err != nil {
 			return decisionArg{}, err
 		}
 		arg.Events.Finished = &finished
-	}
-	reported := resumedTo // decision.applied reports resuming for every resume
-	if d.Action == ActionCancel {
-		reported = cancelledTo
 	}
 	evs := []struct {
 		to   *entry

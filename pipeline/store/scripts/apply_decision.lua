@@ -96,8 +96,7 @@ if a.refuse ~= '' then
   return reject(a.refuse)
 end
 
-local to, finished = a.to, a.events.finished
-local set = a.set
+local to, finished, set = a.to, a.events.finished, a.set
 local r = a.resume
 if r then
   -- The modes are config's (ResumeUseDecisionAsResult, ResumePassDecisionToTool).
@@ -105,16 +104,16 @@ if r then
   if mode == 'use_decision_as_result' then
     to, finished = r.result, a.events.result -- resuming, then completed with the payload
     set.result = r.payload or 'null'
-  elseif mode == 'pass_decision_to_tool' then
-    if not r.payload then
-      return reject('pass_decision_to_tool needs a payload')
+  else
+    if mode == 'pass_decision_to_tool' then
+      if not r.payload then
+        return reject('pass_decision_to_tool needs a payload')
+      end
+      set.args = r.payload
+      if (call[6] or '') == '' then
+        set.orig_args = call[5] or ''
+      end
     end
-    set.args = r.payload
-    if (call[6] or '') == '' then
-      set.orig_args = call[5] or ''
-    end
-  end
-  if to == a.to then
     -- a new execution, not a retry of the one that parked
     set.attempts = 0
     set.sent = r.sent
@@ -132,7 +131,7 @@ if mine then
 end
 redis.call('HSET', call_key, unpack(fields))
 if not finished and redis.call('HEXISTS', run_key, 'open') == 1 then
-  redis.call('HINCRBY', run_key, 'open', 1) -- in flight again (commit_step.lua)
+  redis.call('HINCRBY', run_key, 'open', 1) -- a call not ended runs again: in flight (commit_step.lua)
 end
 add(a.events.applied)
 if rstatus == a.wake.from then
