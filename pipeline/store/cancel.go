@@ -85,18 +85,18 @@ var (
 
 // cancelArg is cancel_run's argument (the script names each field).
 type cancelArg struct {
-	Step     int                              `json:"step"`
-	Now      int64                            `json:"now"`
-	Ended    pipeline.RunStatus               `json:"ended"`
-	Terminal []pipeline.ToolCallStatus `json:"terminal"`
-	To       pipeline.ToolCallStatus          `json:"to"`
-	Reason   pipeline.TerminationReason       `json:"reason"`
-	Detail   string                           `json:"detail"`
-	Error    string                           `json:"error"`
-	Finished entry                            `json:"finished"`
-	Calls    []cancelledCall                  `json:"calls"`
-	Held     []rejectedHeld                   `json:"held"`
-	Decision string                           `json:"decision"`
+	Step     int                        `json:"step"`
+	Now      int64                      `json:"now"`
+	Ended    pipeline.RunStatus         `json:"ended"`
+	Terminal []pipeline.ToolCallStatus  `json:"terminal"`
+	To       pipeline.ToolCallStatus    `json:"to"`
+	Reason   pipeline.TerminationReason `json:"reason"`
+	Detail   string                     `json:"detail"`
+	Error    string                     `json:"error"`
+	Finished entry                      `json:"finished"`
+	Calls    []cancelledCall            `json:"calls"`
+	Held     []rejectedHeld             `json:"held"`
+	Decision string                     `json:"decision"`
 }
 
 // cancelledCall is a call of the step as read, and its tool_call.finished

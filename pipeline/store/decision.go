@@ -68,17 +68,11 @@ type HeldDecision struct {
 	Until time.Time
 }
 
-// heldEntry is the JSON of a held decision in the run's held hash. The
-// decision id comes first, so a script tells whose entry it is by its
-// prefix (heldPrefix) without decoding JSON.
+// heldEntry is the JSON of a held decision in the run's held hash, whose
+// decision_id the scripts read to tell whose entry it is.
 type heldEntry struct {
 	Decision
 	HoldUntil int64 `json:"hold_until_ms"`
-}
-
-func heldPrefix(decisionID string) string {
-	id, _ := json.Marshal(decisionID) // a string always marshals
-	return `{"decision_id":` + string(id) + `,`
 }
 
 // Event data of decisions.
@@ -249,22 +243,21 @@ var (
 
 // decisionArg is apply_decision's argument (the script names each field).
 type decisionArg struct {
-	ID         string                           `json:"id"`
-	Call       string                           `json:"call"`
-	Now        int64                            `json:"now"`
-	Outcomes   bool                             `json:"outcomes"`
-	Held       string                           `json:"held"`
-	HeldPrefix string                           `json:"held_prefix"`
-	ArgsHash   string                           `json:"args_hash"`
-	Refuse     string                           `json:"refuse"`
-	Ended      pipeline.RunStatus               `json:"ended"`
-	Wake       runMove                          `json:"wake"`
-	Parkable   []pipeline.ToolCallStatus `json:"parkable"`
-	Decidable  []pipeline.ToolCallStatus `json:"decidable"`
-	To         pipeline.ToolCallStatus          `json:"to"`
-	Set        map[string]string                `json:"set"`
-	Resume     *resumeArg                       `json:"resume,omitempty"`
-	Events     decisionEntries                  `json:"events"`
+	ID        string                    `json:"id"`
+	Call      string                    `json:"call"`
+	Now       int64                     `json:"now"`
+	Outcomes  bool                      `json:"outcomes"`
+	Held      string                    `json:"held"`
+	ArgsHash  string                    `json:"args_hash"`
+	Refuse    string                    `json:"refuse"`
+	Ended     pipeline.RunStatus        `json:"ended"`
+	Wake      runMove                   `json:"wake"`
+	Parkable  []pipeline.ToolCallStatus `json:"parkable"`
+	Decidable []pipeline.ToolCallStatus `json:"decidable"`
+	To        pipeline.ToolCallStatus   `json:"to"`
+	Set       map[string]string         `json:"set"`
+	Resume    *resumeArg                `json:"resume,omitempty"`
+	Events    decisionEntries           `json:"events"`
 }
 
 // resumeArg is what apply_decision needs of a resume that runs the call
@@ -294,7 +287,7 @@ func decisionArgOf(d Decision, holdUntil, now time.Time) (decisionArg, error) {
 	}
 	arg := decisionArg{
 		ID: d.ID, Call: d.CallID, Now: toMillis(now), Outcomes: !d.Timeout,
-		Held: string(held), HeldPrefix: heldPrefix(d.ID), ArgsHash: d.ArgsHash,
+		Held: string(held), ArgsHash: d.ArgsHash,
 		Ended: endedRun, Wake: wake, Parkable: parkable, Decidable: decidable,
 		// dec_signed is written even when empty: a call decided again
 		// (resumed, parked anew, then timed out) must not keep an earlier
@@ -468,11 +461,10 @@ func (s *Store) DropHeld(ctx context.Context, runID, callID, decisionID, reason 
 	}
 	what := fmt.Sprintf("drop held decision %s of call %s of run %s", decisionID, callID, runID)
 	_, err = s.call(ctx, s.scripts.dropHeld, what, s.decisionKeys(runID, callID), struct {
-		ID         string `json:"id"`
-		Call       string `json:"call"`
-		HeldPrefix string `json:"held_prefix"`
-		Reason     string `json:"reason"`
-		Event      entry  `json:"event"`
-	}{decisionID, callID, heldPrefix(decisionID), reason, ev})
+		ID     string `json:"id"`
+		Call   string `json:"call"`
+		Reason string `json:"reason"`
+		Event  entry  `json:"event"`
+	}{decisionID, callID, reason, ev})
 	return err
 }

@@ -8,7 +8,6 @@
 --   outcomes: record what becomes of the decision in the run's outbox
 --     (lib.lua: outcome); false for the sweeper's on_timeout decisions,
 --   held: the held entry to keep when the call has not parked yet,
---   held_prefix: how a held entry of this decision id starts,
 --   args_hash: the parked call's arguments' hash it must match ("" none),
 --   refuse: why to reject a resume ("" none: its payload fits the tool),
 --   ended: the run status at which decisions are rejected,
@@ -47,7 +46,7 @@ local call = redis.call('HMGET', call_key, 'status', 'step', 'args_hash', 'resum
 local cstatus = call[1]
 local step = call[2] or run[2]
 local held = redis.call('HGET', held_key, a.call)
-local mine = held and string.sub(held, 1, #a.held_prefix) == a.held_prefix
+local mine = held and cjson.decode(held).decision_id == a.id
 local function add(e)
   e.step = step
   emit(events_key, e)

@@ -2,9 +2,8 @@
 -- expired, or its call will never park).
 -- KEYS: 1 run hash, 2 call hash, 3 events stream, 4 seen decision ids set,
 --       5 held decisions hash
--- ARGV[1]: {id (the decision's), call (its id), held_prefix (how a held
---   entry of this decision id starts), reason (for the outbox of decision
---   outcomes), event (decision.rejected; the script sets its step)}
+-- ARGV[1]: {id (the decision's), call (its id), reason (for the outbox of
+--   decision outcomes), event (decision.rejected; the script sets its step)}
 -- Returns 1.
 local run_key, call_key, events_key, seen_key, held_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local a = cjson.decode(ARGV[1])
@@ -13,7 +12,7 @@ if not rstep then
   return redis.error_reply('NOT_FOUND run')
 end
 local held = redis.call('HGET', held_key, a.call)
-if not held or string.sub(held, 1, #a.held_prefix) ~= a.held_prefix then
+if not held or cjson.decode(held).decision_id ~= a.id then
   return redis.error_reply('STALE decision ' .. a.id .. ' is not held for call ' .. a.call)
 end
 redis.call('HDEL', held_key, a.call)
