@@ -300,9 +300,6 @@ type finishedData struct {
 	Status pipeline.ToolCallStatus `json:"status"`
 	Result json.RawMessage         `json:"result,omitempty"`
 	Error  string                  `json:"error,omitempty"`
-	// InCall says the result is the call's, not the stored event's
-	// (finishedOf, incall.go).
-	InCall bool `json:"result_in_call,omitempty"`
 }
 
 // checkOutcome lets a tool worker set only what the domain allows a running

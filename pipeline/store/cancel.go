@@ -80,7 +80,7 @@ func (s *Store) CancelRun(ctx context.Context, runID, decisionID, by, reason str
 // done from any status.
 var (
 	endedCalls  = terminalStatuses
-	cancelCalls = callMove(pipeline.CallCancelled, slices.DeleteFunc(slices.Clone(callStatuses), pipeline.ToolCallStatus.Terminal)...)
+	cancelCalls = movedFrom(pipeline.CallCancelled, statusesWhere(callStatuses, func(st pipeline.ToolCallStatus) bool { return !st.Terminal() })...)
 )
 
 // cancelArg is cancel_run's argument (the script names each field).

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 )
@@ -121,15 +119,8 @@ var eventCases = []contractCase{
 		if !slices.Equal(stored, []string{`call {"status":"new"}`, `call {"status":"new","gate":"allow"}`}) {
 			t.Fatalf("tool_call.created as stored = %q; want no tool, queue, index or arguments", stored)
 		}
-		// An event stored whole, as the stores before 2026-11-27 did, reads
-		// as it is.
-		whole := `{"tool":"other","queue":"q","index":7,"arguments":{"n":7},"status":"new"}`
-		if err := f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.prefix + ":{r1}:events",
-			Values: []string{"e", `["tool_call.created",0,"c1",1,` + whole + `]`}}).Err(); err != nil {
-			t.Fatal(err)
-		}
 		want := []string{`c1 {"tool":"echo","queue":"default","index":0,"arguments":{"n":0},"status":"new"}`,
-			`c2 {"tool":"echo","queue":"slow","index":1,"arguments":null,"status":"new","gate":"allow"}`, "c1 " + whole}
+			`c2 {"tool":"echo","queue":"slow","index":1,"arguments":null,"status":"new","gate":"allow"}`}
 		for _, read := range f.readBoth(t, "r1", pipeline.EventToolCallCreated) {
 			if !slices.Equal(read, want) {
 				t.Fatalf("tool_call.created as read = %q, want %q", read, want)
@@ -172,13 +163,6 @@ var eventCases = []contractCase{
 				t.Errorf("tool_call.suspended %d as stored = %s; want its ticket, the rest in the call", i, stored[i])
 			}
 		}
-		// An event stored whole, as the stores before 2026-11-27 did, reads
-		// as it is.
-		whole := `{"ticket":"tk-old","reason":"kept whole","args_hash":"h","resume_mode":"replay","parked_at":"2026-11-26T10:00:00.123456789Z"}`
-		if err := f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.prefix + ":{r1}:events",
-			Values: []string{"e", `["tool_call.suspended",0,"c1",1,` + whole + `]`}}).Err(); err != nil {
-			t.Fatal(err)
-		}
 		want := []string{}
 		for _, p := range []pipeline.Parking{first, second, third} {
 			b, err := json.Marshal(p)
@@ -187,7 +171,6 @@ var eventCases = []contractCase{
 			}
 			want = append(want, string(b))
 		}
-		want = append(want, whole)
 		for _, read := range f.readBoth(t, "r1", pipeline.EventToolCallParked) {
 			for i := range read {
 				read[i] = strings.TrimPrefix(read[i], "c1 ")
@@ -343,8 +326,8 @@ func (f *fixture) readBoth(t *testing.T, runID string, typ pipeline.EventType) [
 }
 
 // stored is the events of type typ in run runID's stream as they are
-// stored, before the store reads back what they refer to: an entry's ref
-// and data ("call {...}"), an event of the stores before it its JSON.
+// stored, before the store reads back what they refer to: each entry's ref
+// and data ("call {...}").
 func (f *fixture) stored(t *testing.T, runID string, typ pipeline.EventType) []string {
 	t.Helper()
 	entries, err := f.rdb.XRange(f.ctx, f.prefix+":{"+runID+"}:events", "-", "+").Result()
@@ -355,16 +338,6 @@ func (f *fixture) stored(t *testing.T, runID string, typ pipeline.EventType) []s
 	for _, e := range entries {
 		if e.Values["type"] == string(typ) {
 			out = append(out, fmt.Sprint(e.Values["ref"], " ", e.Values["data"]))
-			continue
-		}
-		raw, _ := e.Values["e"].(string)
-		if raw == "" {
-			continue
-		}
-		if ev, err := store.DecodeStoredEvent(raw); err != nil {
-			t.Fatalf("event %s: %v", e.ID, err)
-		} else if ev.Type == typ {
-			out = append(out, raw)
 		}
 	}
 	return out

@@ -1,9 +1,5 @@
 package store
 
-// DecodeStoredEvent is decodeStored, for the tests of package store_test
-// that read a run's stream entries themselves.
-var DecodeStoredEvent = decodeStored
-
 // Caches reports whether the store holds the run's conversation in its
 // cache (conversations.go).
 func Caches(s *Store, runID string) bool {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -130,4 +131,80 @@ func joined(ev pipeline.Event, read redis.Cmder) (json.RawMessage, error) {
 		}
 	}
 	return json.Marshal(data)
+}
+
+// parkedRef is the data of a call's tool_call.suspended event as stored:
+// the parking's ticket, the rest being the call's. The call's hash holds
+// its parking until the call is parked again, and then keeps it in
+// parked_before (finish_call.lua), so the event of every parking finds its
+// own, by its ticket and its time (parkingOf).
+type parkedRef struct {
+	Ticket string `json:"ticket"`
+}
+
+// parkedOf is the data of the tool_call.suspended event of a parking.
+func parkedOf(p pipeline.Parking) parkedRef { return parkedRef{Ticket: p.Ticket} }
+
+// parkingReads are the fields of a call's hash a tool_call.suspended event
+// is filled from: its parking (parkingFields) and the earlier ones.
+var parkingReads = func() []string {
+	var names []string
+	for i, f := range parkingFields(pipeline.Parking{}) {
+		if i%2 == 0 {
+			names = append(names, f.(string))
+		}
+	}
+	return append(names, "parked_before")
+}()
+
+// parkingOf finds the parking of a tool_call.suspended event of ticket at
+// time at in vals, the call's parkingReads as read: of the call's parkings
+// (the earlier ones, a list of field, value lists, oldest first, then its
+// own) the latest with that ticket that began by at. A tool may give the
+// same ticket again; a parking begins at its event or before (parkAt). It
+// is nil when there is none (the call gone as the run expires).
+func parkingOf(ticket string, at time.Time, vals []any) (*pipeline.Parking, error) {
+	own := make(pairsFields, 0, 2*len(parkingReads))
+	for i, f := range parkingReads[:len(parkingReads)-1] {
+		v, _ := vals[i].(string)
+		own = append(own, f, v)
+	}
+	all := []pairsFields{own}
+	if before, _ := vals[len(vals)-1].(string); before != "" {
+		var earlier [][]string
+		if err := json.Unmarshal([]byte(before), &earlier); err != nil {
+			return nil, fmt.Errorf("parked_before: %w", err)
+		}
+		for _, e := range slices.Backward(earlier) {
+			h := make(pairsFields, len(e)&^1)
+			for i := range h {
+				h[i] = e[i]
+			}
+			all = append(all, h)
+		}
+	}
+	for _, h := range all {
+		d := fieldDecoder{h: h}
+		if p := d.parking(); p != nil && p.Ticket == ticket && !p.ParkedAt.After(at) {
+			return p, d.err
+		}
+	}
+	return nil, nil
+}
+
+// assistantAt is the data of a message.assistant event as stored: where
+// the message is in the conversation, which holds it (ADR 0036).
+type assistantAt struct {
+	At int `json:"message_at"`
+}
+
+// firstOf is the first non-empty value of an HMGET reply, as raw JSON
+// (nil when there is none).
+func firstOf(vals []any) json.RawMessage {
+	for _, v := range vals {
+		if s, _ := v.(string); s != "" {
+			return json.RawMessage(s)
+		}
+	}
+	return nil
 }

@@ -10,8 +10,8 @@ import (
 
 // The scripts that return a run or a call return it as their writes leave
 // it: read again at their end (claim_step, commit_step), or read whole
-// before they write and patched with their writes (lib.lua's read_hash and
-// patch). These cases hold each such reply to what Redis stores, through
+// before they write and patched with their writes (lib.lua's read_fields and
+// set_fields). These cases hold each such reply to what Redis stores, through
 // every branch that writes the hash differently.
 
 // sameRun checks that a run a script returned is the one Redis holds.

@@ -358,9 +358,6 @@ type createdData struct {
 	Arguments json.RawMessage         `json:"arguments"`
 	Status    pipeline.ToolCallStatus `json:"status"`
 	Gate      pipeline.GateAction     `json:"gate,omitempty"`
-	// InCall says the arguments are the call's, not the stored event's:
-	// an event of the stores before entries (fillFromCalls, incall.go).
-	InCall bool `json:"arguments_in_call,omitempty"`
 }
 
 // newCallRecord completes a call of a commit into the record the store

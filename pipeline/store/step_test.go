@@ -2,9 +2,6 @@ package store_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -427,53 +424,4 @@ var stepCases = []contractCase{
 			t.Fatalf("RunCalls = %v", got)
 		}
 	}},
-}
-
-// The scripts of a step's operations take one JSON argument, read by name,
-// and set the statuses and states Go computed from the tables: none reads
-// an ARGV past the first, and none holds a run's or a call's status or a
-// step's state as a string literal.
-func TestStepScripts_read_one_argument_and_write_no_status_of_their_own(t *testing.T) {
-	named := map[string]bool{}
-	for _, st := range []pipeline.RunStatus{pipeline.RunCreated, pipeline.RunRunning, pipeline.RunWaiting, pipeline.RunDone} {
-		named[string(st)] = true
-	}
-	for _, st := range []pipeline.ToolCallStatus{pipeline.CallNew, pipeline.CallRunning, pipeline.CallSuspended,
-		pipeline.CallResuming, pipeline.CallSucceeded, pipeline.CallFailed, pipeline.CallCancelled} {
-		named[string(st)] = true
-	}
-	for _, st := range []pipeline.StepState{pipeline.StepPending, pipeline.StepInferring, pipeline.StepTools} {
-		named[string(st)] = true
-	}
-	argv := regexp.MustCompile(`ARGV\s*\[\s*([^\]]*)\]`)
-	for _, name := range []string{"create_run.lua", "claim_step.lua", "renew_step_lease.lua", "append_delta.lua",
-		"commit_step.lua", "finish_run.lua", "defer_step.lua"} {
-		src, err := os.ReadFile(filepath.Join("scripts", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		code, inString, err := lexLua(string(src))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		for _, m := range argv.FindAllStringSubmatch(code, -1) {
-			if m[1] != "1" {
-				t.Errorf("%s reads %s: a script's one argument is ARGV[1]", name, m[0])
-			}
-		}
-		for i := 0; i < len(code); {
-			if !inString[i] {
-				i++
-				continue
-			}
-			j := i
-			for j < len(code) && inString[j] {
-				j++
-			}
-			if lit := code[i+1 : j-1]; named[lit] {
-				t.Errorf("%s writes %q itself: Go passes the statuses and states a script expects and sets", name, lit)
-			}
-			i = j
-		}
-	}
 }

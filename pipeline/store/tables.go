@@ -65,3 +65,31 @@ var stepStates = []pipeline.StepState{pipeline.StepPending, pipeline.StepInferri
 func statesTo[S moving[S]](all []S, to S) []S {
 	return slices.DeleteFunc(slices.Clone(all), func(from S) bool { return !from.CanTransition(to) })
 }
+
+// movedFrom is to, once the table allows the move to it from every state of
+// from; it panics otherwise.
+func movedFrom[S moving[S]](to S, from ...S) S {
+	for _, st := range from {
+		moved(st, to)
+	}
+	return to
+}
+
+// runMove is a move of a run a script makes when it finds the run in From.
+type runMove struct {
+	From pipeline.RunStatus `json:"from"`
+	To   pipeline.RunStatus `json:"to"`
+}
+
+// checked is m, once the run table allows it; it panics otherwise.
+func (m runMove) checked() runMove {
+	moved(m.From, m.To)
+	return m
+}
+
+// runEnd is to, the status of an ended run, once the table allows every
+// run not ended yet to move to it; it panics otherwise. A script given it
+// ends a run it does not find in it, and refuses one it does.
+func runEnd(to pipeline.RunStatus) pipeline.RunStatus {
+	return movedFrom(to, statusesWhere(runStatuses, func(st pipeline.RunStatus) bool { return !st.Final() })...)
+}

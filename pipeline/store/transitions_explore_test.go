@@ -26,7 +26,7 @@ import (
 
 // The behavioural check of transitions_test.go: explore drives the store's
 // operations from every state they reach and checks every status move
-// against pipeline's tables and statusWrites.
+// against pipeline's tables and statusMoves.
 
 // TestTransitions_redis explores steps of one call and of two (a parked call
 // before a new one: what a sequential step waits with), the two calls'
@@ -113,14 +113,7 @@ func readView(ctx context.Context, rdb *redis.Client, st *store.Store, prefix st
 	}
 	var evs []pipeline.Event
 	for _, m := range stream.Val() {
-		var ev pipeline.Event
-		var err error
-		if _, ok := m.Values["type"]; ok {
-			ev, err = store.DecodeEntry("", m)
-		} else {
-			raw, _ := m.Values["e"].(string)
-			ev, err = store.DecodeStoredEvent(raw)
-		}
+		ev, err := store.DecodeEntry("", m)
 		if err != nil {
 			return view{}, nil, fmt.Errorf("event %s: %w", m.ID, err)
 		}
@@ -555,7 +548,7 @@ func (e *explorer) step(ctx context.Context, n *node, op transOp) outcome {
 				op.name, op.script, m, strings.Join(path, ", ")))
 		}
 		if !slices.Contains(declaredMoves(op.script, m.kind), m.from+"→"+m.to) {
-			out.problems = append(out.problems, fmt.Sprintf("%s (%s) moved a %s, which statusWrites does not declare for %s; after %s",
+			out.problems = append(out.problems, fmt.Sprintf("%s (%s) moved a %s, which statusMoves does not declare for %s; after %s",
 				op.name, op.script, m, op.script, strings.Join(path, ", ")))
 		}
 	}
@@ -564,9 +557,9 @@ func (e *explorer) step(ctx context.Context, n *node, op transOp) outcome {
 
 func declaredMoves(script, kind string) []string {
 	if kind == "run" {
-		return statusWrites[script].run
+		return statusMoves[script].run
 	}
-	return statusWrites[script].call
+	return statusMoves[script].call
 }
 
 func isRefusal(err error) bool {
@@ -732,11 +725,11 @@ func explore(t *testing.T, rdb *redis.Client, plans []commitPlan) {
 	}
 	// Every declared move was made, so no declaration claims more than the
 	// scripts do or covers moves the exploration cannot reach.
-	for _, name := range slices.Sorted(maps.Keys(statusWrites)) {
+	for _, name := range slices.Sorted(maps.Keys(statusMoves)) {
 		if _, err := os.Stat(filepath.Join("scripts", name)); err != nil {
 			continue
 		}
-		w := statusWrites[name]
+		w := statusMoves[name]
 		for kind, moves := range map[string][]string{"run": w.run, "call": w.call} {
 			for _, m := range moves {
 				from, to, _ := strings.Cut(m, "→")

@@ -25,8 +25,8 @@ local rstatus, open = r[1], r[2]
 if not rstatus then
   return redis.error_reply('NOT_FOUND run')
 end
-local call, at = read_hash(call_key)
-local status, owner, lease_until, step = call[at.status], call[at.lease_owner], call[at.lease_until], call[at.step]
+local call = read_fields(call_key)
+local status, owner, lease_until, step = call.status, call.lease_owner, call.lease_until, call.step
 if not status then
   return redis.error_reply('NOT_FOUND call')
 end
@@ -40,10 +40,10 @@ if status == a.to then
 elseif not set_of(a.claimable)[status] then
   return redis.error_reply('STALE call is ' .. status)
 end
-local n = (tonumber(call[at.attempts]) or 0) + 1
+local n = (tonumber(call.attempts) or 0) + 1
 local set = {'attempts', n, 'status', a.to, 'lease_owner', a.owner, 'lease_until', a.untilms, 'updated_at', a.now}
 redis.call('HSET', call_key, unpack(set))
-patch(call, at, set)
+set_fields(call, set)
 local e = a.started
 if n > 1 then
   e = a.retried
@@ -52,9 +52,9 @@ e.step, e.data = step, cjson.encode({attempt = n})
 emit(events_key, e)
 local sib = a.siblings
 if not sib then
-  return call
+  return fields_reply(call)
 end
-local out = {call}
+local out = {fields_reply(call)}
 if (tonumber(open) or 0) < 2 then
   return out
 end
@@ -64,17 +64,17 @@ for _, id in ipairs(redis.call('LRANGE', part(run_key, 'step:' .. step), 0, -1))
   local key = part(run_key, 'call:' .. id)
   if key ~= call_key then
     -- Read whole once, checked, and returned as the claim leaves it.
-    local c, cat = read_hash(key)
-    if c[cat.status] == sib.fresh and (tonumber(c[cat.attempts]) or 0) == 0 and (c[cat.queue] or '') == (call[at.queue] or '')
-        and not skip[c[cat.tool]] then
+    local c = read_fields(key)
+    if c.status == sib.fresh and (tonumber(c.attempts) or 0) == 0 and (c.queue or '') == (call.queue or '')
+        and not skip[c.tool] then
       k = k + 1
       set = {'attempts', 1, 'status', a.to, 'lease_owner', a.owner .. '/' .. k, 'lease_until', a.untilms, 'updated_at', a.now}
       redis.call('HSET', key, unpack(set))
-      patch(c, cat, set)
+      set_fields(c, set)
       emit(events_key, {type = a.started.type, step = step, call = id, at = a.started.at,
         data = cjson.encode({attempt = 1})})
       out[#out + 1] = id
-      out[#out + 1] = c
+      out[#out + 1] = fields_reply(c)
       if k == sib.max then
         break
       end

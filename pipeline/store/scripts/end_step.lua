@@ -18,8 +18,8 @@
 -- and the decisions still held when the run ended ({} when it goes on).
 local run_key, events_key, msgs_key, state_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local a = cjson.decode(ARGV[1])
-local run, at = read_hash(run_key)
-local status, step, state = run[at.status], run[at.step], run[at.step_state]
+local run = read_fields(run_key)
+local status, step, state = run.status, run.step, run.step_state
 if not status then
   return redis.error_reply('NOT_FOUND run')
 end
@@ -57,17 +57,17 @@ emit(events_key, a.ended)
 if a.finish then
   local set = {'status', a.finish.status, unpack(termination(a.finish.reason, a.finish.code, a.finish.detail, a.now))}
   redis.call('HSET', run_key, unpack(set))
-  patch(run, at, set)
+  set_fields(run, set)
   emit(events_key, a.finish.event)
   retire(run_key, step)
   -- The run's held decisions share its hash tag, so its slot.
-  return {run, redis.call('HGETALL', part(run_key, 'held'))}
+  return {fields_reply(run), redis.call('HGETALL', part(run_key, 'held'))}
 end
 local set = {'step', a.step + 1, 'step_state', a.next.state, 'attempts', a.next.attempts,
   'lease_owner', a.next.owner, 'lease_until', a.next.untilms, 'updated_at', a.now}
 redis.call('HSET', run_key, unpack(set))
-patch(run, at, set)
+set_fields(run, set)
 if a.next.event then
   emit(events_key, a.next.event)
 end
-return {run, {}}
+return {fields_reply(run), {}}

@@ -18,19 +18,19 @@
 -- arguments changed since the caller read them.
 local call_key, events_key, run_key = KEYS[1], KEYS[2], KEYS[3]
 local a = cjson.decode(ARGV[1])
-local call, at = read_hash(call_key)
-local status, step = call[at.status], call[at.step]
+local call = read_fields(call_key)
+local status, step = call.status, call.step
 if not status then
   return redis.error_reply('NOT_FOUND call')
 end
 if status ~= a.expect then
   return redis.error_reply('STALE call is ' .. status)
 end
-if call[at.lease_owner] ~= a.owner then
-  return redis.error_reply('LEASE_LOST call is held by ' .. (call[at.lease_owner] or ''))
+if call.lease_owner ~= a.owner then
+  return redis.error_reply('LEASE_LOST call is held by ' .. (call.lease_owner or ''))
 end
 local parked = a.parked
-if parked and (call[at.args] or '') ~= parked.args then
+if parked and (call.args or '') ~= parked.args then
   return redis.error_reply('RETRY call arguments changed')
 end
 local set = {'status', a.to, 'result', a.result, 'error', a.error, 'lease_owner', '', 'lease_until', '0',
@@ -38,34 +38,34 @@ local set = {'status', a.to, 'result', a.result, 'error', a.error, 'lease_owner'
 -- The mark of the request that started the call (outbox.go) is read for a
 -- call in flight only: emptied, it leaves the hash 30 bytes lighter for
 -- the retention.
-if (call[at.sent] or '') ~= '' then
+if (call.sent or '') ~= '' then
   set[#set + 1] = 'sent'
   set[#set + 1] = ''
 end
 redis.call('HSET', call_key, unpack(set))
-patch(call, at, set)
+set_fields(call, set)
 -- A call parked again keeps the parking it had in parked_before (a list of
 -- its parkings' field, value lists, oldest first): the tool_call.suspended
 -- event of each parking names its ticket and finds the rest in the call
 -- (incall.go). The parking's fields are those the new one is written with.
-if parked and (call[at.ticket] or '') ~= '' then
-  local before = call[at.parked_before] and cjson.decode(call[at.parked_before]) or {}
+if parked and (call.ticket or '') ~= '' then
+  local before = call.parked_before and cjson.decode(call.parked_before) or {}
   local p = {}
   for i = 1, #parked.fields, 2 do
     local f = parked.fields[i]
-    if call[at[f]] then
+    if call[f] then
       p[#p + 1] = f
-      p[#p + 1] = call[at[f]]
+      p[#p + 1] = call[f]
     end
   end
   before[#before + 1] = p
   local kept = cjson.encode(before)
   redis.call('HSET', call_key, 'parked_before', kept)
-  patch(call, at, {'parked_before', kept})
+  set_fields(call, {'parked_before', kept})
 end
 if parked then
   redis.call('HSET', call_key, unpack(parked.fields))
-  patch(call, at, parked.fields)
+  set_fields(call, parked.fields)
 end
 a.event.step = step
 emit(events_key, a.event)
@@ -75,7 +75,7 @@ if parked then
 end
 local open = move_open(run_key, step, status, a.to, set_of(a.in_flight))
 if parked then
-  return {call, 1, step}
+  return {fields_reply(call), 1, step}
 end
 if open and open > 0 then
   return {{}, 0, step}
