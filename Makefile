@@ -74,7 +74,7 @@ CHAOS_KAFKA ?= $(or $(STEPWISE_CHAOS_KAFKA),embedded)
 .PHONY: chaos
 chaos:
 	STEPWISE_CHAOS_RUNS=$(CHAOS_RUNS) STEPWISE_CHAOS_CHURN=$(CHAOS_CHURN) STEPWISE_CHAOS_KAFKA=$(CHAOS_KAFKA) \
-		$(GO) test -tags chaos -run '^TestChaos$$' -count=1 -v -timeout 30m ./internal/chaos/
+		$(GO) test -tags chaos -run '^TestChaos$$' -count=1 -v -timeout 30m ./internal/tooling/chaos/
 
 ## chaos-rolling: the rolling-restart experiment (docs/reliability.md,
 ## "Rolling restart"): while runs are in flight, every step and tool worker
@@ -87,7 +87,7 @@ CHAOS_ROLLING_CHURN ?= $(or $(STEPWISE_CHAOS_CHURN),60s)
 .PHONY: chaos-rolling
 chaos-rolling:
 	STEPWISE_CHAOS_ROLLING=true STEPWISE_CHAOS_RUNS=$(CHAOS_ROLLING_RUNS) STEPWISE_CHAOS_CHURN=$(CHAOS_ROLLING_CHURN) \
-		$(GO) test -tags chaos -run '^TestChaos$$' -count=1 -v -timeout 30m ./internal/chaos/
+		$(GO) test -tags chaos -run '^TestChaos$$' -count=1 -v -timeout 30m ./internal/tooling/chaos/
 
 ## fuzz: every fuzz target (the decoders of each topic's message, the HTTP
 ## bodies, the configuration, ask_when conditions, script models, the

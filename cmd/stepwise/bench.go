@@ -8,7 +8,7 @@ import (
 	"runtime/pprof"
 	"strings"
 
-	"github.com/stepwise-run/stepwise/internal/bench"
+	"github.com/stepwise-run/stepwise/internal/tooling/bench"
 )
 
 // benchCmd runs `stepwise bench`: the scenarios of package bench on an

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stepwise-run/stepwise/internal/app"
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/topics"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/embedded"
 	"github.com/stepwise-run/stepwise/internal/kafka"
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 )
 
 // The embedded broker drops the records of the work topics once the step

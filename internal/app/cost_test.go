@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/stepwise-run/stepwise/internal/bench"
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/bench"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 )
 
 // The ceilings of what one agent step costs on package bench's latency

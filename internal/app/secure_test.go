@@ -10,7 +10,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/internal/embedded"
 	"github.com/stepwise-run/stepwise/internal/kafka"
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 )
 
 // The whole pipeline over TLS + SCRAM-SHA-512 to the broker and TLS (with a

@@ -17,7 +17,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/deadletter"
 	"github.com/stepwise-run/stepwise/internal/kafka"
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/topics"
 )
 

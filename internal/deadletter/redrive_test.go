@@ -10,7 +10,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/deadletter"
 	"github.com/stepwise-run/stepwise/internal/kafka"
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 )
 
 // redrive runs a Redrive of q and fails t on an error.

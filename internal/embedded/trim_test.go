@@ -10,7 +10,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/embedded"
 	"github.com/stepwise-run/stepwise/internal/kafka"
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 )
 
 // trimEvery is the trim period of the brokers in these tests.

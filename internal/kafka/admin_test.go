@@ -13,7 +13,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/stepwise-run/stepwise/internal/kafka"
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 )
 
 func partitionsOf(t *testing.T, brokers []string, topic string) int {

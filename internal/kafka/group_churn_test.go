@@ -11,7 +11,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/stepwise-run/stepwise/internal/kafka"
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 )
 
 // churn says how a churn test kills and restarts its members.

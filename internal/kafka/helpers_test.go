@@ -15,7 +15,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/stepwise-run/stepwise/internal/kafka"
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 )
 
 // wlog is the Watermill logger of the tests: silent.

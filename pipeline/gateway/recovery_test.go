@@ -3,7 +3,7 @@ package gateway_test
 import (
 	"testing"
 
-	"github.com/stepwise-run/stepwise/internal/pipelinetest"
+	"github.com/stepwise-run/stepwise/internal/tooling/pipelinetest"
 )
 
 // A gateway killed between any two of its Redis writes or publishes while

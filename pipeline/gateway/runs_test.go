@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/gateway"
 	"github.com/stepwise-run/stepwise/pipeline/store"

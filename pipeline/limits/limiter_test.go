@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/limits"
 )

@@ -3,7 +3,7 @@ package stepworker_test
 import (
 	"testing"
 
-	"github.com/stepwise-run/stepwise/internal/pipelinetest"
+	"github.com/stepwise-run/stepwise/internal/tooling/pipelinetest"
 )
 
 // A step worker killed between any two of its Redis writes or publishes —

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stepwise-run/stepwise/internal/bench"
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/bench"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 )
 
 // The bench on a broker and a redis-server of the test's: its report has

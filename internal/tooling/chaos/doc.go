@@ -48,7 +48,7 @@
 //
 // The harness is a test behind the build tag chaos, and `make chaos`:
 //
-//	go test -tags chaos -run TestChaos -count=1 -v -timeout 30m ./internal/chaos/
+//	go test -tags chaos -run TestChaos -count=1 -v -timeout 30m ./internal/tooling/chaos/
 //	STEPWISE_CHAOS_RUNS=200 STEPWISE_CHAOS_CHURN=30s make chaos
 //	make chaos-rolling CHAOS_ROLLING_RUNS=200   # STEPWISE_CHAOS_ROLLING=true
 //

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stepwise-run/stepwise/internal/kafkacluster"
+	"github.com/stepwise-run/stepwise/internal/tooling/kafkacluster"
 )
 
 // The programs the harness runs workers of.

@@ -20,7 +20,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/gateway"
@@ -133,7 +133,7 @@ type Outcome struct {
 	// RunEnds is how many times the probe plugin's RunEnd hook succeeded
 	// before a result of the run was published.
 	RunEnds int
-	Ops      int                // operations of the side that crashed (or would have)
+	Ops     int // operations of the side that crashed (or would have)
 	// Kept is where the run is kept once a sweep has passed after it was
 	// published: the global indexes that hold it, and "expiring" when
 	// every key of the run has a time to live (the retention).

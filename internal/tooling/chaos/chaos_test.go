@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stepwise-run/stepwise/internal/chaos"
+	"github.com/stepwise-run/stepwise/internal/tooling/chaos"
 )
 
 // TestChaos runs one chaos experiment with the knobs of the STEPWISE_CHAOS_*

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/stepwise-run/stepwise/internal/app"
-	"github.com/stepwise-run/stepwise/internal/bench"
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/bench"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 )
 
 // envToolWorker makes the test binary, re-executed by the bench, run a

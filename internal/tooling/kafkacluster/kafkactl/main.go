@@ -20,7 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/stepwise-run/stepwise/internal/kafkacluster"
+	"github.com/stepwise-run/stepwise/internal/tooling/kafkacluster"
 )
 
 const usage = `usage: scripts/kafka up [--brokers N] | kill I | stop I | start I | brokers | down

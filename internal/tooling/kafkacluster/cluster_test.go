@@ -11,7 +11,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/stepwise-run/stepwise/internal/kafkacluster"
+	"github.com/stepwise-run/stepwise/internal/tooling/kafkacluster"
 )
 
 // envRun asks for this package's tests: they start Java processes and fetch

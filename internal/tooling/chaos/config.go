@@ -36,7 +36,7 @@ const (
 // The brokers a chaos run can run on ([Config.Kafka]).
 const (
 	KafkaEmbedded = "embedded" // `stepwise infra`'s kfake broker, one process
-	KafkaReal     = "real"     // an Apache Kafka cluster of three nodes (internal/kafkacluster)
+	KafkaReal     = "real"     // an Apache Kafka cluster of three nodes (internal/tooling/kafkacluster)
 )
 
 // DefaultWorkerYAML is the worker part of the configuration the programs

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/kafka"
-	"github.com/stepwise-run/stepwise/internal/testinfra"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 )
 
 func checkKafka(t *testing.T, brokers []string) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stepwise-run/stepwise/internal/kafkacluster"
+	"github.com/stepwise-run/stepwise/internal/tooling/kafkacluster"
 )
 
 // clusterNodes is the size of the real cluster: three, so that one node
