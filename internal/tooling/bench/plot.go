@@ -8,10 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
 )
 
 // concurrencies are the batch sizes of the throughput chart.
@@ -28,13 +24,13 @@ func (s *stack) plot(ctx context.Context, dir string, results []Result, progress
 	byName := func(name string) Scenario {
 		return Scenarios[slices.IndexFunc(Scenarios, func(sc Scenario) bool { return sc.Name == name })]
 	}
-	var tp plotter.XYs
+	var tp []point
 	for _, c := range concurrencies {
 		res, err := s.measure(ctx, byName("throughput"), c, nil)
 		if err != nil {
 			return fmt.Errorf("throughput at %d runs: %w", c, err)
 		}
-		tp = append(tp, plotter.XY{X: float64(c), Y: res.StepsPerS})
+		tp = append(tp, point{X: float64(c), Y: res.StepsPerS})
 		if progress != nil {
 			fmt.Fprintf(progress, "plot: throughput at %d runs in flight: %.0f steps/s\n", c, res.StepsPerS)
 		}
@@ -57,24 +53,9 @@ func (s *stack) plot(ctx context.Context, dir string, results []Result, progress
 		samples = res.samples
 	}
 	slices.Sort(samples)
-	cdf := make(plotter.XYs, len(samples))
+	cdf := make([]point, len(samples))
 	for i, d := range samples {
-		cdf[i] = plotter.XY{X: float64(d.Microseconds()) / 1000, Y: float64(i+1) / float64(len(samples))}
+		cdf[i] = point{X: float64(d.Microseconds()) / 1000, Y: float64(i+1) / float64(len(samples))}
 	}
 	return save(filepath.Join(dir, "latency-cdf.png"), "Unloaded step latency", "milliseconds", "share of steps", cdf)
-}
-
-// save draws one line chart to path.
-func save(path, title, x, y string, points plotter.XYs) error {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = x
-	p.Y.Label.Text = y
-	p.Add(plotter.NewGrid())
-	line, pts, err := plotter.NewLinePoints(points)
-	if err != nil {
-		return err
-	}
-	p.Add(line, pts)
-	return p.Save(6*vg.Inch, 4*vg.Inch, path)
 }
