@@ -1,8 +1,9 @@
-package app_test
+package console_test
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +12,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/stepwise-run/stepwise/pipeline"
 )
 
 // chromium finds a Chromium to drive: Debian's `chromium`, or what
@@ -67,11 +66,7 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 // edited arguments, and sees the run finish and the batch complete.
 func TestConsole_approve_a_parked_call_and_see_the_run_finish(t *testing.T) {
 	ctx := browser(t)
-	t.Setenv("STEPWISE_TEST_CONSOLE_KEY", "console-key-123456")
-	stack := connect(t, newInfra(t), parseConfig(t, approvalsConfig+`auth: {keys: [{name: ops, key_env: STEPWISE_TEST_CONSOLE_KEY, scopes: [admin]}]}
-`))
-	workers(t, stack)
-	base := serve(t, stack)
+	base := startDev(t)
 	shots := os.Getenv("STEPWISE_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()
@@ -89,7 +84,7 @@ func TestConsole_approve_a_parked_call_and_see_the_run_finish(t *testing.T) {
 		BatchID string   `json:"batch_id"`
 		RunIDs  []string `json:"run_ids"`
 	}
-	if code := keyDo(t, "console-key-123456", "POST", base+"/v1/runs/batch", items, &batch); code != 201 || batch.BatchID == "" {
+	if code := keyDo(t, "POST", base+"/v1/runs/batch", items, &batch); code != 201 || batch.BatchID == "" {
 		t.Fatalf("batch: %d %+v", code, batch)
 	}
 
@@ -100,7 +95,7 @@ func TestConsole_approve_a_parked_call_and_see_the_run_finish(t *testing.T) {
 		chromedp.Navigate(base+"/#/inbox"),
 		chromedp.WaitVisible(`#flash`, chromedp.ByQuery),
 		chromedp.Text(`#flash`, &flash, chromedp.ByQuery),
-		chromedp.SendKeys(`#key-input`, "console-key-123456", chromedp.ByQuery),
+		chromedp.SendKeys(`#key-input`, consoleKey, chromedp.ByQuery),
 		chromedp.Click(`#key-form button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible(card, chromedp.ByQuery),
 	)
@@ -144,10 +139,17 @@ func TestConsole_approve_a_parked_call_and_see_the_run_finish(t *testing.T) {
 		t.Fatalf("the run's timeline: %v, status %q, metadata %q, calls:\n%s", err, timeline.Status, timeline.Metadata, timeline.Calls)
 	}
 	screenshot(t, ctx, shots, "console-run")
-	var v runView
-	keyDo(t, "console-key-123456", "GET", base+"/v1/runs/console-refund", nil, &v)
-	if c := callOf(v, "R"); v.Status != pipeline.RunDone || c.Status != "succeeded" || !strings.Contains(string(c.Result), `"amount":120`) {
-		t.Fatalf("the run through the API: %s, call %+v", v.Status, c)
+	var v struct {
+		Status    string `json:"status"`
+		ToolCalls []struct {
+			CallID string          `json:"call_id"`
+			Status string          `json:"status"`
+			Result json.RawMessage `json:"result"`
+		} `json:"tool_calls"`
+	}
+	keyDo(t, "GET", base+"/v1/runs/console-refund", nil, &v)
+	if len(v.ToolCalls) != 1 || v.Status != "done" || v.ToolCalls[0].Status != "succeeded" || !strings.Contains(string(v.ToolCalls[0].Result), `"amount":120`) {
+		t.Fatalf("the run through the API: %s, calls %+v", v.Status, v.ToolCalls)
 	}
 
 	// The batch: all three done.
@@ -172,4 +174,15 @@ func TestConsole_approve_a_parked_call_and_see_the_run_finish(t *testing.T) {
 	}
 	chromedp.Run(ctx, chromedp.Navigate(base+"/#/runs"), chromedp.WaitVisible(`tr[data-run="console-echo-2"]`, chromedp.ByQuery))
 	screenshot(t, ctx, shots, "console-runs")
+}
+
+// script is a script model whose first turn proposes calls and whose
+// second answers.
+func script(calls ...string) string {
+	return `{"provider":"script","turns":[{"text":"working","tool_calls":[` + strings.Join(calls, ",") + `]},{"text":"done"}]}`
+}
+
+// call is one proposed tool call of a script model's turn.
+func call(id, name, args string) string {
+	return fmt.Sprintf(`{"id":%q,"name":%q,"arguments":%s}`, id, name, args)
 }
