@@ -3,15 +3,21 @@
 
 GO ?= go
 
+## MODULES: the repository's Go modules: the runtime (.) and the checks kept
+## apart from it so that their dependencies stay out of its go.mod (ADR
+## 0052). `./...` stops at a go.mod, so each target below runs in each.
+MODULES = . deploy e2e/console
+each = set -e; for m in $(MODULES); do (cd $$m && $(1)); done
+
 .PHONY: test test-go test-js test-short bench build vet demo fuzz
 
 ## test: every test: the Go tests with the race detector (integration tests
 ## included), then the chat protocols driven by their real clients (test-js)
 test: test-go test-js
 
-## test-go: go test -race over every package
+## test-go: go test -race over every package of every module
 test-go:
-	$(GO) test -race -count=1 -timeout 15m ./...
+	@$(call each,$(GO) test -race -count=1 -timeout 15m ./...)
 
 ## test-js: the node tests of e2e/js (the `ai` package's chat client, ai 7
 ## and 6, and @ag-ui/client's HttpAgent) against `stepwise dev`, built here;
@@ -29,7 +35,7 @@ test-kafka:
 
 ## test-short: the fast tests only (-short skips the slow suites)
 test-short:
-	$(GO) test -race -count=1 -short -timeout 10m ./...
+	@$(call each,$(GO) test -race -count=1 -short -timeout 10m ./...)
 
 ## bench: the pipeline benchmarks, one iteration each (see docs/benchmarks.md)
 bench:
@@ -50,13 +56,19 @@ redis-instructions:
 redis-capacity:
 	scripts/redis-capacity
 
-## build: compile every package and program
+## build: compile every package and program of every module
 build:
-	$(GO) build ./...
+	@$(call each,$(GO) build ./...)
 
-## vet: go vet every package
+## vet: go vet every package of every module (the chaos harness with its tag)
 vet:
-	$(GO) vet ./...
+	@$(call each,$(GO) vet ./...)
+	$(GO) vet -tags chaos ./internal/tooling/chaos/
+
+## download: every module's dependencies into the module cache
+.PHONY: download
+download:
+	@$(call each,$(GO) mod download)
 
 ## demo: a sample batch of runs on an embedded stack, with a summary
 demo:
