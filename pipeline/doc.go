@@ -6,8 +6,7 @@
 // map order. The store, the workers and the gateway live in sub-packages and
 // call into these functions to decide what may happen.
 //
-//	next, err := pipeline.RunRunning.Transition(pipeline.RunWaiting)
-//	if errors.Is(err, pipeline.ErrInvalidTransition) { ... }
+//	if !pipeline.RunRunning.CanTransition(pipeline.RunWaiting) { ... }
 //
 //	status := pipeline.DeriveRunStatus(calls) // running, waiting or done
 package pipeline

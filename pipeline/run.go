@@ -41,14 +41,5 @@ func (from RunStatus) CanTransition(to RunStatus) bool {
 	return false
 }
 
-// Transition returns to when from → to is allowed, and an error wrapping
-// ErrInvalidTransition otherwise.
-func (from RunStatus) Transition(to RunStatus) (RunStatus, error) {
-	if !from.CanTransition(to) {
-		return from, fmt.Errorf("run %s → %s: %w", from, to, ErrInvalidTransition)
-	}
-	return to, nil
-}
-
 // Final reports whether no transition leaves the status.
 func (from RunStatus) Final() bool { return from == RunDone }

@@ -47,15 +47,6 @@ func (from ToolCallStatus) CanTransition(to ToolCallStatus) bool {
 	return false
 }
 
-// Transition returns to when from → to is allowed, and an error wrapping
-// ErrInvalidTransition otherwise.
-func (from ToolCallStatus) Transition(to ToolCallStatus) (ToolCallStatus, error) {
-	if !from.CanTransition(to) {
-		return from, fmt.Errorf("tool call %s → %s: %w", from, to, ErrInvalidTransition)
-	}
-	return to, nil
-}
-
 // Terminal reports whether the call has finished: succeeded, failed or cancelled.
 func (from ToolCallStatus) Terminal() bool {
 	return from == CallSucceeded || from == CallFailed || from == CallCancelled

@@ -31,8 +31,16 @@
 // ErrConflict, ErrNotFound), which is how duplicate and reordered messages
 // become no-ops. Callers pass the clock: each operation takes `now`.
 //
-// The scripts only check and write fields; JSON is built in Go. They run the
-// same on Redis 7 and on miniredis, and the contract tests run on both.
+// A script takes one JSON argument, read by name (Store.call), and sets
+// only what Go computed: the states from pipeline's tables (tables.go), the
+// events as entries of plain fields (entry.go; what they keep in a call or
+// the conversation is named by their ref, refs.go). All Lua is in scripts/,
+// each script loaded behind lib.lua (scripts.go). The scripts run the same
+// on Redis 7 and on miniredis, and the contract tests run on both.
+//
+// What one step writes is in three files and the scripts they name:
+// step.go (claim_step, commit_step), call.go (claim_call, finish_call) and
+// endstep.go (end_step, set_waiting).
 //
 //	st := store.New(redisClient)                    // keys under "sw:"
 //	run, created, err := st.CreateRun(ctx, run, input, now)
