@@ -178,9 +178,10 @@ func TestBudgets_a_batch_is_cancelled(t *testing.T) {
 }
 
 // A step worker that dies while it infers leaves its reservation held. Once
-// its claim's lease runs out, the sweeper gives the hold back as it
-// re-drives the step, so the tenant's budget counts what the run used and
-// nothing more. (Before, every such death kept its reservation for good.)
+// its claim's lease runs out, the run's next claim settles the hold its
+// run recorded (whole: its use is not known), so the tenant's budget
+// counts what the run used and nothing more. (Before, every such death kept
+// its reservation for good.)
 func TestBudgets_the_hold_of_a_worker_that_died_mid_inference_is_given_back(t *testing.T) {
 	cfg := parseConfig(t, strings.Replace(budgetConfig, "budgets:\n", "budgets:\n  tenants: {default: {tokens: 100000}}\n", 1))
 	stack := connect(t, newInfra(t), cfg)
@@ -201,6 +202,10 @@ func TestBudgets_the_hold_of_a_worker_that_died_mid_inference_is_given_back(t *t
 		t.Fatal(err)
 	}
 	if _, err := st.ClaimStep(ctx, run.ID, 0, store.Lease{Owner: "dead#1", Until: now.Add(300 * time.Millisecond)}, now); err != nil {
+		t.Fatal(err)
+	}
+	// A claim records its hold with the run before it reserves (ADR 0053).
+	if _, err := st.RecordHold(ctx, run.ID, "dead#1"); err != nil {
 		t.Fatal(err)
 	}
 	if ok, _, err := st.Reserve(ctx, tenant, limit, store.Amounts{Tokens: 120}, "dead#1"); !ok || err != nil {
