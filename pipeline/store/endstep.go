@@ -154,11 +154,11 @@ func (s *Store) endStepArgs(runID string, step int, end StepEnd, next *Lease, no
 		}
 		arg.Messages[i] = string(b)
 	}
-	b, err := json.Marshal(arg)
+	c, err := callOf(s.scripts.endStep, []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stateKey(runID)}, arg)
 	if err != nil {
 		return script{}, fmt.Errorf("end step %d of run %s: %w", step, runID, err)
 	}
-	return scriptOf(s.scripts.endStep, []string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stateKey(runID)}, []any{b}), nil
+	return c, nil
 }
 
 // decodeEnded decodes end_step's reply: the run, and its held decisions.

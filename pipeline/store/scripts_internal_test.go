@@ -55,7 +55,7 @@ func TestScripts_each_compiles_behind_the_library(t *testing.T) {
 	}
 	for _, name := range names {
 		name = strings.TrimSuffix(strings.TrimPrefix(name, "scripts/"), ".lua")
-		if err := redis.NewScript(libConsts(0)+libLua+source(name)).Load(t.Context(), rdb).Err(); err != nil {
+		if err := redis.NewScript(libConsts(0)+libFor()(source(name))+source(name)).Load(t.Context(), rdb).Err(); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/encoding/json"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 )
@@ -186,7 +186,9 @@ func (s *Store) call(ctx context.Context, sc *redis.Script, what string, keys []
 }
 
 // callOf is call's command, for a caller that sends it among other
-// commands (evalAmong) or runs it later (run).
+// commands (evalAmong) or runs it later (run). The argument is marshalled
+// with segmentio/encoding/json, the messages' codec (ADR 0026): the JSON
+// encoding/json writes, in less CPU, on every script call.
 func callOf(sc *redis.Script, keys []string, arg any) (script, error) {
 	b, err := json.Marshal(arg)
 	if err != nil {

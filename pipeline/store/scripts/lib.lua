@@ -1,9 +1,10 @@
--- The library every script starts with: scripts.go puts it in front of
--- each, since a script cannot include another. Each function here is a
--- top-level `local function` and calls only those above it (a local is
--- not seen before its line); each is made again on every call of a
--- script, which costs Redis about a microsecond a call (scripts.go). They
--- are preceded by a constant the store writes from its settings:
+-- The library of the scripts: scripts.go puts in front of each the
+-- functions it calls (and those they call; libsplit.go), since a script
+-- cannot include another, and each function here is made again on every
+-- call of a script that has it. Each is a top-level `local function`, with
+-- its comment right above it and its closing `end` at the line's start,
+-- and calls only those above it (a local is not seen before its line).
+-- They are preceded by a constant the store writes from its settings:
 --   retention_ms   how long an ended run's keys live (0: for good)
 
 -- part is the key of a part of the run whose hash key is run
