@@ -218,3 +218,74 @@ func BenchmarkStore_runs_at_once(b *testing.B) {
 	b.ReportMetric(100*(cpu1-cpu0).Seconds()/elapsed.Seconds(), "redis-cpu%")
 	reportRedisWork(b, rdb, cpu0, cmds0, b.N*runSteps)
 }
+
+// BenchmarkStore_step_by_operation is BenchmarkStore_step with the fan-in's
+// read of the step (Snapshot) the pipeline makes before the end, and
+// Redis's script time (EVALSHA's usec in INFO commandstats, the commands
+// the script runs included) reported for each operation apart, in µs a
+// call: where a step's Redis time goes (docs/benchmarks.md, "Issue 36").
+//
+//	go test -run '^$' -bench Store_step_by_operation -benchtime 3000x ./pipeline/store/
+func BenchmarkStore_step_by_operation(b *testing.B) {
+	rdb := testinfra.RedisServerClient(b)
+	ctx := context.Background()
+	st := store.New(rdb)
+	now := time.Now()
+	run := newRun("bench")
+	if _, _, err := st.CreateRun(ctx, run, input, now); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.ClaimStep(ctx, run.ID, 0, lease("w", now.Add(time.Hour)), now); err != nil {
+		b.Fatal(err)
+	}
+	spent := map[string]int64{}
+	op := func(name string, f func() error) {
+		u0 := scriptUsec(b, rdb)
+		if err := f(); err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
+		spent[name] += scriptUsec(b, rdb) - u0
+	}
+	b.ResetTimer()
+	for step := range b.N {
+		callID := "c" + strconv.Itoa(step)
+		op("commit", func() error { _, _, err := st.CommitStep(ctx, run.ID, step, "w", commitOf(callID), now); return err })
+		op("claim_call", func() error {
+			_, err := st.ClaimCall(ctx, run.ID, callID, lease("t", now.Add(time.Hour)), now)
+			return err
+		})
+		op("finish", func() error { _, err := st.FinishCall(ctx, run.ID, callID, "t", succeeded, now); return err })
+		op("fan_in_read", func() error { _, err := st.Snapshot(ctx, run.ID, time.Minute, now); return err })
+		tool := pipeline.Message{Role: pipeline.RoleTool, Content: `{"ok":true}`, ToolCallID: callID}
+		end := store.StepEnd{ToolMessages: []pipeline.Message{tool}, CallIDs: []string{callID}}
+		op("end_and_claim", func() error {
+			_, _, err := st.EndStepAndClaim(ctx, run.ID, step, end, lease("w", now.Add(time.Hour)), now)
+			return err
+		})
+	}
+	b.StopTimer()
+	for name, usec := range spent {
+		b.ReportMetric(float64(usec)/float64(b.N), name+"-redis-µs/op")
+	}
+}
+
+// scriptUsec is the time Redis has spent in EVALSHA since it started, in
+// µs.
+func scriptUsec(b *testing.B, rdb *redis.Client) int64 {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(info, "cmdstat_evalsha:")
+	if !ok {
+		return 0
+	}
+	_, rest, _ = strings.Cut(rest, "usec=")
+	usec, _, _ := strings.Cut(rest, ",")
+	n, err := strconv.ParseInt(usec, 10, 64)
+	if err != nil {
+		b.Fatalf("commandstats: evalsha usec %q", usec)
+	}
+	return n
+}
