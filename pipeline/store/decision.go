@@ -254,6 +254,7 @@ type decisionArg struct {
 	Wake      runMove                   `json:"wake"`
 	Parkable  []pipeline.ToolCallStatus `json:"parkable"`
 	Decidable []pipeline.ToolCallStatus `json:"decidable"`
+	InFlight  []pipeline.ToolCallStatus `json:"in_flight"` // what the step's open count counts (lib.lua's move_open)
 	To        pipeline.ToolCallStatus   `json:"to"`
 	Set       map[string]string         `json:"set"`
 	Resume    *resumeArg                `json:"resume,omitempty"`
@@ -288,7 +289,7 @@ func decisionArgOf(d Decision, holdUntil, now time.Time) (decisionArg, error) {
 	arg := decisionArg{
 		ID: d.ID, Call: d.CallID, Now: toMillis(now), Outcomes: !d.Timeout,
 		Held: string(held), ArgsHash: d.ArgsHash,
-		Ended: endedRun, Wake: wake, Parkable: parkable, Decidable: decidable,
+		Ended: endedRun, Wake: wake, Parkable: parkable, Decidable: decidable, InFlight: inFlightStatuses,
 		// dec_signed is written even when empty: a call decided again
 		// (resumed, parked anew, then timed out) must not keep an earlier
 		// decision's signer.

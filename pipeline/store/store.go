@@ -34,13 +34,6 @@ type Store struct {
 
 	scripts scripts
 
-	// Status sets passed to the scripts, derived once from the domain's
-	// transition tables rather than copied into the Lua. Each is a
-	// comma-framed list (",new,resuming,") for a plain string.find.
-	claimableCalls string // call statuses, other than running, that may move to running
-	terminalCalls  string // call statuses that end a call
-	busyCalls      string // call statuses that keep a run running (derive_run_status)
-
 	conversations    conversations // read for claims (conversations.go)
 	tenantsIndexed   atomic.Bool   // the tenants' pending indexes hold the calls parked before them (pending.go)
 	tenantRunsListed atomic.Bool   // the tenants' run indexes hold the runs created before them (list.go)
@@ -79,13 +72,6 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		o(s)
 	}
 	s.scripts = loadScripts(libConsts(s.retention))
-	s.claimableCalls = statusSet(callStatuses, func(st pipeline.ToolCallStatus) bool {
-		return st != pipeline.CallRunning && st.CanTransition(pipeline.CallRunning)
-	})
-	s.terminalCalls = statusSet(callStatuses, pipeline.ToolCallStatus.Terminal)
-	s.busyCalls = statusSet(callStatuses, func(st pipeline.ToolCallStatus) bool {
-		return pipeline.DeriveRunStatus([]pipeline.ToolCallStatus{st}) == pipeline.RunRunning
-	})
 	return s
 }
 
@@ -97,8 +83,8 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Every status, in a fixed order, so the derived sets do not depend on map
-// order.
+// Every status, in a fixed order, so the lists derived from them
+// (tables.go) do not depend on map order.
 var (
 	runStatuses  = []pipeline.RunStatus{pipeline.RunCreated, pipeline.RunRunning, pipeline.RunWaiting, pipeline.RunDone}
 	callStatuses = []pipeline.ToolCallStatus{
@@ -106,17 +92,6 @@ var (
 		pipeline.CallSucceeded, pipeline.CallFailed, pipeline.CallCancelled,
 	}
 )
-
-func statusSet[S ~string](all []S, keep func(S) bool) string {
-	var b strings.Builder
-	b.WriteString(",")
-	for _, st := range all {
-		if keep(st) {
-			b.WriteString(string(st) + ",")
-		}
-	}
-	return b.String()
-}
 
 // Script error codes: a script refuses with redis.error_reply("CODE what was
 // found"). errRetry is internal: what the caller read before the script

@@ -12,6 +12,7 @@
 --   refuse: why to reject a resume ("" none: its payload fits the tool),
 --   ended: the run status at which decisions are rejected,
 --   wake {from, to}: the move of a run the decision wakes,
+--   in_flight: the call statuses the step's open count counts (move_open),
 --   parkable: the list of statuses of a call that may still park (held),
 --   decidable: the list of statuses a decision applies to,
 --   to: the call's status once decided, set: the call's fields then (the
@@ -129,9 +130,7 @@ if mine then
   redis.call('HDEL', held_key, a.call)
 end
 redis.call('HSET', call_key, unpack(fields))
-if not finished and redis.call('HEXISTS', run_key, 'open') == 1 then
-  redis.call('HINCRBY', run_key, 'open', 1) -- a call not ended runs again: in flight (commit_step.lua)
-end
+move_open(run_key, step, cstatus, to, set_of(a.in_flight)) -- a call not ended runs again: in flight
 add(a.events.applied)
 if rstatus == a.wake.from then
   -- A waiting run's termination is its reason alone (set_waiting.lua).
