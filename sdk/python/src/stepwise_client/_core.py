@@ -1,0 +1,207 @@
+"""What the sync and async clients share: how each call is asked and read.
+
+A method of either client builds a :class:`Call` here, sends it with its own
+httpx client, and reads the answer with :func:`decode`; the event stream is
+parsed by :class:`SSEDecoder`. So the two clients differ only in awaiting.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from .errors import APIError, error_for
+from .models import Batch, Event
+
+DEFAULT_URL = "http://localhost:8080"
+"""The gateway ``stepwise dev`` serves by default."""
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds a request may take; a batch of 10 000 runs needs a while."""
+
+STREAM_READ_TIMEOUT = 60.0
+"""Seconds an event stream may stay silent: the gateway sends a heartbeat
+every 15 s, so a longer silence is a dead connection, which is resumed."""
+
+JSONL = "application/x-ndjson"
+
+
+def settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:
+    """settings returns the base URL and the headers every request carries.
+
+    Unset, they are read from STEPWISE_URL and STEPWISE_API_KEY; without
+    either, the gateway of ``stepwise dev`` and no key.
+    """
+    url = (base_url or os.environ.get("STEPWISE_URL") or DEFAULT_URL).rstrip("/")
+    key = api_key if api_key is not None else os.environ.get("STEPWISE_API_KEY")
+    headers = {"Accept": "application/json", "User-Agent": "stepwise-client-python"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return url, headers
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request of the API: its method, path, query and body."""
+
+    method: str
+    path: str
+    params: dict[str, Any] = field(default_factory=dict)
+    json: Any = None
+    content: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def kwargs(self) -> dict[str, Any]:
+        """kwargs returns the arguments of httpx's ``request`` for the call."""
+        out: dict[str, Any] = {
+            "params": {k: v for k, v in self.params.items() if v is not None},
+            "headers": self.headers,
+        }
+        if self.json is not None:
+            out["json"] = self.json
+        if self.content is not None:
+            out["content"] = self.content
+        return out
+
+
+def seg(value: str) -> str:
+    """seg quotes one path segment (a run or batch id)."""
+    return quote(value, safe="")
+
+
+def decode(response: httpx.Response) -> Any:
+    """decode returns the JSON of a successful answer, or raises its APIError."""
+    if response.is_success:
+        return response.json()
+    raise error_of(response)
+
+
+def error_of(response: httpx.Response) -> APIError:
+    """error_of returns the exception of an error answer (read in full)."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict) or not isinstance(body.get("error"), dict):
+        body = {"error": {"message": response.text.strip()[:500]}}
+    return error_for(response.status_code, body)
+
+
+def create_run(
+    agent: str, input: Any, run_id: str | None, model: Any, metadata: Any
+) -> Call:
+    body: dict[str, Any] = {"agent": agent, "input": input}
+    for k, v in (("run_id", run_id), ("model", model), ("metadata", metadata)):
+        if v is not None:
+            body[k] = v
+    return Call("POST", "/v1/runs", json=body)
+
+
+def list_runs(status: str | None, agent: str | None, limit: int | None, cursor: str | None) -> Call:
+    return Call("GET", "/v1/runs", params={"status": status, "agent": agent, "limit": limit, "cursor": cursor or None})
+
+
+def submit_batch(
+    runs: Iterable[Mapping[str, Any]] | str | bytes,
+    token_budget: int | None,
+    cost_budget: float | None,
+) -> Call:
+    if isinstance(runs, str):
+        body = runs.encode()
+    elif isinstance(runs, bytes):
+        body = runs
+    else:
+        body = b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in runs)
+    return Call(
+        "POST", "/v1/runs/batch",
+        params={"token_budget": token_budget, "cost_budget": cost_budget},
+        content=body, headers={"Content-Type": JSONL},
+    )
+
+
+def cancel_body(reason: str | None, decided_by: str | None) -> dict[str, str]:
+    return {k: v for k, v in (("reason", reason), ("decided_by", decided_by)) if v is not None}
+
+
+def decide(
+    run_id: str, call_id: str, action: str, payload: Any, args_hash: str | None,
+    decision_id: str | None, decided_by: str | None, reason: str | None,
+) -> Call:
+    body: dict[str, Any] = {"call_id": call_id, "action": action}
+    for k, v in (("payload", payload), ("args_hash", args_hash), ("decision_id", decision_id),
+                 ("decided_by", decided_by), ("reason", reason)):
+        if v is not None:
+            body[k] = v
+    return Call("POST", f"/v1/runs/{seg(run_id)}/decisions", json=body)
+
+
+def pending(agent: str | None, tool: str | None, run_id: str | None, limit: int | None) -> Call:
+    return Call("GET", "/v1/pending", params={"agent": agent, "tool": tool, "run_id": run_id, "limit": limit})
+
+
+def events_headers(after: str | None) -> dict[str, str]:
+    headers = {"Accept": "text/event-stream"}
+    if after:
+        headers["Last-Event-ID"] = after
+    return headers
+
+
+def batch_finished(b: Batch) -> bool:
+    """batch_finished reports whether every run of b is done (or expired)."""
+    return b["counts"].get("done", 0) + b.get("expired", 0) >= b["total"]
+
+
+def batch_progress(b: Batch) -> tuple[Any, ...]:
+    """batch_progress is what changes as a batch moves on (not its usage)."""
+    return (tuple(sorted(b["counts"].items())), tuple(sorted(b["reasons"].items())), b.get("expired", 0))
+
+
+def ends(ev: Event) -> bool:
+    """ends reports whether ev is a run's last event: run.finished, unless
+    its reason is suspended (the run waits for a decision and goes on)."""
+    if ev.get("type") != "run.finished":
+        return False
+    data = ev.get("data")
+    return not (isinstance(data, dict) and data.get("reason") == "suspended")
+
+
+class SSEDecoder:
+    """SSEDecoder turns the lines of a Server-Sent Events stream into events.
+
+    Feed it each line (without its line break); it returns an Event when a
+    blank line completes one, else None. Comments (the heartbeats) and
+    ``retry`` lines are skipped; an event's ``id`` is the SSE id, the one to
+    resume after.
+    """
+
+    def __init__(self) -> None:
+        self._id = ""
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> Event | None:
+        if line == "":
+            return self._dispatch()
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "id":
+            self._id = value
+        elif name == "data":
+            self._data.append(value)
+        return None
+
+    def _dispatch(self) -> Event | None:
+        if not self._data:
+            return None
+        ev = json.loads("\n".join(self._data))
+        self._data = []
+        if self._id:
+            ev["id"] = self._id
+        return ev

@@ -1,0 +1,194 @@
+"""The asyncio client: :class:`Client`'s methods, awaited."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+
+import httpx
+
+from . import _core
+from ._core import Call, seg
+from .errors import WaitTimeout
+from .models import (
+    AcceptedCancel, AcceptedDecision, Batch, CancelledBatch, CreatedBatch, CreatedRun,
+    DecisionAction, Event, Message, PendingCall, Run, RunList, RunStatus, RunSummary,
+)
+
+
+class AsyncClient:
+    """AsyncClient calls a stepwise gateway's HTTP API from asyncio.
+
+    Its methods are :class:`~stepwise_client.Client`'s, with the same
+    arguments, defaults and errors; ``events``, ``iter_runs`` and
+    ``follow_batch`` are async iterators. Close it with ``await
+    aclose()``, or use it in an ``async with`` block.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout: float = _core.DEFAULT_TIMEOUT,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        url, headers = _core.settings(base_url, api_key)
+        self._owned = http is None
+        self._http = http or httpx.AsyncClient(timeout=timeout)
+        self._url = url
+        self._headers = headers
+
+    async def aclose(self) -> None:
+        """aclose releases the connections (not those of an ``http`` passed in)."""
+        if self._owned:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _call(self, call: Call) -> Any:
+        kw = call.kwargs()
+        kw["headers"] = {**self._headers, **kw["headers"]}
+        return _core.decode(await self._http.request(call.method, self._url + call.path, **kw))
+
+    # Runs
+
+    async def create_run(
+        self, agent: str, input: str | list[Mapping[str, Any]], *,
+        run_id: str | None = None, model: Mapping[str, Any] | None = None, metadata: Any = None,
+    ) -> CreatedRun:
+        """create_run: see Client.create_run."""
+        return await self._call(_core.create_run(agent, input, run_id, model, metadata))
+
+    async def get_run(self, run_id: str) -> Run:
+        """get_run: see Client.get_run."""
+        return await self._call(Call("GET", f"/v1/runs/{seg(run_id)}"))
+
+    async def messages(self, run_id: str) -> list[Message]:
+        """messages: see Client.messages."""
+        return (await self._call(Call("GET", f"/v1/runs/{seg(run_id)}/messages")))["messages"]
+
+    async def list_runs(
+        self, *, status: RunStatus | None = None, agent: str | None = None,
+        limit: int | None = None, cursor: str | None = None,
+    ) -> RunList:
+        """list_runs: see Client.list_runs."""
+        return await self._call(_core.list_runs(status, agent, limit, cursor))
+
+    async def iter_runs(
+        self, *, status: RunStatus | None = None, agent: str | None = None, limit: int | None = None,
+    ) -> AsyncIterator[RunSummary]:
+        """iter_runs: see Client.iter_runs."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_runs(status=status, agent=agent, limit=limit, cursor=cursor)
+            for run in page["runs"]:
+                yield run
+            cursor = page["next_cursor"]
+            if not cursor:
+                return
+
+    async def wait_run(self, run_id: str, *, timeout: float | None = None, interval: float = 0.2) -> Run:
+        """wait_run: see Client.wait_run."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            run = await self.get_run(run_id)
+            if run["status"] == "done":
+                return run
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeout(f"run {run_id} is {run['status']} after {timeout}s")
+            await asyncio.sleep(interval)
+
+    async def cancel_run(self, run_id: str, *, reason: str | None = None, decided_by: str | None = None) -> AcceptedCancel:
+        """cancel_run: see Client.cancel_run."""
+        return await self._call(Call("POST", f"/v1/runs/{seg(run_id)}/cancel", json=_core.cancel_body(reason, decided_by)))
+
+    # Events
+
+    async def events(self, run_id: str, *, last_event_id: str | None = None, reconnects: int = 5) -> AsyncIterator[Event]:
+        """events: see Client.events."""
+        after = last_event_id
+        failures = 0
+        while True:
+            got = False
+            try:
+                async with self._http.stream(
+                    "GET", f"{self._url}/v1/runs/{seg(run_id)}/events",
+                    headers={**self._headers, **_core.events_headers(after)},
+                    timeout=httpx.Timeout(self._http.timeout.connect, read=_core.STREAM_READ_TIMEOUT),
+                ) as resp:
+                    if not resp.is_success:
+                        await resp.aread()
+                        raise _core.error_of(resp)
+                    dec = _core.SSEDecoder()
+                    async for line in resp.aiter_lines():
+                        ev = dec.feed(line)
+                        if ev is None:
+                            continue
+                        got, failures, after = True, 0, ev["id"]
+                        yield ev
+                        if _core.ends(ev):
+                            return
+            except httpx.TransportError:
+                failures += 1
+                if failures > reconnects:
+                    raise
+                await asyncio.sleep(min(failures, 5))
+                continue
+            if not got:
+                return
+
+    # Batches
+
+    async def submit_batch(
+        self, runs: Iterable[Mapping[str, Any]] | str | bytes, *,
+        token_budget: int | None = None, cost_budget: float | None = None,
+    ) -> CreatedBatch:
+        """submit_batch: see Client.submit_batch."""
+        return await self._call(_core.submit_batch(runs, token_budget, cost_budget))
+
+    async def get_batch(self, batch_id: str) -> Batch:
+        """get_batch: see Client.get_batch."""
+        return await self._call(Call("GET", f"/v1/batches/{seg(batch_id)}"))
+
+    async def follow_batch(self, batch_id: str, *, interval: float = 1.0, timeout: float | None = None) -> AsyncIterator[Batch]:
+        """follow_batch: see Client.follow_batch."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        seen = None
+        while True:
+            b = await self.get_batch(batch_id)
+            if _core.batch_progress(b) != seen:
+                seen = _core.batch_progress(b)
+                yield b
+            if _core.batch_finished(b):
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeout(f"batch {batch_id}: {b['counts']} of {b['total']} after {timeout}s")
+            await asyncio.sleep(interval)
+
+    async def cancel_batch(self, batch_id: str, *, reason: str | None = None, decided_by: str | None = None) -> CancelledBatch:
+        """cancel_batch: see Client.cancel_batch."""
+        return await self._call(Call("POST", f"/v1/batches/{seg(batch_id)}/cancel", json=_core.cancel_body(reason, decided_by)))
+
+    # Approvals
+
+    async def pending(
+        self, *, agent: str | None = None, tool: str | None = None,
+        run_id: str | None = None, limit: int | None = None,
+    ) -> list[PendingCall]:
+        """pending: see Client.pending."""
+        return (await self._call(_core.pending(agent, tool, run_id, limit)))["pending"]
+
+    async def decide(
+        self, run_id: str, call_id: str, action: DecisionAction, *,
+        payload: Any = None, args_hash: str | None = None, decision_id: str | None = None,
+        decided_by: str | None = None, reason: str | None = None,
+    ) -> AcceptedDecision:
+        """decide: see Client.decide."""
+        return await self._call(_core.decide(run_id, call_id, action, payload, args_hash, decision_id, decided_by, reason))

@@ -1,0 +1,235 @@
+"""The synchronous client."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from . import _core
+from ._core import Call, seg
+from .errors import WaitTimeout
+from .models import (
+    AcceptedCancel, AcceptedDecision, Batch, CancelledBatch, CreatedBatch, CreatedRun,
+    DecisionAction, Event, Message, PendingCall, Run, RunList, RunStatus, RunSummary,
+)
+
+
+class Client:
+    """Client calls a stepwise gateway's HTTP API.
+
+    ``base_url`` defaults to STEPWISE_URL, else http://localhost:8080;
+    ``api_key``, sent as ``Authorization: Bearer <key>``, to
+    STEPWISE_API_KEY, else none (a gateway without keys takes every
+    request). ``timeout`` is in seconds, per request. An ``http`` client of
+    your own (proxies, TLS, a mock transport) is used as it is and not
+    closed. A Client may be shared by threads, as httpx.Client may; close it,
+    or use it in a ``with`` block. Every error answer raises an
+    :class:`~stepwise_client.APIError` carrying the envelope's code.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout: float = _core.DEFAULT_TIMEOUT,
+        http: httpx.Client | None = None,
+    ) -> None:
+        url, headers = _core.settings(base_url, api_key)
+        self._owned = http is None
+        self._http = http or httpx.Client(timeout=timeout)
+        self._url = url
+        self._headers = headers
+
+    def close(self) -> None:
+        """close releases the connections (not those of an ``http`` passed in)."""
+        if self._owned:
+            self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, call: Call) -> Any:
+        kw = call.kwargs()
+        kw["headers"] = {**self._headers, **kw["headers"]}
+        return _core.decode(self._http.request(call.method, self._url + call.path, **kw))
+
+    # Runs
+
+    def create_run(
+        self, agent: str, input: str | list[Mapping[str, Any]], *,
+        run_id: str | None = None, model: Mapping[str, Any] | None = None, metadata: Any = None,
+    ) -> CreatedRun:
+        """create_run starts a run of agent on input (text or messages).
+
+        With a run_id it is idempotent: the same request again answers the
+        run's current status; another body under the same id raises
+        ConflictError.
+        """
+        return self._call(_core.create_run(agent, input, run_id, model, metadata))
+
+    def get_run(self, run_id: str) -> Run:
+        """get_run returns the run with its tool calls."""
+        return self._call(Call("GET", f"/v1/runs/{seg(run_id)}"))
+
+    def messages(self, run_id: str) -> list[Message]:
+        """messages returns the run's conversation, input first."""
+        return self._call(Call("GET", f"/v1/runs/{seg(run_id)}/messages"))["messages"]
+
+    def list_runs(
+        self, *, status: RunStatus | None = None, agent: str | None = None,
+        limit: int | None = None, cursor: str | None = None,
+    ) -> RunList:
+        """list_runs returns one page of runs, newest first.
+
+        A page may hold fewer runs than limit and still have a next_cursor;
+        :meth:`iter_runs` follows the cursors.
+        """
+        return self._call(_core.list_runs(status, agent, limit, cursor))
+
+    def iter_runs(
+        self, *, status: RunStatus | None = None, agent: str | None = None, limit: int | None = None,
+    ) -> Iterator[RunSummary]:
+        """iter_runs yields every run list_runs finds, page after page."""
+        cursor: str | None = None
+        while True:
+            page = self.list_runs(status=status, agent=agent, limit=limit, cursor=cursor)
+            yield from page["runs"]
+            cursor = page["next_cursor"]
+            if not cursor:
+                return
+
+    def wait_run(self, run_id: str, *, timeout: float | None = None, interval: float = 0.2) -> Run:
+        """wait_run returns the run once it is done, reading it every interval.
+
+        A run waiting for a decision is not done. Raises WaitTimeout after
+        timeout seconds (never, when None).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            run = self.get_run(run_id)
+            if run["status"] == "done":
+                return run
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeout(f"run {run_id} is {run['status']} after {timeout}s")
+            time.sleep(interval)
+
+    def cancel_run(self, run_id: str, *, reason: str | None = None, decided_by: str | None = None) -> AcceptedCancel:
+        """cancel_run asks for the run to end cancelled; ConflictError when it is done."""
+        return self._call(Call("POST", f"/v1/runs/{seg(run_id)}/cancel", json=_core.cancel_body(reason, decided_by)))
+
+    # Events
+
+    def events(self, run_id: str, *, last_event_id: str | None = None, reconnects: int = 5) -> Iterator[Event]:
+        """events yields the run's event log, strictly after last_event_id.
+
+        It follows the log live and ends after the run's last run.finished
+        (not one whose reason is suspended: the run waits and goes on). A
+        connection that drops, or closes before that event, is resumed after
+        the last event yielded (Last-Event-ID), nothing lost or repeated;
+        after ``reconnects`` failures in a row the last error is raised. A
+        resumption that brings nothing more ends the iteration. Pass an
+        event's ``id`` as last_event_id to resume in another process.
+        """
+        after = last_event_id
+        failures = 0
+        while True:
+            got = False
+            try:
+                with self._http.stream(
+                    "GET", f"{self._url}/v1/runs/{seg(run_id)}/events",
+                    headers={**self._headers, **_core.events_headers(after)},
+                    timeout=httpx.Timeout(self._http.timeout.connect, read=_core.STREAM_READ_TIMEOUT),
+                ) as resp:
+                    if not resp.is_success:
+                        resp.read()
+                        raise _core.error_of(resp)
+                    dec = _core.SSEDecoder()
+                    for line in resp.iter_lines():
+                        ev = dec.feed(line)
+                        if ev is None:
+                            continue
+                        got, failures, after = True, 0, ev["id"]
+                        yield ev
+                        if _core.ends(ev):
+                            return
+            except httpx.TransportError:
+                failures += 1
+                if failures > reconnects:
+                    raise
+                time.sleep(min(failures, 5))
+                continue
+            if not got:
+                return
+
+    # Batches
+
+    def submit_batch(
+        self, runs: Iterable[Mapping[str, Any]] | str | bytes, *,
+        token_budget: int | None = None, cost_budget: float | None = None,
+    ) -> CreatedBatch:
+        """submit_batch creates runs from objects like create_run's body.
+
+        They are sent as JSON Lines; a str or bytes is sent as it is (a
+        JSONL file's content). One invalid item refuses the whole batch
+        (InvalidRequestError, a detail per problem). token_budget and
+        cost_budget (USD) bound what the batch's runs use together.
+        """
+        return self._call(_core.submit_batch(runs, token_budget, cost_budget))
+
+    def get_batch(self, batch_id: str) -> Batch:
+        """get_batch returns how far the batch's runs are."""
+        return self._call(Call("GET", f"/v1/batches/{seg(batch_id)}"))
+
+    def follow_batch(self, batch_id: str, *, interval: float = 1.0, timeout: float | None = None) -> Iterator[Batch]:
+        """follow_batch yields the batch's progress: first as it is, then each
+        time its counts change, until every run is done (the last one
+        yielded). Raises WaitTimeout after timeout seconds.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        seen = None
+        while True:
+            b = self.get_batch(batch_id)
+            if _core.batch_progress(b) != seen:
+                seen = _core.batch_progress(b)
+                yield b
+            if _core.batch_finished(b):
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeout(f"batch {batch_id}: {b['counts']} of {b['total']} after {timeout}s")
+            time.sleep(interval)
+
+    def cancel_batch(self, batch_id: str, *, reason: str | None = None, decided_by: str | None = None) -> CancelledBatch:
+        """cancel_batch cancels every run of the batch that is not done."""
+        return self._call(Call("POST", f"/v1/batches/{seg(batch_id)}/cancel", json=_core.cancel_body(reason, decided_by)))
+
+    # Approvals
+
+    def pending(
+        self, *, agent: str | None = None, tool: str | None = None,
+        run_id: str | None = None, limit: int | None = None,
+    ) -> list[PendingCall]:
+        """pending lists parked calls awaiting a decision, oldest first."""
+        return self._call(_core.pending(agent, tool, run_id, limit))["pending"]
+
+    def decide(
+        self, run_id: str, call_id: str, action: DecisionAction, *,
+        payload: Any = None, args_hash: str | None = None, decision_id: str | None = None,
+        decided_by: str | None = None, reason: str | None = None,
+    ) -> AcceptedDecision:
+        """decide resumes or cancels a parked call.
+
+        The gateway publishes the decision; the step worker applies it (or
+        rejects it, with a decision.rejected event). Quote the call's
+        args_hash to have it rejected if the arguments differ; send the same
+        decision_id again to retry safely. Behind an API key the decision is
+        recorded as decided by the key's name, decided_by following it as a
+        note: ``"ops (alice)"``.
+        """
+        return self._call(_core.decide(run_id, call_id, action, payload, args_hash, decision_id, decided_by, reason))
