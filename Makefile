@@ -26,6 +26,19 @@ test-js:
 	$(GO) build -o e2e/js/.bin/stepwise ./cmd/stepwise
 	cd e2e/js && npm ci --no-audit --no-fund --loglevel=error && STEPWISE_BIN="$(CURDIR)/e2e/js/.bin/stepwise" npm test
 
+## test-python: the Python client's tests (sdk/python) against `stepwise
+## dev`, built here; makes a virtualenv in sdk/python/.venv (gitignored)
+## with PYTHON (python3 and its venv module), installs the client into it
+## with pip and runs pytest
+PYTHON ?= python3
+PY_VENV = sdk/python/.venv
+.PHONY: test-python
+test-python:
+	$(GO) build -o sdk/python/.bin/stepwise ./cmd/stepwise
+	$(PYTHON) -m venv $(PY_VENV)
+	$(PY_VENV)/bin/pip install --quiet --disable-pip-version-check ./sdk/python pytest
+	cd sdk/python && STEPWISE_BIN="$(CURDIR)/sdk/python/.bin/stepwise" .venv/bin/pytest -q -p no:cacheprovider
+
 ## test-kafka: the Kafka-touching packages against a 3-node Apache Kafka
 ## cluster started for the run (scripts/kafka; needs Java 17+ and Maven,
 ## fetches Apache Kafka from Maven Central once per machine)
