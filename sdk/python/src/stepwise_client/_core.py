@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from urllib.parse import quote
 
 import httpx
 
-from .errors import APIError, error_for
+from .errors import APIError, WaitTimeout, error_for
 from .models import Batch, Event
 
 DEFAULT_URL = "http://localhost:8080"
@@ -44,6 +45,30 @@ def settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, 
     if key:
         headers["Authorization"] = f"Bearer {key}"
     return url, headers
+
+
+class Base:
+    """Base holds what both clients share: the gateway's URL, the headers
+    every request carries and the httpx client (theirs, or one of ours that
+    close releases)."""
+
+    def __init__(self, base_url: str | None, api_key: str | None, http: Any, make_http: Any) -> None:
+        self._url, self._headers = settings(base_url, api_key)
+        self._owned = http is None
+        self._http = http or make_http()
+
+    def _request(self, call: Call) -> tuple[str, str, dict[str, Any]]:
+        kw = call.kwargs()
+        kw["headers"] = {**self._headers, **kw["headers"]}
+        return call.method, self._url + call.path, kw
+
+    def _events(self, run_id: str, after: str | None) -> dict[str, Any]:
+        return {
+            "method": "GET",
+            "url": f"{self._url}/v1/runs/{seg(run_id)}/events",
+            "headers": {**self._headers, **events_headers(after)},
+            "timeout": httpx.Timeout(self._http.timeout.connect, read=STREAM_READ_TIMEOUT),
+        }
 
 
 @dataclass(frozen=True)
@@ -157,9 +182,63 @@ def batch_finished(b: Batch) -> bool:
     return b["counts"].get("done", 0) + b.get("expired", 0) >= b["total"]
 
 
-def batch_progress(b: Batch) -> tuple[Any, ...]:
-    """batch_progress is what changes as a batch moves on (not its usage)."""
-    return (tuple(sorted(b["counts"].items())), tuple(sorted(b["reasons"].items())), b.get("expired", 0))
+class Progress:
+    """Progress tells a batch's readings that moved on (its counts, reasons
+    or expired runs, not its usage) from repeats."""
+
+    def __init__(self) -> None:
+        self._seen: tuple[Any, ...] | None = None
+
+    def changed(self, b: Batch) -> bool:
+        now = (tuple(sorted(b["counts"].items())), tuple(sorted(b["reasons"].items())), b.get("expired", 0))
+        changed, self._seen = now != self._seen, now
+        return changed
+
+
+class Deadline:
+    """Deadline raises WaitTimeout once timeout seconds have passed (never
+    when timeout is None)."""
+
+    def __init__(self, timeout: float | None) -> None:
+        self._timeout = timeout
+        self._at = None if timeout is None else time.monotonic() + timeout
+
+    def check(self, what: str) -> None:
+        if self._at is not None and time.monotonic() >= self._at:
+            raise WaitTimeout(f"{what} after {self._timeout}s")
+
+
+class Resumption:
+    """Resumption keeps the books of a resumable event stream: the id to
+    resume after and the connections that failed in a row.
+
+    Per connection: ``opened`` with its Last-Event-ID, ``seen`` for each
+    event (True once the run's last one came), ``dropped`` on a transport
+    error (the seconds to wait before reconnecting, or None once
+    ``reconnects`` failed in a row: re-raise then), and ``closed`` when the
+    server ended it (True when a resumption brought nothing more: stop).
+    """
+
+    def __init__(self, last_event_id: str | None, reconnects: int) -> None:
+        self.after = last_event_id
+        self._reconnects = reconnects
+        self._failures = 0
+        self._got = False
+
+    def opened(self) -> str | None:
+        self._got = False
+        return self.after
+
+    def seen(self, ev: Event) -> bool:
+        self._got, self._failures, self.after = True, 0, ev["id"]
+        return ends(ev)
+
+    def dropped(self) -> float | None:
+        self._failures += 1
+        return min(self._failures, 5) if self._failures <= self._reconnects else None
+
+    def closed(self) -> bool:
+        return not self._got
 
 
 def ends(ev: Event) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
@@ -11,14 +10,13 @@ import httpx
 
 from . import _core
 from ._core import Call, seg
-from .errors import WaitTimeout
 from .models import (
     AcceptedCancel, AcceptedDecision, Batch, CancelledBatch, CreatedBatch, CreatedRun,
     DecisionAction, Event, Message, PendingCall, Run, RunList, RunStatus, RunSummary,
 )
 
 
-class AsyncClient:
+class AsyncClient(_core.Base):
     """AsyncClient calls a stepwise gateway's HTTP API from asyncio.
 
     Its methods are :class:`~stepwise_client.Client`'s, with the same
@@ -35,11 +33,7 @@ class AsyncClient:
         timeout: float = _core.DEFAULT_TIMEOUT,
         http: httpx.AsyncClient | None = None,
     ) -> None:
-        url, headers = _core.settings(base_url, api_key)
-        self._owned = http is None
-        self._http = http or httpx.AsyncClient(timeout=timeout)
-        self._url = url
-        self._headers = headers
+        super().__init__(base_url, api_key, http, lambda: httpx.AsyncClient(timeout=timeout))
 
     async def aclose(self) -> None:
         """aclose releases the connections (not those of an ``http`` passed in)."""
@@ -53,9 +47,8 @@ class AsyncClient:
         await self.aclose()
 
     async def _call(self, call: Call) -> Any:
-        kw = call.kwargs()
-        kw["headers"] = {**self._headers, **kw["headers"]}
-        return _core.decode(await self._http.request(call.method, self._url + call.path, **kw))
+        method, url, kw = self._request(call)
+        return _core.decode(await self._http.request(method, url, **kw))
 
     # Runs
 
@@ -96,13 +89,12 @@ class AsyncClient:
 
     async def wait_run(self, run_id: str, *, timeout: float | None = None, interval: float = 0.2) -> Run:
         """wait_run: see Client.wait_run."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = _core.Deadline(timeout)
         while True:
             run = await self.get_run(run_id)
             if run["status"] == "done":
                 return run
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout(f"run {run_id} is {run['status']} after {timeout}s")
+            deadline.check(f"run {run_id} is {run['status']}")
             await asyncio.sleep(interval)
 
     async def cancel_run(self, run_id: str, *, reason: str | None = None, decided_by: str | None = None) -> AcceptedCancel:
@@ -113,16 +105,10 @@ class AsyncClient:
 
     async def events(self, run_id: str, *, last_event_id: str | None = None, reconnects: int = 5) -> AsyncIterator[Event]:
         """events: see Client.events."""
-        after = last_event_id
-        failures = 0
+        books = _core.Resumption(last_event_id, reconnects)
         while True:
-            got = False
             try:
-                async with self._http.stream(
-                    "GET", f"{self._url}/v1/runs/{seg(run_id)}/events",
-                    headers={**self._headers, **_core.events_headers(after)},
-                    timeout=httpx.Timeout(self._http.timeout.connect, read=_core.STREAM_READ_TIMEOUT),
-                ) as resp:
+                async with self._http.stream(**self._events(run_id, books.opened())) as resp:
                     if not resp.is_success:
                         await resp.aread()
                         raise _core.error_of(resp)
@@ -131,17 +117,17 @@ class AsyncClient:
                         ev = dec.feed(line)
                         if ev is None:
                             continue
-                        got, failures, after = True, 0, ev["id"]
+                        last = books.seen(ev)
                         yield ev
-                        if _core.ends(ev):
+                        if last:
                             return
             except httpx.TransportError:
-                failures += 1
-                if failures > reconnects:
+                wait = books.dropped()
+                if wait is None:
                     raise
-                await asyncio.sleep(min(failures, 5))
+                await asyncio.sleep(wait)
                 continue
-            if not got:
+            if books.closed():
                 return
 
     # Batches
@@ -159,17 +145,14 @@ class AsyncClient:
 
     async def follow_batch(self, batch_id: str, *, interval: float = 1.0, timeout: float | None = None) -> AsyncIterator[Batch]:
         """follow_batch: see Client.follow_batch."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        seen = None
+        deadline, progress = _core.Deadline(timeout), _core.Progress()
         while True:
             b = await self.get_batch(batch_id)
-            if _core.batch_progress(b) != seen:
-                seen = _core.batch_progress(b)
+            if progress.changed(b):
                 yield b
             if _core.batch_finished(b):
                 return
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout(f"batch {batch_id}: {b['counts']} of {b['total']} after {timeout}s")
+            deadline.check(f"batch {batch_id}: {b['counts']} of {b['total']}")
             await asyncio.sleep(interval)
 
     async def cancel_batch(self, batch_id: str, *, reason: str | None = None, decided_by: str | None = None) -> CancelledBatch:

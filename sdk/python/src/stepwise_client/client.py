@@ -10,14 +10,13 @@ import httpx
 
 from . import _core
 from ._core import Call, seg
-from .errors import WaitTimeout
 from .models import (
     AcceptedCancel, AcceptedDecision, Batch, CancelledBatch, CreatedBatch, CreatedRun,
     DecisionAction, Event, Message, PendingCall, Run, RunList, RunStatus, RunSummary,
 )
 
 
-class Client:
+class Client(_core.Base):
     """Client calls a stepwise gateway's HTTP API.
 
     ``base_url`` defaults to STEPWISE_URL, else http://localhost:8080;
@@ -38,11 +37,7 @@ class Client:
         timeout: float = _core.DEFAULT_TIMEOUT,
         http: httpx.Client | None = None,
     ) -> None:
-        url, headers = _core.settings(base_url, api_key)
-        self._owned = http is None
-        self._http = http or httpx.Client(timeout=timeout)
-        self._url = url
-        self._headers = headers
+        super().__init__(base_url, api_key, http, lambda: httpx.Client(timeout=timeout))
 
     def close(self) -> None:
         """close releases the connections (not those of an ``http`` passed in)."""
@@ -56,9 +51,8 @@ class Client:
         self.close()
 
     def _call(self, call: Call) -> Any:
-        kw = call.kwargs()
-        kw["headers"] = {**self._headers, **kw["headers"]}
-        return _core.decode(self._http.request(call.method, self._url + call.path, **kw))
+        method, url, kw = self._request(call)
+        return _core.decode(self._http.request(method, url, **kw))
 
     # Runs
 
@@ -111,13 +105,12 @@ class Client:
         A run waiting for a decision is not done. Raises WaitTimeout after
         timeout seconds (never, when None).
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = _core.Deadline(timeout)
         while True:
             run = self.get_run(run_id)
             if run["status"] == "done":
                 return run
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout(f"run {run_id} is {run['status']} after {timeout}s")
+            deadline.check(f"run {run_id} is {run['status']}")
             time.sleep(interval)
 
     def cancel_run(self, run_id: str, *, reason: str | None = None, decided_by: str | None = None) -> AcceptedCancel:
@@ -137,16 +130,10 @@ class Client:
         resumption that brings nothing more ends the iteration. Pass an
         event's ``id`` as last_event_id to resume in another process.
         """
-        after = last_event_id
-        failures = 0
+        books = _core.Resumption(last_event_id, reconnects)
         while True:
-            got = False
             try:
-                with self._http.stream(
-                    "GET", f"{self._url}/v1/runs/{seg(run_id)}/events",
-                    headers={**self._headers, **_core.events_headers(after)},
-                    timeout=httpx.Timeout(self._http.timeout.connect, read=_core.STREAM_READ_TIMEOUT),
-                ) as resp:
+                with self._http.stream(**self._events(run_id, books.opened())) as resp:
                     if not resp.is_success:
                         resp.read()
                         raise _core.error_of(resp)
@@ -155,17 +142,17 @@ class Client:
                         ev = dec.feed(line)
                         if ev is None:
                             continue
-                        got, failures, after = True, 0, ev["id"]
+                        last = books.seen(ev)
                         yield ev
-                        if _core.ends(ev):
+                        if last:
                             return
             except httpx.TransportError:
-                failures += 1
-                if failures > reconnects:
+                wait = books.dropped()
+                if wait is None:
                     raise
-                time.sleep(min(failures, 5))
+                time.sleep(wait)
                 continue
-            if not got:
+            if books.closed():
                 return
 
     # Batches
@@ -192,17 +179,14 @@ class Client:
         time its counts change, until every run is done (the last one
         yielded). Raises WaitTimeout after timeout seconds.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        seen = None
+        deadline, progress = _core.Deadline(timeout), _core.Progress()
         while True:
             b = self.get_batch(batch_id)
-            if _core.batch_progress(b) != seen:
-                seen = _core.batch_progress(b)
+            if progress.changed(b):
                 yield b
             if _core.batch_finished(b):
                 return
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout(f"batch {batch_id}: {b['counts']} of {b['total']} after {timeout}s")
+            deadline.check(f"batch {batch_id}: {b['counts']} of {b['total']}")
             time.sleep(interval)
 
     def cancel_batch(self, batch_id: str, *, reason: str | None = None, decided_by: str | None = None) -> CancelledBatch:

@@ -216,25 +216,18 @@ class CancelledBatch(TypedDict):
     status: Literal["accepted"]
 
 
-class _PendingCallRequired(TypedDict):
+class _PendingCallWhere(TypedDict):
     run_id: str
     agent: str
     call_id: str
     step: int
     tool: str
     arguments: Any
-    ticket: str
-    reason: str
-    args_hash: str
-    resume_mode: ResumeMode
-    parked_at: str
 
 
-class PendingCall(_PendingCallRequired, total=False):
-    """A parked call awaiting a decision, as ``GET /v1/pending`` lists it."""
-
-    deadline: str
-    on_timeout: Literal["resume", "cancel"]
+class PendingCall(_PendingCallWhere, Parking):
+    """A parked call awaiting a decision, as ``GET /v1/pending`` lists it:
+    where it is, its arguments, and its parking's fields."""
 
 
 class AcceptedDecision(TypedDict):
