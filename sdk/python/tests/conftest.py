@@ -71,10 +71,13 @@ def dev() -> Iterator[Dev]:
         stderr.seek(0)
         return stderr.read().decode(errors="replace")[-4000:]
 
-    try:
-        url = until("stepwise dev prints its address", lambda: found[0] if found else proc.poll() is not None and "exited", START_TIMEOUT)
-        if url == "exited":
+    def address() -> str | None:
+        if not found and proc.poll() is not None:
             pytest.fail(f"stepwise dev exited ({proc.returncode}):\n{log()}")
+        return found[0] if found else None
+
+    try:
+        url = until("stepwise dev prints its address", address, START_TIMEOUT)
 
         def ready() -> bool:
             try:
