@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -27,10 +28,18 @@ func chatBody(id string, msgs ...map[string]any) map[string]any {
 // start) with the given key ("" for none); the stream is then dropped.
 func (h *harness) openChat(body map[string]any, key string) (status int, header http.Header, first string) {
 	h.t.Helper()
+	return h.openStream("/v1/ai-sdk/chat", body, key)
+}
+
+// openStream posts body to a streaming route (path, with its query) with
+// the given key ("" for none) and reads the stream's first line, or for a
+// status other than 200 the whole answer; the stream is then dropped.
+func (h *harness) openStream(path string, body map[string]any, key string) (status int, header http.Header, first string) {
+	h.t.Helper()
 	b, _ := json.Marshal(body)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+"/v1/ai-sdk/chat", strings.NewReader(string(b)))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+path, strings.NewReader(string(b)))
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -41,7 +50,8 @@ func (h *harness) openChat(body map[string]any, key string) (status int, header 
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		return res.StatusCode, res.Header, ""
+		refusal, _ := io.ReadAll(res.Body)
+		return res.StatusCode, res.Header, string(refusal)
 	}
 	line, _ := bufio.NewReader(res.Body).ReadString('\n')
 	return res.StatusCode, res.Header, strings.TrimSpace(line)

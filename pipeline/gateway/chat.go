@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
@@ -111,6 +112,9 @@ func (s *Server) chatRequest(w http.ResponseWriter, r *http.Request, what string
 	if ae == nil {
 		t, ae = turn()
 	}
+	if ae == nil {
+		t.agent, ae = chatAgent(r, t.agent)
+	}
 	var cs chatStream
 	if ae == nil {
 		cs, ae = s.startTurn(r, t)
@@ -120,6 +124,24 @@ func (s *Server) chatRequest(w http.ResponseWriter, r *http.Request, what string
 		return chatStream{}, false
 	}
 	return cs, true
+}
+
+// chatAgent is the agent a chat request names: in its body (bodyAgent),
+// as ?agent=NAME, or in both when they agree; "" when it names none (a
+// later turn keeps the previous turn's); an empty ?agent= names none. A
+// query that names two agents, or another one than the body, is refused:
+// no guess at which was meant.
+func chatAgent(r *http.Request, bodyAgent string) (string, *apiError) {
+	names := r.URL.Query()["agent"]
+	switch {
+	case len(names) > 1:
+		return "", invalid("the query names the agent %d times (%s): name it once", len(names), strings.Join(names, ", "))
+	case len(names) == 0 || names[0] == "":
+		return bodyAgent, nil
+	case bodyAgent != "" && bodyAgent != names[0]:
+		return "", invalid("the query names agent %q and the body agent %q: name one, or the same in both", names[0], bodyAgent)
+	}
+	return names[0], nil
 }
 
 // startTurn does what t asks: publishes its answers as decisions and
