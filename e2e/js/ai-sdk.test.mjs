@@ -22,16 +22,17 @@ class MemoryState {
   snapshot = (x) => structuredClone(x);
 }
 
-function newChat(sdk, { agent, fetch }) {
+function newChat(sdk, { agent, fetch, sendAutomaticallyWhen, onToolCall, api }) {
   class Chat extends sdk.AbstractChat {
     constructor(init) { super({ ...init, state: new MemoryState() }); }
   }
   return new Chat({
     id: `chat-${Math.random().toString(36).slice(2, 10)}`,
     transport: new sdk.DefaultChatTransport({
-      api: `${dev.base}/v1/ai-sdk/chat`, headers: dev.headers, body: { agent }, fetch,
+      api: api ?? `${dev.base}/v1/ai-sdk/chat`, headers: dev.headers, body: agent ? { agent } : {}, fetch,
     }),
-    sendAutomaticallyWhen: sdk.lastAssistantMessageIsCompleteWithApprovalResponses,
+    sendAutomaticallyWhen: sendAutomaticallyWhen ?? sdk.lastAssistantMessageIsCompleteWithApprovalResponses,
+    onToolCall,
     onError: () => {},
   });
 }
@@ -90,6 +91,42 @@ for (const [name, sdk] of [['ai 7', ai7], ['ai 6', ai6]]) {
     const call = run.tool_calls.find((c) => c.tool === 'issue_refund');
     assert.equal(call.status, 'cancelled');
     assert.match(JSON.stringify(call), /too much/);
+  });
+
+  test(`${name}: addToolOutput of a frontend tool resumes its parked call with the output`, async () => {
+    const called = [];
+    let chat;
+    chat = newChat(sdk, {
+      // The agent in the query, as the routes' contract has it.
+      api: `${dev.base}/v1/ai-sdk/chat?agent=locate`,
+      sendAutomaticallyWhen: sdk.lastAssistantMessageIsCompleteWithToolCalls,
+      // As useChat's docs have it: the client runs its tool and adds the
+      // output, without awaiting it inside the callback.
+      onToolCall: ({ toolCall }) => {
+        called.push(toolCall.toolName);
+        if (toolCall.toolName === 'get_location') {
+          chat.addToolOutput({ tool: 'get_location', toolCallId: toolCall.toolCallId, output: { city: 'Lisbon' } });
+        }
+      },
+    });
+    await chat.sendMessage({ text: 'Where am I?' });
+    await until('the run to finish', () => finished(chat, 'You are in the city you told me.'));
+    assert.deepEqual(called, ['get_location'], 'only the frontend tool is the client\'s to run');
+    const done = last(chat);
+    assert.equal(chat.messages.length, 2, 'one user message, one assistant message');
+    assert.deepEqual(texts(done), ['Let me see where you are.', 'You are in the city you told me.']);
+    const [lookup, located] = tools(done);
+    assert.equal(lookup.providerExecuted, true);
+    assert.equal(located.toolName, 'get_location');
+    assert.equal(located.state, 'output-available');
+    assert.equal(located.approval, undefined, 'a frontend tool asks for no approval');
+    assert.deepEqual(located.output, { city: 'Lisbon' });
+    const run = await getRun(dev, chat.id);
+    assert.equal(run.status, 'done');
+    assert.equal(run.agent, 'locate');
+    const call = run.tool_calls.find((c) => c.tool === 'get_location');
+    assert.equal(call.status, 'succeeded');
+    assert.deepEqual(call.result, { city: 'Lisbon' });
   });
 
   test(`${name}: a stream cut in the middle resumes with nothing lost and nothing repeated`, async () => {

@@ -175,6 +175,10 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 	return gateway.New(gateway.Config{
 		Store: s.Store, Publisher: s.Publisher, Names: s.Names,
 		Agents: func(name string) bool { _, ok := s.Config.Agent(name); return ok },
+		ClientTools: func(name string) bool {
+			t, ok := s.Config.Tool(name)
+			return ok && t.Executor.Frontend != nil
+		},
 		ValidateModel: func(raw json.RawMessage) error {
 			_, err := script.ParseRun(raw, s.Config.Runs.MaxScriptDelay.Duration)
 			return err

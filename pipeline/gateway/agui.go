@@ -115,7 +115,7 @@ func (in *aguiInput) turn() (chatTurn, *apiError) {
 		if !ok {
 			return chatTurn{}, invalid("resume[%d].interruptId %q is not an interrupt stepwise sent", i, res.InterruptID)
 		}
-		a := chatAnswer{approvalID: res.InterruptID, callID: callID, payload: res.Payload}
+		a := chatAnswer{decisionID: approvalDecisionID(res.InterruptID), callID: callID, payload: res.Payload}
 		switch res.Status {
 		case "resolved":
 			a.resume = true

@@ -46,17 +46,47 @@ type uiMessage struct {
 }
 
 // uiPart is a part of a UIMessage: text, or a tool call ("tool-<name>" or
-// "dynamic-tool") whose approval the user may have answered.
+// "dynamic-tool") whose approval the user may have answered, or whose
+// output the client may have added (addToolOutput).
 type uiPart struct {
-	Type       string `json:"type"`
-	Text       string `json:"text"`
-	ToolCallID string `json:"toolCallId"`
-	State      string `json:"state"`
+	Type       string          `json:"type"`
+	Text       string          `json:"text"`
+	ToolCallID string          `json:"toolCallId"`
+	ToolName   string          `json:"toolName"`
+	State      string          `json:"state"`
+	Output     json.RawMessage `json:"output"`
+	ErrorText  string          `json:"errorText"`
 	Approval   *struct {
 		ID       string `json:"id"`
 		Approved *bool  `json:"approved"`
 		Reason   string `json:"reason"`
 	} `json:"approval"`
+}
+
+// tool is the name of the part's tool: a dynamic tool's toolName, a
+// static one's from its type.
+func (p uiPart) tool() string {
+	if p.Type == "dynamic-tool" {
+		return p.ToolName
+	}
+	return strings.TrimPrefix(p.Type, "tool-")
+}
+
+// clientAnswer is the answer a part holds when the client executed its
+// call (clientTool: a frontend tool) and added its output: resume the
+// call with the output as its result, or, for an output-error, cancel it
+// with the error as the reason (a decision cannot fail a call).
+func (p uiPart) clientAnswer(clientTool func(string) bool) (chatAnswer, bool) {
+	if (p.State != "output-available" && p.State != "output-error") || p.ToolCallID == "" || !clientTool(p.tool()) {
+		return chatAnswer{}, false
+	}
+	a := chatAnswer{decisionID: outputDecisionID(p.ToolCallID), callID: p.ToolCallID}
+	if p.State == "output-available" {
+		a.resume, a.payload = true, p.Output
+	} else {
+		a.reason = orRaw(p.ErrorText, "the client's tool failed")
+	}
+	return a, true
 }
 
 // text is the message's text parts, joined.
@@ -73,13 +103,16 @@ func (m uiMessage) text() string {
 // aiSDKChat serves POST /v1/ai-sdk/chat.
 func (s *Server) aiSDKChat(w http.ResponseWriter, r *http.Request) {
 	var req aiSDKChatRequest
-	if cs, ok := s.chatRequest(w, r, "chat request", &req, req.turn); ok {
+	turn := func() (chatTurn, *apiError) { return req.turn(s.cfg.ClientTools) }
+	if cs, ok := s.chatRequest(w, r, "chat request", &req, turn); ok {
 		s.serveUIStream(w, r, cs)
 	}
 }
 
-// turn reads what the request asks of its chat.
-func (req *aiSDKChatRequest) turn() (chatTurn, *apiError) {
+// turn reads what the request asks of its chat: a user message to answer,
+// or the answers the last (assistant) message holds: approval responses,
+// and outputs of calls of the tools the client executes (clientTool).
+func (req *aiSDKChatRequest) turn(clientTool func(string) bool) (chatTurn, *apiError) {
 	if ae := checkThreadID("id", req.ID); ae != nil {
 		return chatTurn{}, ae
 	}
@@ -107,6 +140,10 @@ func (req *aiSDKChatRequest) turn() (chatTurn, *apiError) {
 		return t, nil
 	}
 	for j, p := range last.Parts {
+		if a, ok := p.clientAnswer(clientTool); ok {
+			t.answers = append(t.answers, a)
+			continue
+		}
 		if p.State != "approval-responded" || p.Approval == nil {
 			continue
 		}
@@ -116,11 +153,11 @@ func (req *aiSDKChatRequest) turn() (chatTurn, *apiError) {
 				len(req.Messages)-1, j, p.Approval.ID, p.ToolCallID)
 		}
 		t.answers = append(t.answers, chatAnswer{
-			approvalID: p.Approval.ID, callID: callID, resume: *p.Approval.Approved, reason: p.Approval.Reason,
+			decisionID: approvalDecisionID(p.Approval.ID), callID: callID, resume: *p.Approval.Approved, reason: p.Approval.Reason,
 		})
 	}
 	if len(t.answers) == 0 {
-		return chatTurn{}, invalid("the last message is the assistant's and answers no approval request: send a user message, or the approval responses")
+		return chatTurn{}, invalid("the last message is the assistant's and answers no approval request and adds no output of a frontend tool's call: send a user message, the approval responses, or the tool outputs")
 	}
 	return t, nil
 }
@@ -165,7 +202,7 @@ func (s *Server) serveUIStream(w http.ResponseWriter, r *http.Request, cs chatSt
 		return
 	}
 	es := &eventStream{w: w, rc: rc, timeout: s.cfg.StreamWriteTimeout}
-	sink := uiStream{es: es}
+	sink := uiStream{es: es, clientTool: s.cfg.ClientTools, clientCalls: map[string]bool{}}
 	err := es.data(uiChunk{"type": "start", "messageId": cs.run.ID})
 	if err == nil {
 		err = s.streamTurn(r.Context(), es, cs, sink)
@@ -177,8 +214,17 @@ func (s *Server) serveUIStream(w http.ResponseWriter, r *http.Request, cs chatSt
 type uiChunk map[string]any
 
 // uiStream writes a run's chat as UI message stream chunks. Tools are
-// dynamic (the client has no static definitions of stepwise's).
-type uiStream struct{ es *eventStream }
+// dynamic (the client has no static definitions of stepwise's). A call of
+// a tool the client executes (clientTool) is the client's to run: it is
+// not provider-executed, and its parking asks for no approval (the part
+// stays input-available until addToolOutput); every other call is
+// provider-executed, so the SDK's onToolCall and
+// lastAssistantMessageIsCompleteWithToolCalls leave it alone.
+type uiStream struct {
+	es          *eventStream
+	clientTool  func(string) bool
+	clientCalls map[string]bool // the calls of this response that the client runs
+}
 
 func (u uiStream) stepStart(int) error { return u.es.data(uiChunk{"type": "start-step"}) }
 func (u uiStream) stepEnd(int) error   { return u.es.data(uiChunk{"type": "finish-step"}) }
@@ -194,11 +240,20 @@ func (u uiStream) textDelta(id, delta string) error {
 func (u uiStream) textEnd(id string) error { return u.es.data(uiChunk{"type": "text-end", "id": id}) }
 
 func (u uiStream) toolInput(callID, tool string, args json.RawMessage) error {
-	return u.es.data(uiChunk{"type": "tool-input-available", "toolCallId": callID, "toolName": tool,
-		"input": jsonOr(args, "{}"), "dynamic": true})
+	chunk := uiChunk{"type": "tool-input-available", "toolCallId": callID, "toolName": tool,
+		"input": jsonOr(args, "{}"), "dynamic": true}
+	if u.clientTool(tool) {
+		u.clientCalls[callID] = true
+	} else {
+		chunk["providerExecuted"] = true
+	}
+	return u.es.data(chunk)
 }
 
 func (u uiStream) approvalRequest(approvalID, callID string, _ pipeline.Parking) error {
+	if u.clientCalls[callID] {
+		return nil
+	}
 	return u.es.data(uiChunk{"type": "tool-approval-request", "approvalId": approvalID, "toolCallId": callID})
 }
 

@@ -67,10 +67,12 @@ func (t *chatTurn) add(role, text string) bool {
 	return true
 }
 
-// chatAnswer is an answer to one approval request: resume the call (with
-// a payload for its resume mode) or cancel it.
+// chatAnswer is an answer to one approval request, or a client's output of
+// a frontend tool's call: resume the call (with a payload for its resume
+// mode) or cancel it. decisionID derives from what it answers, so an
+// answer sent twice is one decision.
 type chatAnswer struct {
-	approvalID string
+	decisionID string
 	callID     string
 	resume     bool
 	payload    json.RawMessage
@@ -294,12 +296,17 @@ func (s *Server) lastSuspension(ctx context.Context, runID string) (string, erro
 	return "", nil
 }
 
-// answerDecision is the decision an answer stands for. Its id derives from
-// the approval's, so an answer sent twice is one decision.
+// approvalDecisionID is the decision id of an answer to an approval
+// request; outputDecisionID of a client's output of a call (a frontend
+// call parks once).
+func approvalDecisionID(approvalID string) string { return "approval:" + approvalID }
+func outputDecisionID(callID string) string       { return "output:" + callID }
+
+// answerDecision is the decision an answer stands for.
 func answerDecision(r *http.Request, runID string, a chatAnswer) topics.Decision {
 	d := topics.Decision{
 		Header:     topics.Header{RunID: runID},
-		DecisionID: "approval:" + a.approvalID,
+		DecisionID: a.decisionID,
 		CallID:     a.callID,
 		Action:     topics.ActionCancel,
 		DecidedBy:  decidedBy(r, ""),

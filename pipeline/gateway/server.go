@@ -48,6 +48,12 @@ type Config struct {
 	// configuration. Required: a gateway that accepts any agent would create
 	// runs no worker can drive.
 	Agents func(name string) bool
+	// ClientTools reports whether the client executes a tool (a frontend
+	// executor): the AI SDK stream leaves its parked calls to the client's
+	// addToolOutput instead of asking to approve them, marks the other
+	// tools provider-executed, and takes the client's output of such a call
+	// as the decision that resumes it. Nil: the client executes none.
+	ClientTools func(name string) bool
 	// ValidateModel checks a run's own script model (the "model" field of
 	// POST /v1/runs). Nil accepts any JSON object.
 	ValidateModel func(raw json.RawMessage) error
@@ -119,6 +125,9 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
+	if c.ClientTools == nil {
+		c.ClientTools = func(string) bool { return false }
+	}
 	if c.SweepAfter == 0 {
 		c.SweepAfter = DefaultSweepAfter
 	}
