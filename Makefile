@@ -28,7 +28,8 @@ test-js:
 
 ## test-python: the Python client's tests (sdk/python) against `stepwise
 ## dev`, built here; makes a virtualenv in sdk/python/.venv (gitignored)
-## with PYTHON (python3 and its venv module), installs the client into it
+## with PYTHON (python3 and its venv module), installs the client and its
+## kafka extra (confluent-kafka) into it
 ## with pip and runs pytest
 PYTHON ?= python3
 PY_VENV = sdk/python/.venv
@@ -36,7 +37,7 @@ PY_VENV = sdk/python/.venv
 test-python:
 	$(GO) build -o sdk/python/.bin/stepwise ./cmd/stepwise
 	$(PYTHON) -m venv $(PY_VENV)
-	$(PY_VENV)/bin/pip install --quiet --disable-pip-version-check ./sdk/python pytest
+	$(PY_VENV)/bin/pip install --quiet --disable-pip-version-check "./sdk/python[kafka]" pytest
 	cd sdk/python && STEPWISE_BIN="$(CURDIR)/sdk/python/.bin/stepwise" .venv/bin/pytest -q -p no:cacheprovider
 
 ## test-kafka: the Kafka-touching packages against a 3-node Apache Kafka

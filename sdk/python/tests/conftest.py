@@ -21,17 +21,21 @@ from stepwise_client import Client
 
 KEY = "pysdk-key-0123456789"
 READ_KEY = "pysdk-read-key-0123456789"
+SIGNING_KEYS = {"erp": "erp-signing-key-0123456789", "gateway": "gateway-signing-key-0123456789"}
 CONFIG = Path(__file__).with_name("stepwise.yaml")
 START_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
 class Dev:
-    """A running `stepwise dev`: its HTTP base URL and the keys it takes."""
+    """A running `stepwise dev`: its HTTP base URL, its broker's address
+    and the keys it takes (signing_key signs decisions as producer erp)."""
 
     url: str
+    kafka: str
     key: str = KEY
     read_key: str = READ_KEY
+    signing_key: str = SIGNING_KEYS["erp"]
 
 
 def until(what: str, check, timeout: float = 30.0, interval: float = 0.05):
@@ -54,16 +58,18 @@ def dev() -> Iterator[Dev]:
     stderr = tempfile.TemporaryFile()
     proc = subprocess.Popen(
         [binary, "dev", "--config", str(CONFIG), "--http", "127.0.0.1:0", "--kafka", "127.0.0.1:0"],
-        env={**os.environ, "STEPWISE_TEST_KEY": KEY, "STEPWISE_TEST_READ_KEY": READ_KEY},
+        env={**os.environ, "STEPWISE_TEST_KEY": KEY, "STEPWISE_TEST_READ_KEY": READ_KEY,
+             "STEPWISE_TEST_ERP_SIGNING_KEY": SIGNING_KEYS["erp"],
+             "STEPWISE_TEST_GATEWAY_SIGNING_KEY": SIGNING_KEYS["gateway"]},
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, text=True,
     )
-    found: list[str] = []
+    found: list[tuple[str, str]] = []
 
     def read_stdout() -> None:  # until the process ends, so its pipe never fills
         for line in proc.stdout:
-            m = re.search(r"http=(http://\S+)", line)
+            m = re.search(r"http=(http://\S+) kafka=(\S+)", line)
             if m and not found:
-                found.append(m.group(1))
+                found.append((m.group(1), m.group(2)))
 
     threading.Thread(target=read_stdout, daemon=True).start()
 
@@ -71,13 +77,13 @@ def dev() -> Iterator[Dev]:
         stderr.seek(0)
         return stderr.read().decode(errors="replace")[-4000:]
 
-    def address() -> str | None:
+    def address() -> tuple[str, str] | None:
         if not found and proc.poll() is not None:
             pytest.fail(f"stepwise dev exited ({proc.returncode}):\n{log()}")
         return found[0] if found else None
 
     try:
-        url = until("stepwise dev prints its address", address, START_TIMEOUT)
+        url, kafka = until("stepwise dev prints its addresses", address, START_TIMEOUT)
 
         def ready() -> bool:
             try:
@@ -86,7 +92,7 @@ def dev() -> Iterator[Dev]:
                 return False
 
         until(f"stepwise dev at {url} is ready", ready, START_TIMEOUT)
-        yield Dev(url)
+        yield Dev(url, kafka)
     finally:
         proc.terminate()
         try:

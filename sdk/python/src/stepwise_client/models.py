@@ -245,3 +245,20 @@ class AcceptedCancel(TypedDict):
     run_id: str
     decision_id: str
     status: Literal["accepted"]
+
+
+class _DecisionOutcomeRequired(TypedDict):
+    v: int
+    run_id: str
+    decision_id: str
+    outcome: Literal["applied", "held", "rejected"]
+
+
+class DecisionOutcome(_DecisionOutcomeRequired, total=False):
+    """What became of a decision: a ``DecisionOutcome`` v1 message of the
+    ``decision-outcomes`` topic (docs/topics.md), read by
+    :class:`stepwise_client.kafka.DecisionOutcomes`. ``call_id`` is absent
+    for ``cancel_run``, ``reason`` for ``applied``."""
+
+    call_id: str
+    reason: str
