@@ -49,6 +49,8 @@ def test_a_signed_decision_from_kafka_resumes_the_parked_call_and_the_run_finish
 def test_an_unsigned_or_wrongly_signed_decision_from_kafka_is_rejected_and_the_call_stays_parked(
     dev: Dev, client: Client, run_id: str,
 ):
+    """... until a rightly signed one, even with the forgery's decision_id
+    (a forgery does not use it up), resumes it."""
     call = parked_refund(client, run_id)
 
     with DecisionProducer(dev.kafka) as unsigned, \
@@ -63,3 +65,7 @@ def test_an_unsigned_or_wrongly_signed_decision_from_kafka_is_rejected_and_the_c
         }
     assert client.get_run(run_id)["status"] == "waiting"
     assert [c["call_id"] for c in client.pending(run_id=run_id)] == [call["call_id"]]
+
+    with DecisionProducer(dev.kafka, producer="erp", key=dev.signing_key) as decisions:
+        decisions.decide(run_id, call["call_id"], "resume", decision_id=f"{run_id}-forged")
+    assert client.wait_run(run_id, timeout=30)["termination"]["reason"] == "natural_end"
