@@ -29,17 +29,8 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkStore_step -benchtime 5000x -count 5 ./pipeline/store/
 func BenchmarkStore_step(b *testing.B) {
-	rdb := testinfra.RedisServerClient(b)
-	ctx := context.Background()
-	st := store.New(rdb)
-	now := time.Now()
-	run := newRun("bench")
-	if _, _, err := st.CreateRun(ctx, run, input, now); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := st.ClaimStep(ctx, run.ID, 0, lease("w", now.Add(time.Hour)), now); err != nil {
-		b.Fatal(err)
-	}
+	ctx, now := context.Background(), time.Now()
+	rdb, st, run := claimedBenchRun(b, now)
 	cpu0, cmds0 := redisWork(b, rdb)
 	b.ResetTimer()
 	for step := range b.N {
@@ -227,17 +218,8 @@ func BenchmarkStore_runs_at_once(b *testing.B) {
 //
 //	go test -run '^$' -bench Store_step_by_operation -benchtime 3000x ./pipeline/store/
 func BenchmarkStore_step_by_operation(b *testing.B) {
-	rdb := testinfra.RedisServerClient(b)
-	ctx := context.Background()
-	st := store.New(rdb)
-	now := time.Now()
-	run := newRun("bench")
-	if _, _, err := st.CreateRun(ctx, run, input, now); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := st.ClaimStep(ctx, run.ID, 0, lease("w", now.Add(time.Hour)), now); err != nil {
-		b.Fatal(err)
-	}
+	ctx, now := context.Background(), time.Now()
+	rdb, st, run := claimedBenchRun(b, now)
 	spent := map[string]int64{}
 	op := func(name string, f func() error) {
 		u0 := scriptUsec(b, rdb)
@@ -288,4 +270,21 @@ func scriptUsec(b *testing.B, rdb *redis.Client) int64 {
 		b.Fatalf("commandstats: evalsha usec %q", usec)
 	}
 	return n
+}
+
+// claimedBenchRun is a private redis-server, a store on it, and a run whose
+// step 0 is claimed by "w" at now, for a benchmark of its steps.
+func claimedBenchRun(b *testing.B, now time.Time) (*redis.Client, *store.Store, pipeline.Run) {
+	b.Helper()
+	rdb := testinfra.RedisServerClient(b)
+	ctx := context.Background()
+	st := store.New(rdb)
+	run := newRun("bench")
+	if _, _, err := st.CreateRun(ctx, run, input, now); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.ClaimStep(ctx, run.ID, 0, lease("w", now.Add(time.Hour)), now); err != nil {
+		b.Fatal(err)
+	}
+	return rdb, st, run
 }
