@@ -73,20 +73,13 @@ func (p uiPart) tool() string {
 }
 
 // clientAnswer is the answer a part holds when the client executed its
-// call (clientTool: a frontend tool) and added its output: resume the
-// call with the output as its result, or, for an output-error, cancel it
-// with the error as the reason (a decision cannot fail a call).
+// call (clientTool: a frontend tool) and added its output (outputAnswer:
+// an output-error cancels the call).
 func (p uiPart) clientAnswer(clientTool func(string) bool) (chatAnswer, bool) {
 	if (p.State != "output-available" && p.State != "output-error") || p.ToolCallID == "" || !clientTool(p.tool()) {
 		return chatAnswer{}, false
 	}
-	a := chatAnswer{decisionID: outputDecisionID(p.ToolCallID), callID: p.ToolCallID}
-	if p.State == "output-available" {
-		a.resume, a.payload = true, p.Output
-	} else {
-		a.reason = orRaw(p.ErrorText, "the client's tool failed")
-	}
-	return a, true
+	return outputAnswer(p.ToolCallID, p.Output, p.State == "output-error", p.ErrorText), true
 }
 
 // text is the message's text parts, joined.
@@ -202,7 +195,7 @@ func (s *Server) serveUIStream(w http.ResponseWriter, r *http.Request, cs chatSt
 		return
 	}
 	es := &eventStream{w: w, rc: rc, timeout: s.cfg.StreamWriteTimeout}
-	sink := uiStream{es: es, clientTool: s.cfg.ClientTools, clientCalls: map[string]bool{}}
+	sink := uiStream{es: es, clientCalls: newClientCalls(s.cfg.ClientTools)}
 	err := es.data(uiChunk{"type": "start", "messageId": cs.run.ID})
 	if err == nil {
 		err = s.streamTurn(r.Context(), es, cs, sink)
@@ -215,15 +208,14 @@ type uiChunk map[string]any
 
 // uiStream writes a run's chat as UI message stream chunks. Tools are
 // dynamic (the client has no static definitions of stepwise's). A call of
-// a tool the client executes (clientTool) is the client's to run: it is
+// a tool the client executes (clientCalls) is the client's to run: it is
 // not provider-executed, and its parking asks for no approval (the part
 // stays input-available until addToolOutput); every other call is
 // provider-executed, so the SDK's onToolCall and
 // lastAssistantMessageIsCompleteWithToolCalls leave it alone.
 type uiStream struct {
 	es          *eventStream
-	clientTool  func(string) bool
-	clientCalls map[string]bool // the calls of this response that the client runs
+	clientCalls clientCalls
 }
 
 func (u uiStream) stepStart(int) error { return u.es.data(uiChunk{"type": "start-step"}) }
@@ -242,16 +234,14 @@ func (u uiStream) textEnd(id string) error { return u.es.data(uiChunk{"type": "t
 func (u uiStream) toolInput(callID, tool string, args json.RawMessage) error {
 	chunk := uiChunk{"type": "tool-input-available", "toolCallId": callID, "toolName": tool,
 		"input": jsonOr(args, "{}"), "dynamic": true}
-	if u.clientTool(tool) {
-		u.clientCalls[callID] = true
-	} else {
+	if !u.clientCalls.see(callID, tool) {
 		chunk["providerExecuted"] = true
 	}
 	return u.es.data(chunk)
 }
 
 func (u uiStream) approvalRequest(approvalID, callID string, _ pipeline.Parking) error {
-	if u.clientCalls[callID] {
+	if u.clientCalls.has(callID) {
 		return nil
 	}
 	return u.es.data(uiChunk{"type": "tool-approval-request", "approvalId": approvalID, "toolCallId": callID})

@@ -68,12 +68,13 @@ func (t *chatTurn) add(role, text string) bool {
 }
 
 // chatAnswer is an answer to one approval request, or a client's output of
-// a frontend tool's call: resume the call (with a payload for its resume
-// mode) or cancel it. decisionID derives from what it answers, so an
-// answer sent twice is one decision.
+// a frontend tool's call (output, chatclient.go): resume the call (with a
+// payload for its resume mode) or cancel it. decisionID derives from what
+// it answers, so an answer sent twice is one decision.
 type chatAnswer struct {
 	decisionID string
 	callID     string
+	output     bool
 	resume     bool
 	payload    json.RawMessage
 	reason     string
@@ -146,9 +147,11 @@ func chatAgent(r *http.Request, bodyAgent string) (string, *apiError) {
 	return names[0], nil
 }
 
-// startTurn does what t asks: publishes its answers as decisions and
-// streams the turn's run from its last suspension; or, for a turn with no
-// run yet, creates it; or, for a repeated request, streams the run again.
+// startTurn does what t asks: publishes its answers that decide something
+// now (awaitedAnswers) as decisions and streams the turn's run from its
+// last suspension; or, for a turn with no run yet, creates it; or, for a
+// repeated request (or one that decides nothing now), streams the run
+// again.
 func (s *Server) startTurn(r *http.Request, t chatTurn) (chatStream, *apiError) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), createTimeout)
 	defer cancel()
@@ -157,6 +160,11 @@ func (s *Server) startTurn(r *http.Request, t chatTurn) (chatStream, *apiError) 
 	}
 	runID := store.ThreadRunID(t.thread, t.turn)
 	run, err := s.threadRun(r, ctx, runID)
+	if err == nil && len(t.answers) > 0 {
+		if t.answers, err = s.awaitedAnswers(ctx, runID, t.answers); err != nil {
+			return chatStream{}, s.classify(r, "calls of run "+runID, err)
+		}
+	}
 	switch {
 	case err == nil && len(t.answers) > 0:
 		if p := principalOf(r); !p.may(ScopeDecisionsWrite) {
@@ -174,7 +182,9 @@ func (s *Server) startTurn(r *http.Request, t chatTurn) (chatStream, *apiError) 
 		}
 		return chatStream{run: run, after: after}, nil
 	case err == nil:
-		return chatStream{run: run}, nil // the same request again: the run again
+		// The same request again, or one whose outputs were all taken
+		// before: the run again.
+		return chatStream{run: run}, nil
 	case errors.Is(err, errNotYours):
 		return chatStream{}, s.classify(r, "chat "+t.thread, err)
 	case !errors.Is(err, store.ErrNotFound):
