@@ -1,7 +1,7 @@
 // @ag-ui/client's HttpAgent against POST /v1/ag-ui/run of `stepwise dev`:
 // a run that interrupts for an approval, is resumed, and finishes; one
-// with a big tool call and result; one whose interrupt is cancelled; and a
-// thread that goes on.
+// with a big tool call and result; one whose interrupt is cancelled; a
+// thread that goes on; and a frontend tool the client runs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { HttpAgent } from '@ag-ui/client';
@@ -12,9 +12,9 @@ let dev;
 before(async () => { dev = await startDev(); });
 after(async () => { await dev?.stop(); });
 
-function newAgent() {
+function newAgent(query = '') {
   const agent = new HttpAgent({
-    url: `${dev.base}/v1/ag-ui/run`,
+    url: `${dev.base}/v1/ag-ui/run${query}`,
     headers: dev.headers,
     threadId: `thread-${Math.random().toString(36).slice(2, 10)}`,
   });
@@ -98,4 +98,43 @@ test('the next user message on a thread is its next turn', async () => {
   await agent.runAgent();
   assert.equal(events.at(-1).result.stepwise_run_id, `${agent.threadId}~2`);
   assert.deepEqual(texts(agent), ['Noted.', 'Anything else?', 'Noted.', 'Anything else?']);
+});
+
+test('a frontend tool is the client\'s to run, and its tool message resumes the run', async () => {
+  const { agent, events } = newAgent('?agent=locate');
+  let finished;
+  agent.subscribe({ onRunFinishedEvent: (params) => { finished = params; } });
+  say(agent, 'Where am I?');
+  await agent.runAgent();
+  for (const e of events) EventSchema.parse(e);
+  // A run that stopped on a frontend tool's call is a completed run
+  // (AG-UI 1.0): success, the call pending, no interrupt to resume.
+  assert.equal(finished.outcome, 'success');
+  assert.deepEqual(agent.pendingInterrupts, []);
+  assert.equal(finished.pendingToolCallIds.length, 1);
+  const [pending] = finished.pendingToolCallIds;
+  const located = agent.messages.flatMap((m) => m.toolCalls ?? []).find((c) => c.id === pending);
+  assert.equal(located.function.name, 'get_location');
+  assert.deepEqual(JSON.parse(located.function.arguments), { precision: 'city' });
+  const lookup = events.find((e) => e.type === 'TOOL_CALL_RESULT');
+  assert.notEqual(lookup.toolCallId, pending, 'lookup_order ran on the server');
+  assert.equal((await getRun(dev, agent.threadId)).status, 'waiting');
+
+  // The client runs the tool and sends its output as a tool message; the
+  // whole history goes with it, lookup_order's result (a tool message
+  // too) included, which answers nothing.
+  agent.addMessage({ id: `t-${pending}`, role: 'tool', toolCallId: pending, content: JSON.stringify({ city: 'Lisbon' }) });
+  events.length = 0;
+  await agent.runAgent();
+  for (const e of events) EventSchema.parse(e);
+  assert.equal(events[0].type, 'RUN_STARTED');
+  const done = events.at(-1);
+  assert.equal(done.type, 'RUN_FINISHED');
+  assert.equal(done.outcome.type, 'success');
+  assert.equal(done.outcome.pendingToolCallIds, undefined);
+  assert.equal(done.result.termination.reason, 'natural_end');
+  const run = await getRun(dev, agent.threadId);
+  assert.equal(run.status, 'done');
+  assert.deepEqual(run.tool_calls.find((c) => c.call_id === pending).result, { city: 'Lisbon' });
+  assert.deepEqual(texts(agent), ['Let me see where you are.', 'You are in the city you told me.']);
 });
