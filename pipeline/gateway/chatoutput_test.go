@@ -1,15 +1,11 @@
 package gateway_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"io"
 	"net/http"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -156,40 +152,19 @@ func (h *harness) startAGUIThread(t *testing.T, input map[string]any) {
 // RUN_FINISHED or RUN_ERROR.
 func (h *harness) aguiRun(t *testing.T, key string, input map[string]any) []map[string]any {
 	t.Helper()
-	b, _ := json.Marshal(input)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+"/v1/ag-ui/run", bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+key)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		refusal, _ := io.ReadAll(res.Body)
-		t.Fatalf("POST /v1/ag-ui/run: %d %s", res.StatusCode, refusal)
-	}
+	s := h.openSSE(t, http.MethodPost, "/v1/ag-ui/run", input, "Authorization", "Bearer "+key)
+	defer s.cancel()
 	var events []map[string]any
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
+	for {
 		var ev map[string]any
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			t.Fatalf("event %q: %v", data, err)
+		if err := json.Unmarshal([]byte(s.next(t).data), &ev); err != nil {
+			t.Fatalf("event: %v", err)
 		}
 		events = append(events, ev)
 		if ev["type"] == "RUN_FINISHED" || ev["type"] == "RUN_ERROR" {
 			return events
 		}
 	}
-	t.Fatalf("the stream ended without RUN_FINISHED: %v; events %v", sc.Err(), events)
-	return nil
 }
 
 // An AG-UI run that stops on calls of the client's tools is a completed

@@ -2,8 +2,10 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -30,24 +32,43 @@ type sseStream struct {
 // wants a 200 text/event-stream answer.
 func (h *harness) openEvents(t *testing.T, path string, header ...string) *sseStream {
 	t.Helper()
+	return h.openSSE(t, http.MethodGet, path, nil, header...)
+}
+
+// openSSE sends a request for an event stream (a JSON body, when not nil,
+// and the given header pairs) and wants a 200 text/event-stream answer.
+func (h *harness) openSSE(t *testing.T, method, path string, body any, header ...string) *sseStream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.url+path, nil)
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, h.url+path, rd)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	if res.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: status %d", path, res.StatusCode)
+		refusal, _ := io.ReadAll(res.Body)
+		t.Fatalf("%s %s: status %d %s", method, path, res.StatusCode, refusal)
 	}
 	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("GET %s: Content-Type %q, want text/event-stream", path, ct)
+		t.Fatalf("%s %s: Content-Type %q, want text/event-stream", method, path, ct)
 	}
 	s := &sseStream{events: make(chan sseEvent, 100), comments: make(chan string, 100), cancel: cancel}
 	go func() {
