@@ -128,12 +128,13 @@ func (k keyring) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// public reports whether r needs no key: the health checks, CORS
-// preflights, and the console's static files (which hold no data; the
-// console's calls to the API carry the key the person enters).
+// public reports whether r needs no key: the health checks, the API's
+// OpenAPI document, CORS preflights, and the console's static files (which
+// hold no data; the console's calls to the API carry the key the person
+// enters).
 func public(r *http.Request) bool {
 	p := r.URL.Path
-	return p == "/healthz" || p == "/readyz" || r.Method == http.MethodOptions ||
+	return p == "/healthz" || p == "/readyz" || p == "/v1/openapi.json" || r.Method == http.MethodOptions ||
 		(r.Method == http.MethodGet && (p == "/" || strings.HasPrefix(p, "/console/")))
 }
 

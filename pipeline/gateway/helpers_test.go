@@ -34,10 +34,12 @@ type harness struct {
 	names     topics.Names
 	steps     *stepRecorder
 	decisions *decisionRecorder
-	handler   http.Handler // what url serves, for a test's own server
+	handler   http.Handler // what url serves, for a test's own server; checked against openapi.yaml
 }
 
-// newHarness starts a gateway; edit adjusts its config before New.
+// newHarness starts a gateway; edit adjusts its config before New. Every
+// request it serves, and its answer, is checked against openapi.yaml
+// (contract_test.go).
 func newHarness(t *testing.T, edit ...func(*gateway.Config)) *harness {
 	t.Helper()
 	st := store.New(testinfra.RedisClient(t))
@@ -74,9 +76,10 @@ func newHarness(t *testing.T, edit ...func(*gateway.Config)) *harness {
 	if err != nil {
 		t.Fatalf("gateway.New: %v", err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	handler := loadContract(t).serve(t, srv.Handler())
+	hs := httptest.NewServer(handler)
 	t.Cleanup(hs.Close)
-	return &harness{t: t, url: hs.URL, store: st, pub: pub, names: names, steps: steps, decisions: decisions, handler: srv.Handler()}
+	return &harness{t: t, url: hs.URL, store: st, pub: pub, names: names, steps: steps, decisions: decisions, handler: handler}
 }
 
 // testWriter sends log lines to t.Log, so they show only for failing tests.

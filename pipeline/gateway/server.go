@@ -11,6 +11,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/stepwise-run/stepwise/contracts"
 	"github.com/stepwise-run/stepwise/pipeline/console"
 	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/store"
@@ -212,6 +213,7 @@ type Server struct {
 	origins origins
 	hosts   hosts
 	streams *streamCounter
+	openapi []byte // GET /v1/openapi.json
 }
 
 // New checks cfg, fills its defaults and returns a Server.
@@ -226,32 +228,63 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, keys: keys, origins: newOrigins(cfg.CORSOrigins), hosts: newHosts(cfg.AllowedHosts),
 		streams: newStreamCounter(cfg.MaxStreamsPerKey)}
+	if s.openapi, err = contracts.OpenAPIJSON(); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
 	s.mux = http.NewServeMux()
 	s.routes()
 	return s, nil
 }
 
+// route is one pattern of the mux and what serves it.
+type route struct {
+	pattern string
+	handler http.Handler
+}
+
+// table lists every route the gateway serves; GET /v1/openapi.json
+// describes each of them (contracts/openapi.yaml).
+func (s *Server) table() []route {
+	return []route{
+		{"POST /v1/runs", need(ScopeRunsWrite, s.createRun)},
+		{"POST /v1/runs/batch", need(ScopeRunsWrite, s.createBatch)},
+		{"GET /v1/runs", need(ScopeRunsRead, s.listRuns)},
+		{"GET /v1/runs/{id}", need(ScopeRunsRead, s.getRun)},
+		{"GET /v1/runs/{id}/messages", need(ScopeRunsRead, s.getMessages)},
+		{"GET /v1/runs/{id}/events", need(ScopeRunsRead, s.streamEvents)},
+		{"POST /v1/runs/{id}/decisions", need(ScopeDecisionsWrite, s.postDecision)},
+		{"POST /v1/runs/{id}/cancel", need(ScopeRunsWrite, s.cancelRun)},
+		{"GET /v1/pending", need(ScopeRunsRead, s.listPending)},
+		{"POST /v1/ai-sdk/chat", need(ScopeRunsWrite, s.aiSDKChat)},
+		{"GET /v1/ai-sdk/chat/{id}/stream", need(ScopeRunsRead, s.aiSDKResume)},
+		{"POST /v1/ag-ui/run", need(ScopeRunsWrite, s.aguiRun)},
+		{"GET /v1/batches/{id}", need(ScopeRunsRead, s.getBatch)},
+		{"POST /v1/batches/{id}/cancel", need(ScopeRunsWrite, s.cancelBatch)},
+		{"GET /v1/dead-letters", need(ScopeAdmin, s.listDeadLetters)},
+		{"GET /v1/openapi.json", http.HandlerFunc(s.serveOpenAPI)},
+		{"GET /{$}", console.Handler()},
+		{"GET /console/", console.Handler()},
+		{"GET /metrics", need(ScopeAdmin, s.serveMetrics)},
+		{"GET /healthz", http.HandlerFunc(s.healthz)},
+		{"GET /readyz", http.HandlerFunc(s.readyz)},
+	}
+}
+
 func (s *Server) routes() {
-	s.mux.HandleFunc("POST /v1/runs", need(ScopeRunsWrite, s.createRun))
-	s.mux.HandleFunc("POST /v1/runs/batch", need(ScopeRunsWrite, s.createBatch))
-	s.mux.HandleFunc("GET /v1/runs", need(ScopeRunsRead, s.listRuns))
-	s.mux.HandleFunc("GET /v1/runs/{id}", need(ScopeRunsRead, s.getRun))
-	s.mux.HandleFunc("GET /v1/runs/{id}/messages", need(ScopeRunsRead, s.getMessages))
-	s.mux.HandleFunc("GET /v1/runs/{id}/events", need(ScopeRunsRead, s.streamEvents))
-	s.mux.HandleFunc("POST /v1/runs/{id}/decisions", need(ScopeDecisionsWrite, s.postDecision))
-	s.mux.HandleFunc("POST /v1/runs/{id}/cancel", need(ScopeRunsWrite, s.cancelRun))
-	s.mux.HandleFunc("GET /v1/pending", need(ScopeRunsRead, s.listPending))
-	s.mux.HandleFunc("POST /v1/ai-sdk/chat", need(ScopeRunsWrite, s.aiSDKChat))
-	s.mux.HandleFunc("GET /v1/ai-sdk/chat/{id}/stream", need(ScopeRunsRead, s.aiSDKResume))
-	s.mux.HandleFunc("POST /v1/ag-ui/run", need(ScopeRunsWrite, s.aguiRun))
-	s.mux.HandleFunc("GET /v1/batches/{id}", need(ScopeRunsRead, s.getBatch))
-	s.mux.HandleFunc("POST /v1/batches/{id}/cancel", need(ScopeRunsWrite, s.cancelBatch))
-	s.mux.HandleFunc("GET /v1/dead-letters", need(ScopeAdmin, s.listDeadLetters))
-	s.mux.Handle("GET /{$}", console.Handler())
-	s.mux.Handle("GET /console/", console.Handler())
-	s.mux.HandleFunc("GET /metrics", need(ScopeAdmin, s.serveMetrics))
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
+	for _, r := range s.table() {
+		s.mux.Handle(r.pattern, r.handler)
+	}
+}
+
+// Routes returns the pattern of every route the server serves, in
+// net/http.ServeMux's syntax ("GET /v1/runs/{id}"), so that a test can
+// check that the OpenAPI document describes each.
+func (s *Server) Routes() []string {
+	var out []string
+	for _, r := range s.table() {
+		out = append(out, r.pattern)
+	}
+	return out
 }
 
 // Handler returns the API as one http.Handler: every route, JSON errors for
