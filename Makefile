@@ -26,6 +26,15 @@ test-js:
 	$(GO) build -o e2e/js/.bin/stepwise ./cmd/stepwise
 	cd e2e/js && npm ci --no-audit --no-fund --loglevel=error && STEPWISE_BIN="$(CURDIR)/e2e/js/.bin/stepwise" npm test
 
+## contracts: the contracts (contracts/, linked from docs/) checked with
+## their ecosystems' own validators: asyncapi.yaml as AsyncAPI 3.0
+## (@asyncapi/parser), openapi.yaml as OpenAPI 3.1
+## (@apidevtools/swagger-parser); needs node and npm, installs the locked
+## packages with npm ci. The Go tests tie both documents to the code.
+.PHONY: contracts
+contracts:
+	cd contracts && npm ci --no-audit --no-fund --loglevel=error && npm run --silent validate
+
 ## test-python: the Python client's tests (sdk/python) against `stepwise
 ## dev`, built here; makes a virtualenv in sdk/python/.venv (gitignored)
 ## with PYTHON (python3 and its venv module), installs the client and its
