@@ -43,7 +43,9 @@ func TestOpenAPI_the_document_has_every_route_and_no_other(t *testing.T) {
 		method, path, _ := strings.Cut(p, " ")
 		path = strings.TrimSuffix(path, "{$}")
 		if strings.HasSuffix(path, "/") && path != "/" {
-			path += "{rest}" // a subtree pattern: the document names what follows
+			// A subtree pattern: the document names it and what follows.
+			served = append(served, method+" "+path)
+			path += "{rest}"
 		}
 		served = append(served, method+" "+anyParam(path))
 	}
@@ -72,3 +74,27 @@ var pathParam = regexp.MustCompile(`\{[^}]*\}`)
 // anyParam names every path parameter alike, so the mux's names and the
 // document's need not agree.
 func anyParam(path string) string { return pathParam.ReplaceAllString(path, "{}") }
+
+// The answers no other test asks for are checked against the document too
+// (by the harness, contract_test.go): the console's files, HEAD, and the
+// 404s of a gateway without metrics or dead letters.
+func TestOpenAPI_the_console_HEAD_and_absent_features_answer_as_documented(t *testing.T) {
+	h := newHarness(t)
+	for _, c := range []struct {
+		method, path string
+		status       int
+	}{
+		{http.MethodGet, "/", http.StatusOK},
+		{http.MethodGet, "/console/", http.StatusOK},
+		{http.MethodGet, "/console/app.js", http.StatusOK},
+		{http.MethodGet, "/console/nothing.js", http.StatusNotFound},
+		{http.MethodHead, "/v1/runs", http.StatusOK},
+		{http.MethodHead, "/v1/runs/nothing", http.StatusNotFound},
+		{http.MethodGet, "/metrics", http.StatusNotFound},
+		{http.MethodGet, "/v1/dead-letters", http.StatusNotFound},
+	} {
+		if res := h.do(c.method, c.path, "", nil); res.status != c.status {
+			t.Errorf("%s %s: status %d, want %d", c.method, c.path, res.status, c.status)
+		}
+	}
+}
