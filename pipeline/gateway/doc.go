@@ -28,6 +28,7 @@
 //	POST /v1/runs/{id}/decisions resume or cancel a suspended call 202 {"decision_id","run_id","call_id","status"}
 //	POST /v1/runs/{id}/cancel   cancel the run          202 {"run_id","decision_id","status"}; 409 when done
 //	GET  /v1/pending            ?agent=&tool=&run_id=&limit= suspended calls, oldest first
+//	GET  /v1/openapi.json       this API's OpenAPI 3.1 document (contracts/openapi.yaml); no key
 //	GET  /healthz, /readyz
 //
 // Creating a run is idempotent by run_id: the same run_id with the same
