@@ -54,7 +54,7 @@ func (h *Header) setVersion() { h.V = SchemaVersion }
 
 // Decode parses and validates a payload. Every failure wraps ErrMalformed and
 // says what is wrong. A missing "v" reads as version 1. A Decision is
-// checked with CheckText first.
+// checked with CheckText first, as a RunRequested is.
 func Decode[M Message](payload []byte) (M, error) {
 	var m M
 	trimmed := bytes.TrimSpace(payload)
@@ -81,7 +81,8 @@ func Decode[M Message](payload []byte) (M, error) {
 // fromOutside is a message other systems publish, which Decode holds to
 // CheckText: a key twice or bytes that are not UTF-8 would be read one way
 // here and another way by the system that wrote it. stepwise's own
-// messages are written by encoding/json and skip the walk.
+// messages are written by encoding/json and skip the walk. Decision and
+// RunRequested are.
 type fromOutside interface{ fromOutside() }
 
 func (Decision) fromOutside() {}

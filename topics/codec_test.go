@@ -62,6 +62,19 @@ func TestDecode_golden_payloads_keep_decoding(t *testing.T) {
 			t.Fatalf("got %+v, %v", m, err)
 		}
 	})
+	t.Run("run requested, signed, in a batch", func(t *testing.T) {
+		m, err := topics.Decode[topics.RunRequested](golden(t, "run_requested.v1.json"))
+		if err != nil || m.RunID != "r-1" || m.Agent != "assistant" || string(m.Input) != `"Refund order 42"` ||
+			string(m.Metadata) != `{"order":42}` || m.BatchID != "nightly-7" || m.Producer != "erp" || m.Signature != "6f2c" {
+			t.Fatalf("got %+v, %v", m, err)
+		}
+	})
+	t.Run("run request outcome", func(t *testing.T) {
+		m, err := topics.Decode[topics.RunRequestOutcome](golden(t, "run_request_outcome.v1.json"))
+		if err != nil || m.Outcome != topics.RequestRejected || m.Code != "invalid_request" || m.BatchID != "nightly-7" || !strings.Contains(m.Reason, "nobody") {
+			t.Fatalf("got %+v, %v", m, err)
+		}
+	})
 	t.Run("decision outcome", func(t *testing.T) {
 		m, err := topics.Decode[topics.DecisionOutcome](golden(t, "decision_outcome.v1.json"))
 		if err != nil || m.Outcome != topics.OutcomeRejected || m.DecisionID != "d-1" || m.CallID != "c-1" {
@@ -196,5 +209,32 @@ func TestDecode_a_decision_with_a_key_twice_or_bytes_not_UTF_8_is_malformed(t *t
 	}
 	if _, err := topics.Decode[topics.Decision]([]byte(`{"decision_id":"d","run_id":"r","call_id":"c","action":"resume","payload":[{"a":1},{"a":2}]}`)); err != nil {
 		t.Fatalf("the same key in two objects is fine: %v", err)
+	}
+}
+
+// A run request comes from other systems too: it needs its run_id (the
+// idempotency key) and is held to CheckText; the body's own checks are the
+// gateway's, as over HTTP.
+func TestDecode_a_run_request_needs_a_run_id_and_plain_text(t *testing.T) {
+	for name, c := range map[string]struct{ payload, want string }{
+		"no run_id":   {`{"agent":"assistant","input":"hi"}`, "run_id is missing"},
+		"a key twice": {`{"run_id":"r","agent":"a","agent":"b","input":"hi"}`, `key "agent" appears twice`},
+		"not JSON":    {`run me`, "not a JSON object"},
+	} {
+		if _, err := topics.Decode[topics.RunRequested]([]byte(c.payload)); !errors.Is(err, topics.ErrMalformed) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error = %v, want ErrMalformed saying %q", name, err, c.want)
+		}
+	}
+	if _, err := topics.Decode[topics.RunRequested]([]byte(`{"run_id":"r","input":5}`)); err != nil {
+		t.Fatalf("a body the gateway refuses is still a request: %v", err)
+	}
+}
+
+func TestDecode_a_rejected_run_request_outcome_needs_its_code(t *testing.T) {
+	if _, err := topics.Decode[topics.RunRequestOutcome]([]byte(`{"run_id":"r","outcome":"rejected"}`)); err == nil || !strings.Contains(err.Error(), "code is missing") {
+		t.Fatalf("rejected without a code: %v", err)
+	}
+	if _, err := topics.Decode[topics.RunRequestOutcome]([]byte(`{"run_id":"r","outcome":"queued"}`)); err == nil || !strings.Contains(err.Error(), `outcome "queued" is not`) {
+		t.Fatalf("unknown outcome: %v", err)
 	}
 }

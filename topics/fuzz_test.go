@@ -41,6 +41,14 @@ func FuzzDecodeDecisionOutcome(f *testing.F) {
 	fuzzDecode[topics.DecisionOutcome](f, "decision_outcome.v1.json")
 }
 
+func FuzzDecodeRunRequested(f *testing.F) {
+	fuzzDecode[topics.RunRequested](f, "run_requested.v1.json")
+}
+
+func FuzzDecodeRunRequestOutcome(f *testing.F) {
+	fuzzDecode[topics.RunRequestOutcome](f, "run_request_outcome.v1.json")
+}
+
 func fuzzDecode[M topics.Message](f *testing.F, golden string) {
 	b, err := os.ReadFile("testdata/" + golden)
 	if err != nil {
@@ -86,7 +94,8 @@ func decodeStd[M topics.Message](payload []byte) (M, error) {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return m, errors.New("not a JSON object")
 	}
-	if _, outside := any(m).(topics.Decision); outside {
+	switch any(m).(type) {
+	case topics.Decision, topics.RunRequested:
 		if err := topics.CheckText(trimmed); err != nil {
 			return m, err
 		}

@@ -118,6 +118,8 @@ type Decision struct {
 	Signature string `json:"signature,omitempty"`
 }
 
+func (m *Decision) sign(producer, signature string) { m.Producer, m.Signature = producer, signature }
+
 // Validate reports every problem of the message at once.
 func (m Decision) Validate() error {
 	errs := []error{m.check(), required("decision_id", m.DecisionID)}

@@ -10,13 +10,15 @@ const DefaultQueue = "default"
 
 // Base names of the topics, before the prefix.
 const (
-	RunSteps         = "run-steps"
-	ToolCallsPrefix  = "tool-calls."
-	ToolResults      = "tool-results"
-	Decisions        = "decisions"
-	RunResults       = "run-results"
-	DeadLetter       = "dead-letter"
-	DecisionOutcomes = "decision-outcomes"
+	RunSteps           = "run-steps"
+	ToolCallsPrefix    = "tool-calls."
+	ToolResults        = "tool-results"
+	Decisions          = "decisions"
+	RunResults         = "run-results"
+	DeadLetter         = "dead-letter"
+	DecisionOutcomes   = "decision-outcomes"
+	RunRequests        = "run-requests"
+	RunRequestOutcomes = "run-request-outcomes"
 )
 
 // Names builds full topic names under one prefix. The zero value uses no
@@ -57,6 +59,12 @@ func (n Names) RunResults() string { return n.prefix + RunResults }
 // DecisionOutcomes says what became of each decision.
 func (n Names) DecisionOutcomes() string { return n.prefix + DecisionOutcomes }
 
+// RunRequests is where runs are requested from Kafka (RunRequested).
+func (n Names) RunRequests() string { return n.prefix + RunRequests }
+
+// RunRequestOutcomes says what became of each run request.
+func (n Names) RunRequestOutcomes() string { return n.prefix + RunRequestOutcomes }
+
 // DeadLetter receives messages no handler could accept, with the reason.
 func (n Names) DeadLetter() string { return n.prefix + DeadLetter }
 
@@ -67,5 +75,6 @@ func (n Names) Queue(topic string) (string, bool) {
 
 // Static lists the topics every deployment has, without the tool queues.
 func (n Names) Static() []string {
-	return []string{n.RunSteps(), n.ToolResults(), n.Decisions(), n.RunResults(), n.DeadLetter(), n.DecisionOutcomes()}
+	return []string{n.RunSteps(), n.ToolResults(), n.Decisions(), n.RunResults(), n.DeadLetter(), n.DecisionOutcomes(),
+		n.RunRequests(), n.RunRequestOutcomes()}
 }

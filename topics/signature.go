@@ -12,12 +12,12 @@ import (
 
 // Why a signature check fails.
 var (
-	ErrUnsigned        = errors.New("the decision carries no producer or no signature")
-	ErrUnknownProducer = errors.New("the decision's producer has no key here")
-	ErrBadSignature    = errors.New("the signature does not match the decision")
+	ErrUnsigned        = errors.New("the message carries no producer or no signature")
+	ErrUnknownProducer = errors.New("the message's producer has no key here")
+	ErrBadSignature    = errors.New("the signature does not match the message")
 )
 
-// SigningBytes is what a decision's signature covers: the message's JSON
+// SigningBytes is what a signature covers: the message's JSON
 // without its "signature" and "v" fields, object keys sorted at every
 // level, no insignificant white space, numbers as written and no HTML
 // escaping — what `jq -cS 'del(.signature, .v)'` prints for it.
@@ -39,23 +39,28 @@ func SigningBytes(raw []byte) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// Sign returns d signed as producer with key: Producer set, and Signature
-// the hex HMAC-SHA256 of the SigningBytes of its encoding.
-func Sign(d Decision, producer string, key []byte) (Decision, error) {
-	d.Producer, d.Signature = producer, ""
-	raw, err := Encode(d)
+// Sign returns m (a Decision or a RunRequested) signed as producer with
+// key: Producer set, and Signature the hex HMAC-SHA256 of the SigningBytes
+// of its encoding.
+func Sign[M Message, P interface {
+	*M
+	sign(producer, signature string)
+}](m M, producer string, key []byte) (M, error) {
+	P(&m).sign(producer, "")
+	raw, err := Encode(m)
 	if err != nil {
-		return d, err
+		return m, err
 	}
 	b, err := SigningBytes(raw)
 	if err != nil {
-		return d, err
+		return m, err
 	}
-	d.Signature = mac(b, key)
-	return d, nil
+	P(&m).sign(producer, mac(b, key))
+	return m, nil
 }
 
-// VerifySignature checks the signature of a decision as it came (raw)
+// VerifySignature checks the signature of a signed message (a decision or
+// a run request) as it came (raw)
 // against the keys of its producer (a producer may have two while its key
 // is rotated). It returns nil, or why it fails: ErrUnsigned,
 // ErrUnknownProducer or ErrBadSignature.

@@ -47,6 +47,22 @@ func TestSignature_signed_decisions_verify_and_every_change_breaks_them(t *testi
 	}
 }
 
+func TestSignature_a_run_request_is_signed_as_a_decision_is(t *testing.T) {
+	req := topics.RunRequested{Header: topics.Header{RunID: "r-1"}, Agent: "assistant", Input: []byte(`"hi"`), BatchID: "b-1"}
+	signed, err := topics.Sign(req, "erp", []byte("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := topics.Encode(signed)
+	keys := map[string][][]byte{"erp": {[]byte("k")}}
+	if err := topics.VerifySignature(raw, keys); err != nil {
+		t.Fatalf("signed request: %v", err)
+	}
+	if err := topics.VerifySignature([]byte(strings.Replace(string(raw), `"b-1"`, `"b-2"`, 1)), keys); !errors.Is(err, topics.ErrBadSignature) {
+		t.Fatalf("batch changed: %v, want ErrBadSignature", err)
+	}
+}
+
 // What docs/topics.md tells producers to run gives the same signature.
 func TestSignature_jq_and_openssl_sign_as_stepwise_does(t *testing.T) {
 	for _, tool := range []string{"jq", "openssl", "sh"} {
