@@ -84,8 +84,14 @@ func (a Auth) check(ps *problems, path string) {
 				ps.add(field(at, "scopes"), fmt.Sprintf("unknown scope %q (known: %s)", s, strings.Join(Scopes, ", ")))
 			}
 		}
-		if k.Tenant != "" && !tenantPattern.MatchString(k.Tenant) {
-			ps.add(field(at, "tenant"), fmt.Sprintf("%q: want 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", k.Tenant))
-		}
+		checkTenant(ps, at, k.Tenant)
+	}
+}
+
+// checkTenant checks the tenant a key or a producer at path is bound to
+// ("" for none).
+func checkTenant(ps *problems, path, tenant string) {
+	if tenant != "" && !tenantPattern.MatchString(tenant) {
+		ps.add(field(path, "tenant"), fmt.Sprintf("%q: want 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", tenant))
 	}
 }

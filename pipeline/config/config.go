@@ -11,18 +11,19 @@ import (
 // A Config is not changed by its methods and may be read from any number of
 // goroutines.
 type Config struct {
-	Kafka      Kafka                `json:"kafka,omitzero"`
-	StepWorker StepWorker           `json:"stepworker,omitzero"`
-	ToolWorker ToolWorker           `json:"toolworker,omitzero"`
-	Runs       Runs                 `json:"runs,omitzero"`
-	Gateway    Gateway              `json:"gateway,omitzero"`
-	Auth       Auth                 `json:"auth,omitzero"`
-	Decisions  Decisions            `json:"decisions,omitzero"`
-	Limits     Limits               `json:"limits,omitzero"`
-	Budgets    Budgets              `json:"budgets,omitzero"`
-	Agents     map[string]Agent     `json:"agents,omitempty"`
-	Tools      map[string]Tool      `json:"tools,omitempty"` // built-ins echo, sleep, fail are added when absent
-	MCPServers map[string]MCPServer `json:"mcp_servers,omitempty"`
+	Kafka       Kafka                `json:"kafka,omitzero"`
+	StepWorker  StepWorker           `json:"stepworker,omitzero"`
+	ToolWorker  ToolWorker           `json:"toolworker,omitzero"`
+	Runs        Runs                 `json:"runs,omitzero"`
+	Gateway     Gateway              `json:"gateway,omitzero"`
+	Auth        Auth                 `json:"auth,omitzero"`
+	Decisions   Decisions            `json:"decisions,omitzero"`
+	RunRequests RunRequests          `json:"run_requests,omitzero"`
+	Limits      Limits               `json:"limits,omitzero"`
+	Budgets     Budgets              `json:"budgets,omitzero"`
+	Agents      map[string]Agent     `json:"agents,omitempty"`
+	Tools       map[string]Tool      `json:"tools,omitempty"` // built-ins echo, sleep, fail are added when absent
+	MCPServers  map[string]MCPServer `json:"mcp_servers,omitempty"`
 }
 
 // setDefaults fills every zero setting with its default and adds the
@@ -35,6 +36,7 @@ func (c *Config) setDefaults() {
 	c.Gateway.setDefaults()
 	c.Auth.setDefaults()
 	c.Decisions.setDefaults()
+	c.RunRequests.setDefaults()
 	for name, a := range c.Agents {
 		a.setDefaults()
 		c.Agents[name] = a
@@ -69,6 +71,7 @@ func (c *Config) Validate() error {
 	c.Gateway.check(&ps, "gateway")
 	c.Auth.check(&ps, "auth")
 	c.Decisions.check(&ps, "decisions")
+	c.RunRequests.check(&ps, "run_requests")
 	c.Limits.check(&ps, "limits")
 	c.Budgets.check(&ps, "budgets")
 	for _, name := range sortedKeys(c.Agents) {

@@ -26,12 +26,17 @@ type Decisions struct {
 	GatewayProducer string `json:"gateway_producer,omitempty"`
 }
 
-// Producer is one signer of decisions. Its key is read from the
-// environment variable KeyEnv; PreviousKeyEnv, when set, names a second key
-// also accepted, for rotating keys without a pause.
+// Producer is one signer of decisions and run requests. Its key is read
+// from the environment variable KeyEnv; PreviousKeyEnv, when set, names a
+// second key also accepted, for rotating keys without a pause. Tenant,
+// when set (same rules as auth.keys[].tenant), binds the producer to one
+// tenant: the runs it requests are that tenant's, and its verified
+// decisions apply only to that tenant's runs; unset, it acts for every
+// tenant and its run requests are the default tenant's.
 type Producer struct {
 	KeyEnv         string `json:"key_env"`
 	PreviousKeyEnv string `json:"previous_key_env,omitempty"`
+	Tenant         string `json:"tenant,omitempty"`
 }
 
 func (d *Decisions) setDefaults() {
@@ -50,9 +55,11 @@ func (d Decisions) check(ps *problems, path string) {
 		}
 	}
 	for _, name := range sortedKeys(d.Producers) {
+		at := field(field(path, "producers"), name)
 		if d.Producers[name].KeyEnv == "" {
-			ps.add(field(field(path, "producers"), name)+".key_env", "missing: the environment variable that holds the producer's key")
+			ps.add(at+".key_env", "missing: the environment variable that holds the producer's key")
 		}
+		checkTenant(ps, at, d.Producers[name].Tenant)
 	}
 }
 
@@ -75,4 +82,15 @@ func (d Decisions) Keys() (map[string][][]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// Tenants maps each producer bound to a tenant to that tenant.
+func (d Decisions) Tenants() map[string]string {
+	out := map[string]string{}
+	for name, p := range d.Producers {
+		if p.Tenant != "" {
+			out[name] = p.Tenant
+		}
+	}
+	return out
 }

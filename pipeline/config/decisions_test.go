@@ -42,3 +42,40 @@ func TestDecisions_require_signature_needs_producers_and_the_gateways(t *testing
 		}
 	}
 }
+
+func TestRunRequests_default_to_ten_thousand_active_runs_with_no_share_bound(t *testing.T) {
+	cfg, err := config.Parse([]byte(`agents: {a: {model: {provider: script, turns: [{text: hi}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.RunRequests
+	if r.MaxActive != 10000 || r.TenantMax() != 10000 || r.BatchMax() != 10000 {
+		t.Fatalf("run_requests = %+v", r)
+	}
+}
+
+func TestRunRequests_shares_and_producer_tenants_are_checked(t *testing.T) {
+	_, err := config.Parse([]byte(`
+run_requests: {max_active: -1, tenant_share: 1.5, batch_share: -0.1}
+decisions: {producers: {erp: {key_env: K, tenant: "bad tenant"}}}
+agents: {a: {model: {provider: script, turns: [{text: hi}]}}}`))
+	for _, want := range []string{"run_requests.max_active: -1 is negative", "run_requests.tenant_share: 1.5", "run_requests.batch_share: -0.1",
+		`decisions.producers.erp.tenant: "bad tenant"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not say %q", err, want)
+		}
+	}
+	cfg, err := config.Parse([]byte(`
+run_requests: {max_active: 10, tenant_share: 0.25}
+decisions: {producers: {erp: {key_env: K, tenant: acme}, ops: {key_env: L}}}
+agents: {a: {model: {provider: script, turns: [{text: hi}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RunRequests.TenantMax() != 2 || cfg.RunRequests.BatchMax() != 10 {
+		t.Fatalf("maxima %d %d", cfg.RunRequests.TenantMax(), cfg.RunRequests.BatchMax())
+	}
+	if got := cfg.Decisions.Tenants(); len(got) != 1 || got["erp"] != "acme" {
+		t.Fatalf("tenants = %v", got)
+	}
+}

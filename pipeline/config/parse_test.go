@@ -256,7 +256,7 @@ tools:
 			want: []string{
 				"agents.a.modle: unknown field (known: model, plugins, stop, system, tool_execution, tools)",
 				"agents.a.stop.max_round: unknown field (known: consecutive_errors, content_match, loop_detection, max_rounds, stop_on_tool, timeout, token_budget)",
-				"kafak: unknown field (known: agents, auth, budgets, decisions, gateway, kafka, limits, mcp_servers, runs, stepworker, tools, toolworker)",
+				"kafak: unknown field (known: agents, auth, budgets, decisions, gateway, kafka, limits, mcp_servers, run_requests, runs, stepworker, tools, toolworker)",
 				"tools.t.executor.frontend.x: unknown field (this mapping takes no fields)",
 				"tools.t.queeu: unknown field (known: approval_timeout, ask_when, description, executor, max_attempts, on_timeout, parameters, permission, queue, resume_mode, timeout)",
 			},
@@ -264,7 +264,7 @@ tools:
 		{
 			name: "keys match exactly, not in any case",
 			yaml: "Agents: {}\n",
-			want: []string{"Agents: unknown field (known: agents, auth, budgets, decisions, gateway, kafka, limits, mcp_servers, runs, stepworker, tools, toolworker)"},
+			want: []string{"Agents: unknown field (known: agents, auth, budgets, decisions, gateway, kafka, limits, mcp_servers, run_requests, runs, stepworker, tools, toolworker)"},
 		},
 		{
 			name: "wrong kinds",
