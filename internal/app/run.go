@@ -14,6 +14,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/deadletter"
 	"github.com/stepwise-run/stepwise/internal/kafka"
+	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/gateway"
 	"github.com/stepwise-run/stepwise/pipeline/limits"
 	"github.com/stepwise-run/stepwise/pipeline/metrics"
@@ -171,6 +172,10 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 		func() float64 { return float64(s.count().Active) })
 	s.Metrics.Gauge("stepwise_calls_parked", "Tool calls suspended, waiting for a decision.", nil,
 		func() float64 { return float64(s.count().Parked) })
+	requests, err := runRequests(s.Config)
+	if err != nil {
+		return nil, err
+	}
 	g := s.Config.Gateway
 	return gateway.New(gateway.Config{
 		Store: s.Store, Publisher: s.Publisher, Names: s.Names,
@@ -194,7 +199,24 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 		Signer:             signer,
 		Metrics:            s.Metrics,
 		DeadLetters:        deadLetters(dlq),
+		RunRequests:        requests,
 	})
+}
+
+// runRequests is how the gateway admits the runs requested on Kafka
+// (run_requests) and verifies their producers (decisions.producers, whose
+// keys are read when there are any).
+func runRequests(c *config.Config) (gateway.RunRequests, error) {
+	rr := gateway.RunRequests{
+		MaxActive: c.RunRequests.MaxActive, TenantMax: c.RunRequests.TenantMax(), BatchMax: c.RunRequests.BatchMax(),
+		Tenants: c.Decisions.Tenants(), RequireSignature: c.Decisions.RequireSignature,
+	}
+	if len(c.Decisions.Producers) == 0 {
+		return rr, nil
+	}
+	keys, err := c.Decisions.Keys()
+	rr.Keys = keys
+	return rr, err
 }
 
 // count reads the deployment's index sizes for a scrape (zero when Redis
@@ -222,10 +244,12 @@ func deadLetters(q *deadletter.Queue) gateway.DeadLetterLister {
 	}
 }
 
-// RunGateway serves the HTTP API on l until ctx ends, then shuts down
-// gracefully (in-flight requests get ShutdownTimeout). It refuses to serve
-// beyond loopback without an API key unless s.Insecure. The server's
-// timeouts and header limit come from gateway: in the configuration.
+// RunGateway serves the HTTP API on l, and takes the runs requested on
+// the run-requests topic (consumer group <prefix>gateway), until ctx
+// ends, then shuts down gracefully (in-flight requests get
+// ShutdownTimeout). It refuses to serve beyond loopback without an API key
+// unless s.Insecure. The server's timeouts and header limit come from
+// gateway: in the configuration.
 func (s *Stack) RunGateway(ctx context.Context, l net.Listener) error {
 	if err := s.CheckExposure(l.Addr()); err != nil {
 		return err
@@ -234,6 +258,17 @@ func (s *Stack) RunGateway(ctx context.Context, l net.Listener) error {
 	if err != nil {
 		return err
 	}
+	consumed := make(chan error, 1)
+	consumeCtx, stopConsuming := context.WithCancel(ctx)
+	go func() { consumed <- s.consumeRunRequests(consumeCtx, gw) }()
+	var consumeErr error
+	stopped := false // consumed was read
+	defer func() {
+		stopConsuming()
+		if !stopped {
+			<-consumed
+		}
+	}()
 	g := s.Config.Gateway
 	srv := &http.Server{
 		Handler:           gw.Handler(),
@@ -249,11 +284,30 @@ func (s *Stack) RunGateway(ctx context.Context, l net.Listener) error {
 	select {
 	case err := <-errc:
 		return err
+	case consumeErr = <-consumed: // the consumer stopped: unless ctx ended, stop serving too
+		stopped = true
+		if consumeErr == nil && ctx.Err() == nil {
+			consumeErr = errors.New("the run request consumer stopped")
+		}
 	case <-ctx.Done():
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
-	return srv.Shutdown(shutdown)
+	return errors.Join(consumeErr, srv.Shutdown(shutdown))
+}
+
+// consumeRunRequests runs gw's run request handler on the run-requests
+// topic until ctx ends, and exports its consumer lag.
+func (s *Stack) consumeRunRequests(ctx context.Context, gw *gateway.Server) error {
+	group := s.ConsumerGroup("gateway")
+	r, sub, err := s.router(group)
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	r.AddNoPublisherHandler("run_request", s.Names.RunRequests(), sub, gw.HandleRunRequest)
+	s.measureLag(group, []string{s.Names.RunRequests()})
+	return r.Run(ctx)
 }
 
 // ShutdownTimeout is how long the gateway waits for requests in flight

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -136,10 +135,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			continue
 		}
-		var ae *apiError
-		if !errors.As(err, &ae) {
-			ae = s.classify(r, "create run "+ids[i], err)
-		}
+		ae := s.refusal(r.Context(), ids[i], err)
 		if failed == nil || ae.status > failed.status {
 			failed = ae
 		}

@@ -34,23 +34,16 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ae)
 		return
 	}
-	nr, problems := s.parseCreate(body, false)
-	if len(problems) > 0 {
-		writeError(w, invalidAll("invalid run", problems))
+	nr, ae := s.newRunFor(body, principalOf(r).Tenant)
+	if ae != nil {
+		writeError(w, ae)
 		return
-	}
-	nr = nr.ownedBy(principalOf(r).Tenant)
-	if nr.run.ID == "" {
-		nr.run.ID = uuid.NewString()
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), createTimeout)
 	defer cancel()
 	run, created, err := s.start(ctx, nr)
 	if err != nil {
-		var ae *apiError
-		if !errors.As(err, &ae) {
-			ae = s.classify(r, "create run "+nr.run.ID, err)
-		}
+		ae := s.refusal(ctx, nr.run.ID, err)
 		if ae.status >= 500 {
 			// The run may be stored: name it, so the retry can replay it.
 			named := *ae
@@ -65,6 +58,30 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, CreateRunResponse{RunID: run.ID, Status: run.Status})
+}
+
+// newRunFor validates the body of a create (POST /v1/runs, or a run
+// request from Kafka) and makes its run tenant's, with an id of its own
+// when the client chose none; or it returns the answer refusing it.
+func (s *Server) newRunFor(body []byte, tenant string) (newRun, *apiError) {
+	nr, problems := s.parseCreate(body, false)
+	if len(problems) > 0 {
+		return newRun{}, invalidAll("invalid run", problems)
+	}
+	nr = nr.ownedBy(tenant)
+	if nr.run.ID == "" {
+		nr.run.ID = uuid.NewString()
+	}
+	return nr, nil
+}
+
+// refusal is the answer for start's error err about run runID.
+func (s *Server) refusal(ctx context.Context, runID string, err error) *apiError {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		ae = s.classifyIn(ctx, "create run "+runID, err)
+	}
+	return ae
 }
 
 // start lists the run, schedules its first sweep and writes the run (or

@@ -115,6 +115,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 // not found → 404, conflict → 409, an unreachable or timed-out dependency →
 // 503, anything else → 500 with the detail logged.
 func (s *Server) classify(r *http.Request, what string, err error) *apiError {
+	return s.classifyIn(r.Context(), what, err)
+}
+
+// classifyIn is classify for work that is not a request (a run request
+// from Kafka), logging in ctx.
+func (s *Server) classifyIn(ctx context.Context, what string, err error) *apiError {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return apiErr(http.StatusNotFound, CodeNotFound, what+": not found: "+s.gone())
@@ -123,10 +129,10 @@ func (s *Server) classify(r *http.Request, what string, err error) *apiError {
 	case errors.Is(err, store.ErrInvalid):
 		return apiErr(http.StatusBadRequest, CodeInvalidRequest, what+": "+err.Error())
 	case unavailable(err):
-		s.log.WarnContext(r.Context(), "dependency unavailable", "what", what, "err", err)
+		s.log.WarnContext(ctx, "dependency unavailable", "what", what, "err", err)
 		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, what+": the store is unavailable, retry later")
 	default:
-		s.log.ErrorContext(r.Context(), "internal error", "what", what, "err", err)
+		s.log.ErrorContext(ctx, "internal error", "what", what, "err", err)
 		return errInternal
 	}
 }

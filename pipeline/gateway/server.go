@@ -119,6 +119,9 @@ type Config struct {
 	// DeadLetters, when set, reads the dead-letter topic for
 	// GET /v1/dead-letters (admin). Nil: that route is 404.
 	DeadLetters DeadLetterLister
+	// RunRequests is how runs requested on Kafka are admitted and whose
+	// they are (HandleRunRequest); its zero value has the defaults.
+	RunRequests RunRequests
 	// MaxStreamsPerKey caps the event streams one key (with no keys, one
 	// client IP) holds open on this gateway. Default
 	// DefaultMaxStreamsPerKey (64); one more is answered 429.
@@ -147,6 +150,7 @@ func (c *Config) setDefaults() {
 	if c.MaxBatchItems == 0 {
 		c.MaxBatchItems = DefaultMaxBatchItems
 	}
+	c.RunRequests.setDefaults()
 	if c.BatchConcurrency == 0 {
 		c.BatchConcurrency = DefaultBatchConcurrency
 	}

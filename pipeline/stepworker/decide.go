@@ -38,7 +38,9 @@ import (
 // With decisions.require_signature, a decision whose signature does not
 // verify is refused first (outcome rejected, reason "signature"), before
 // it touches the run; one that verifies is recorded as signed by its
-// producer (signed_by), beside the decided_by it claims.
+// producer (signed_by), beside the decided_by it claims. A producer bound
+// to a tenant decides only that tenant's runs: another's reads as an
+// unknown run.
 func (w *Worker) HandleDecision(msg *message.Message) error {
 	d, err := topics.Decode[topics.Decision](msg.Payload)
 	if err != nil {
@@ -63,9 +65,11 @@ func (w *Worker) HandleDecision(msg *message.Message) error {
 			attribute.String("stepwise.decision_id", d.DecisionID)}
 	})
 	defer span.End()
-	if d.Action == topics.ActionCancelRun {
+	switch err = w.ownedBySigner(ctx, d.RunID, signedBy); {
+	case err != nil:
+	case d.Action == topics.ActionCancelRun:
 		err = w.cancelRun(ctx, d, signedBy)
-	} else {
+	default:
 		err = w.decide(ctx, d, signedBy)
 	}
 	tracing.Fail(span, err)
@@ -78,6 +82,23 @@ func (w *Worker) HandleDecision(msg *message.Message) error {
 			return perr
 		}
 		return topics.Permanent(fmt.Errorf("decision %s: %w", d.DecisionID, err))
+	}
+	return err
+}
+
+// ownedBySigner checks that a decision verified as signed by signedBy
+// ("" when signatures are not checked) may decide run runID: a producer
+// bound to a tenant decides only that tenant's runs, and another
+// tenant's run is to it as a run that does not exist (ErrNotFound), as it
+// is to an API key over HTTP.
+func (w *Worker) ownedBySigner(ctx context.Context, runID, signedBy string) error {
+	bound := w.tenants[signedBy]
+	if signedBy == "" || bound == "" {
+		return nil
+	}
+	tenant, _, err := w.store.RunOwner(ctx, runID)
+	if err == nil && tenant != bound {
+		err = fmt.Errorf("%w: run %s is not tenant %s's", store.ErrNotFound, runID, bound)
 	}
 	return err
 }

@@ -44,6 +44,7 @@ type Worker struct {
 	stops      map[string]*stop.Conditions
 	plugins    map[string]*plugin.Set
 	signers    map[string][][]byte // producer → keys, when decisions must be signed
+	tenants    map[string]string   // producer → the one tenant whose runs its verified decisions may decide
 	redact     *secrets.Redactor
 	fanIn      *coalescer
 	inferring  *inferring // the inferences on the pool, to stop a cancelled run's
@@ -106,6 +107,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		cfg:        cfg.Config,
 		settings:   s,
 		signers:    signers,
+		tenants:    cfg.Config.Decisions.Tenants(),
 		now:        cfg.Now,
 		log:        cfg.Logger.With("worker_id", cfg.WorkerID),
 		pool:       pool,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -17,11 +18,17 @@ import (
 // person can follow the batch's progress. The batch is the list of its run
 // ids its tenant owns, written after its runs (the gateway leaves out the
 // ids of runs it could not create for that tenant); its counts are read
-// from the runs themselves, so they are never out of step with them.
+// from the runs themselves, so they are never out of step with them. A
+// batch fed from Kafka (a batch_id on run requests) grows one run at a
+// time as its requests are admitted (GrowBatch): its record then names no
+// runs, which are in a sorted set beside it.
 //
-//	<p>:batch:{<batch>}   STRING  JSON {"tenant", "run_ids"}, kept twice runs.retention
+//	<p>:batch:{<batch>}        STRING  JSON {"tenant", "run_ids"}, kept twice runs.retention
+//	<p>:batch:{<batch>}:runs   ZSET    the run ids of a batch fed from Kafka, by admission
+//	                                   time, kept as long
 
-func (s *Store) batchKey(id string) string { return s.prefix + ":batch:{" + id + "}" }
+func (s *Store) batchKey(id string) string     { return s.prefix + ":batch:{" + id + "}" }
+func (s *Store) batchRunsKey(id string) string { return s.batchKey(id) + ":runs" }
 
 // Batch is a batch of runs.
 type Batch struct {
@@ -44,19 +51,46 @@ func (s *Store) SaveBatch(ctx context.Context, id string, b Batch) error {
 	return nil
 }
 
-// GetBatch reads batch id; ErrNotFound when there is none (or no more).
+// GrowBatch adds runID to batch id of tenant, fed from Kafka, at now: the
+// batch is recorded at its first run; the same run again changes nothing.
+// A batch of another tenant is an error wrapping ErrConflict.
+func (s *Store) GrowBatch(ctx context.Context, id, tenant, runID string, now time.Time) error {
+	record, err := json.Marshal(Batch{Tenant: tenant, RunIDs: []string{}})
+	if err != nil {
+		return fmt.Errorf("encode batch %s: %w", id, err)
+	}
+	_, err = s.call(ctx, s.scripts.growBatch, "add run "+runID+" to batch "+id, []string{s.batchKey(id), s.batchRunsKey(id)}, struct {
+		Record string `json:"record"`
+		Tenant string `json:"tenant"`
+		RunID  string `json:"run_id"`
+		Score  int64  `json:"score"`
+		TTLMs  int64  `json:"ttl_ms"`
+	}{string(record), tenant, runID, toMillis(now), (2 * s.retention).Milliseconds()})
+	return err
+}
+
+// GetBatch reads batch id, the runs it grew by from Kafka after those it
+// was recorded with; ErrNotFound when there is none (or no more).
 func (s *Store) GetBatch(ctx context.Context, id string) (Batch, error) {
-	v, err := s.rdb.Get(ctx, s.batchKey(id)).Bytes()
-	if errors.Is(err, redis.Nil) {
+	var get *redis.StringCmd
+	var grown *redis.StringSliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.Get(ctx, s.batchKey(id))
+		grown = p.ZRange(ctx, s.batchRunsKey(id), 0, -1)
+		return nil
+	})
+	v, gerr := get.Bytes()
+	if errors.Is(gerr, redis.Nil) {
 		return Batch{}, fmt.Errorf("%w: batch %s", ErrNotFound, id)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return Batch{}, fmt.Errorf("batch %s: %w", id, err)
 	}
 	var b Batch
 	if err := json.Unmarshal(v, &b); err != nil {
 		return Batch{}, fmt.Errorf("decode batch %s: %w", id, err)
 	}
+	b.RunIDs = append(b.RunIDs, grown.Val()...)
 	return b, nil
 }
 

@@ -59,7 +59,7 @@ func ownedMember(run pipeline.Run) string {
 }
 
 // retire moves a run whose result is published from the sweep schedule and
-// the live index to the retired index (with a retention), in p: keys of
+// the live indexes (its tenant's and batch's too: admission.go) to the retired index (with a retention), in p: keys of
 // other slots, so a pipeline rather than a transaction. The sweeper finds
 // a run that a crash left on the schedule published, and retires it again;
 // a run list drops an ended run it finds in the live index. It returns the
@@ -69,6 +69,7 @@ func (s *Store) retire(ctx context.Context, p redis.Pipeliner, run pipeline.Run,
 	if s.retention > 0 {
 		cmds = append(cmds, p.ZAdd(ctx, s.retiredOwnedKey(), redis.Z{Score: float64(toMillis(now.Add(s.retention))), Member: ownedMember(run)}))
 	}
+	cmds = append(cmds, s.unlistShares(ctx, p, run)...)
 	return append(cmds, p.ZRem(ctx, s.activeKey(), run.ID), p.ZRem(ctx, s.liveKey(), run.ID))
 }
 

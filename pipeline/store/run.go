@@ -81,6 +81,7 @@ func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.M
 	index := func(p redis.Pipeliner) {
 		z := redis.Z{Score: float64(toMillis(now)), Member: run.ID}
 		indexed = []redis.Cmder{p.ZAddNX(ctx, s.runsKey(), z), p.ZAddNX(ctx, s.liveKey(), z)}
+		indexed = append(indexed, s.listShares(ctx, p, run, z)...)
 		if tenantIndexed(run.Tenant) {
 			indexed = append(indexed, p.ZAddNX(ctx, s.tenantRunsKey(run.Tenant), z), p.SAdd(ctx, s.tenantsKey(), run.Tenant))
 		}
@@ -202,8 +203,8 @@ var finishable = statesTo(runStatuses, pipeline.RunDone)
 
 // MarkPublished records that a done run's result is on run-results and
 // retires the run: off the sweeper's list and, with a retention, onto the
-// retired index with its tenant (retention.go), at now. Of run, its id and
-// tenant are used. Until then the sweeper keeps the
+// retired index with its tenant (retention.go), at now. Of run, its id,
+// tenant and batch are used. Until then the sweeper keeps the
 // run and publishes the result again if its publisher died (the result's
 // outbox); a run found published on the list is marked again, which
 // retires it. A run that is gone is not recreated. The mark goes first: on

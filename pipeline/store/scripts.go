@@ -40,6 +40,7 @@ type scripts struct {
 	setWaiting, cancelRun, applyDecision, dropHeld                                    *redis.Script
 	listRuns, dueRuns, markSent, takeBackMarks, rescheduleIf, claimOutcomes, snapshot *redis.Script
 	budgetReserve, budgetSettle                                                       *redis.Script
+	admitRun, growBatch                                                               *redis.Script
 }
 
 // loadScripts prepares the scripts, each the same way: the constants
@@ -75,5 +76,7 @@ func loadScripts(consts string) scripts {
 		rescheduleIf:   load("reschedule_if"),
 		budgetReserve:  load("budget_reserve"),
 		budgetSettle:   load("budget_settle"),
+		admitRun:       load("admit_run"),
+		growBatch:      load("grow_batch"),
 	}
 }
