@@ -118,8 +118,8 @@ func TestManifests_decode_strictly(t *testing.T) {
 // The KEDA ScaledObjects are valid against KEDA's own CRD schema (as the
 // API server would check them, unknown fields refused rather than
 // pruned), scale Deployments that exist, and watch the topics and
-// consumer groups the workers of deploy/stepwise.yaml use, within its
-// partition count.
+// consumer groups the workers and gateways of deploy/stepwise.yaml use,
+// within its partition count.
 func TestKEDA_scaled_objects_match_the_CRD_and_the_deployment(t *testing.T) {
 	schema := crdSchema(t, "testdata/keda.sh_scaledobjects.yaml")
 	cfg, err := config.Load("stepwise.yaml")
@@ -188,6 +188,9 @@ func TestKEDA_scaled_objects_match_the_CRD_and_the_deployment(t *testing.T) {
 			t.Errorf("ScaledObject %s: maxReplicaCount %d > kafka.partitions %d: the extra consumers would idle", d.name, so.Spec.MaxReplicaCount, cfg.Kafka.Partitions)
 		}
 		want := map[string]string{names.RunSteps(): cfg.Kafka.TopicPrefix + "stepworker", names.ToolResults(): cfg.Kafka.TopicPrefix + "stepworker"}
+		if target == "stepwise-gateway" {
+			want = map[string]string{names.RunRequests(): cfg.Kafka.TopicPrefix + "gateway"}
+		}
 		if queues != nil {
 			want = map[string]string{}
 			for _, q := range queues {
@@ -202,8 +205,8 @@ func TestKEDA_scaled_objects_match_the_CRD_and_the_deployment(t *testing.T) {
 		}
 	}
 	for name := range deployments {
-		if name != "stepwise-gateway" && !scaled[name] {
-			t.Errorf("worker Deployment %s has no ScaledObject", name)
+		if !scaled[name] {
+			t.Errorf("Deployment %s has no ScaledObject", name)
 		}
 	}
 }
