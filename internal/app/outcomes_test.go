@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill/message"
+
 	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
@@ -34,19 +36,27 @@ func kcatProduce(t *testing.T, stack *app.Stack, topic, key string, lines ...str
 	}
 }
 
-// followOutcomes collects the decision-outcomes topic from its start.
-func followOutcomes(t *testing.T, stack *app.Stack) func() []string {
+// subscribeFromStart consumes topic from its start in a group of its own,
+// until t ends.
+func subscribeFromStart(t *testing.T, stack *app.Stack, topic string) <-chan *message.Message {
 	t.Helper()
-	sub, err := stack.Subscriber(fmt.Sprintf("outcomes-%d", time.Now().UnixNano()))
+	sub, err := stack.Subscriber(fmt.Sprintf("follow-%d", time.Now().UnixNano()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); _ = sub.Close() })
-	msgs, err := sub.Subscribe(ctx, stack.Names.DecisionOutcomes())
+	msgs, err := sub.Subscribe(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return msgs
+}
+
+// followOutcomes collects the decision-outcomes topic from its start.
+func followOutcomes(t *testing.T, stack *app.Stack) func() []string {
+	t.Helper()
+	msgs := subscribeFromStart(t, stack, stack.Names.DecisionOutcomes())
 	got := make(chan string, 100)
 	go func() {
 		for m := range msgs {

@@ -71,16 +71,7 @@ func signedRequest(t *testing.T, req topics.RunRequested, producer string) strin
 // the returned function lists, per run, "outcome" or "outcome code".
 func followRequests(t *testing.T, stack *app.Stack) func() map[string][]string {
 	t.Helper()
-	sub, err := stack.Subscriber(fmt.Sprintf("request-outcomes-%d", time.Now().UnixNano()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); _ = sub.Close() })
-	msgs, err := sub.Subscribe(ctx, stack.Names.RunRequestOutcomes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	msgs := subscribeFromStart(t, stack, stack.Names.RunRequestOutcomes())
 	var mu sync.Mutex
 	seen := map[string][]string{}
 	go func() {
