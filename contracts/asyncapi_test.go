@@ -29,6 +29,8 @@ var decoders = map[string]func([]byte) error{
 	"Decision":          decodeAs[topics.Decision],
 	"DecisionOutcome":   decodeAs[topics.DecisionOutcome],
 	"RunResult":         decodeAs[topics.RunResult],
+	"RunRequested":      decodeAs[topics.RunRequested],
+	"RunRequestOutcome": decodeAs[topics.RunRequestOutcome],
 }
 
 func decodeAs[M topics.Message](payload []byte) error {
