@@ -33,6 +33,7 @@ type Scenario struct {
 	decides     bool   // its runs park call D, then are decided at once: the decisions are measured
 	agent       string // the runs' agent when not the script model's "assistant": no model of their own
 	keys        bool   // the keys of its last run are measured (KeyBytes)
+	requested   bool   // its runs are requested on the run-requests topic, admitted by the gateway under run_requests.max_active
 	latency     time.Duration
 	defaultRuns int
 }
@@ -56,7 +57,13 @@ var Scenarios = []Scenario{
 	{Name: "decisions", What: "runs parked on a call, then all decided at once: from a decision's publish to its run's result",
 		model: `{"provider":"script","turns":[{"text":"needs approval","tool_calls":[{"id":"D","name":"approve","arguments":{"amount":120}}]},{"text":"done"}]}`,
 		steps: 1, calls: 1, decides: true, defaultRuns: 1000},
+	{Name: "run-requests", What: "runs on a model that takes 500 ms a step, requested on Kafka all at once and admitted 2000 at a time: the most runs active, and the lag left",
+		agent: "llm", steps: 3, calls: 2, together: true, requested: true, defaultRuns: 10000},
 }
+
+// admissionLimit is run_requests.max_active in benchConfig: the run-requests
+// scenario's backlog waits in Kafka beyond it.
+const admissionLimit = 2000
 
 // threeSteps is a script of 3 steps: two parallel echo calls, then slow
 // (a tool's time: a sleep for throughput, an echo where the pipeline's own
@@ -92,6 +99,7 @@ func wideStep(n int) string {
 var benchConfig = `
 kafka: {partitions: 8}
 stepworker: {concurrency: 1024, lease: 30s, sweep_interval: 2s}
+run_requests: {max_active: ` + fmt.Sprint(admissionLimit) + `}
 toolworker: {concurrency: 256, lease: 30s}
 agents:
   assistant:
@@ -204,6 +212,14 @@ type Result struct {
 	// measurement: each run's time from its request to its result, summed,
 	// over the time the scenario took (llm-bound; -1 otherwise).
 	RunsInFlight float64 `json:"runs_in_flight"`
+	// MaxActiveRuns is the most runs the store held active at once
+	// (sampled every 100 ms), AdmissionLimit the run_requests.max_active
+	// they were admitted under, and LagEnd the run-requests lag of the
+	// gateways once every run was done (run-requests scenario; -1
+	// otherwise).
+	MaxActiveRuns  int64 `json:"max_active_runs"`
+	AdmissionLimit int   `json:"admission_limit"`
+	LagEnd         int64 `json:"lag_end"`
 
 	samples []time.Duration // the latencies p50 and p99 come from, for the charts
 }
@@ -248,7 +264,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Redis != "" && rep.Machine.Redis == "embedded" {
 		rep.Machine.Redis = o.Redis
 	}
-	s, err := newStack(ctx, opts, o.ToolWorkers == 0)
+	s, err := newStack(ctx, opts, o.ToolWorkers == 0, slices.ContainsFunc(chosen, func(sc Scenario) bool { return sc.requested }))
 	if err != nil {
 		return Report{}, err
 	}
@@ -353,6 +369,9 @@ func (r Report) WriteText(w io.Writer) error {
 		if s.AllResumedMs >= 0 {
 			fmt.Fprintf(w, "  resumed p50 %.1f ms p99 %.1f ms, all in %.0f ms", s.ResumedP50ms, s.ResumedP99ms, s.AllResumedMs)
 		}
+		if s.MaxActiveRuns >= 0 {
+			fmt.Fprintf(w, "  at most %d runs active (limit %d), lag %d at the end", s.MaxActiveRuns, s.AdmissionLimit, s.LagEnd)
+		}
 		if s.LittlesLawFraction >= 0 {
 			fmt.Fprintf(w, "  %3.0f %% of the Little's-law bound with %.0f runs in flight", 100*s.LittlesLawFraction, s.RunsInFlight)
 		}
@@ -377,13 +396,18 @@ type run struct {
 func newRunID() string { return "bench-" + uuid.NewString() }
 
 // request creates run id of sc's agent and model in the store and requests its first
-// step, as the gateway does (without HTTP).
+// step, as the gateway does (without HTTP); or, for a requested scenario,
+// publishes its RunRequested for the gateway to admit.
 func (s *stack) request(ctx context.Context, sc Scenario, id string) (run, error) {
 	r := run{id: id, start: time.Now()}
 	st := s.stack.Store
 	agent, model := "assistant", json.RawMessage(sc.model)
 	if sc.agent != "" {
 		agent, model = sc.agent, nil
+	}
+	if sc.requested {
+		return r, topics.Publish(s.stack.Publisher, s.stack.Names.RunRequests(),
+			topics.RunRequested{Header: topics.Header{RunID: r.id}, Agent: agent, Model: model, Input: json.RawMessage(`"go"`)})
 	}
 	if _, _, err := st.StartRun(ctx, pipeline.Run{ID: r.id, Agent: agent, Model: model, RequestHash: "bench"},
 		[]pipeline.Message{{Role: pipeline.RoleUser, Content: "go"}}, r.start.Add(30*time.Second), r.start); err != nil {

@@ -19,13 +19,13 @@ import (
 // not asserted: they are this machine's.
 func TestBench_reports_every_field_of_each_scenario(t *testing.T) {
 	rep, err := bench.Run(context.Background(), bench.Options{
-		Scenarios: []string{"latency", "fanout", "memory", "decisions", "llm-bound"}, Runs: 3,
+		Scenarios: []string{"latency", "fanout", "memory", "decisions", "llm-bound", "run-requests"}, Runs: 3,
 		Kafka: testinfra.Kafka(t)[0], Redis: testinfra.RedisServer(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Scenarios) != 5 || rep.Machine.Cores < 1 || rep.Machine.RedisVersion == "" {
+	if len(rep.Scenarios) != 6 || rep.Machine.Cores < 1 || rep.Machine.RedisVersion == "" {
 		t.Fatalf("report %+v", rep)
 	}
 	lat, fan := rep.Scenarios[0], rep.Scenarios[1]
@@ -54,6 +54,15 @@ func TestBench_reports_every_field_of_each_scenario(t *testing.T) {
 	}
 	if llm := rep.Scenarios[4]; llm.Steps != 9 || llm.LittlesLawFraction <= 0 || llm.LittlesLawFraction > 1 || llm.RunsInFlight <= 0 || llm.RunsInFlight > 3 {
 		t.Errorf("llm-bound: %+v", llm)
+	}
+	// Runs requested on Kafka: each one admitted and done, the lag gone.
+	// The active runs counted are the store's, earlier scenarios' not yet
+	// retired included.
+	if rr := rep.Scenarios[5]; rr.Steps != 9 || rr.MaxActiveRuns < 1 || rr.AdmissionLimit != 2000 || rr.MaxActiveRuns > int64(rr.AdmissionLimit) || rr.LagEnd != 0 {
+		t.Errorf("run-requests: %+v", rr)
+	}
+	if lat := rep.Scenarios[0]; lat.MaxActiveRuns != -1 || lat.LagEnd != -1 {
+		t.Errorf("latency reports admission: %+v", lat)
 	}
 	for _, s := range rep.Scenarios[:2] {
 		if s.StepsPerS <= 0 || s.P50ms <= 0 || s.P99ms < s.P50ms || s.RedisRoundTripsPerStep <= 0 || s.KafkaPublishesPerStep <= 0 ||

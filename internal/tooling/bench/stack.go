@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"runtime"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/internal/kafka"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/gateway"
 	"github.com/stepwise-run/stepwise/topics"
@@ -36,8 +38,9 @@ type ended struct {
 }
 
 // newStack connects the stack under measurement and runs its step worker,
-// and its tool worker when tools is set.
-func newStack(ctx context.Context, o app.Options, tools bool) (*stack, error) {
+// its tool worker when tools is set, and a gateway (on a loopback port,
+// for its run-requests consumer) when gateway is set.
+func newStack(ctx context.Context, o app.Options, tools, gateway bool) (*stack, error) {
 	st, err := app.Connect(ctx, o)
 	if err != nil {
 		return nil, err
@@ -73,6 +76,14 @@ func newStack(ctx context.Context, o app.Options, tools bool) (*stack, error) {
 	s.wg.Go(func() { _ = st.RunStepWorker(ctx) })
 	if tools {
 		s.wg.Go(func() { _ = st.RunToolWorker(ctx, nil) })
+	}
+	if gateway {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.wg.Go(func() { _ = st.RunGateway(ctx, l) })
 	}
 	s.wg.Go(func() { <-ctx.Done(); _ = sub.Close() })
 	return s, nil
@@ -277,6 +288,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	runtime.ReadMemStats(&m0)
 	cpu0, cpuOK := processCPU()
 	start := time.Now()
+	peak := s.sampleActive(ctx, sc)
 	var lat []time.Duration
 	var steps int
 	var busy time.Duration // the runs' times in flight, summed
@@ -291,6 +303,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		return Result{}, err
 	}
 	elapsed := time.Since(start)
+	maxActive := peak()
 	cpu1, _ := processCPU()
 	var m1 runtime.MemStats
 	runtime.ReadMemStats(&m1)
@@ -304,6 +317,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		AllocBytesPerStep:    per(float64(m1.TotalAlloc - m0.TotalAlloc)),
 		RedisCommandsPerStep: -1, RedisCPUmsPerStep: -1, RedisBusiestCPUmsPerStep: -1, RedisBytesPerParkedCall: -1, LittlesLawFraction: -1,
 		ProcessCPUmsPerStep: -1, RunsInFlight: -1, ResumedP50ms: -1, ResumedP99ms: -1, AllResumedMs: -1,
+		MaxActiveRuns: -1, AdmissionLimit: -1, LagEnd: -1,
 		samples: lat,
 	}
 	if cpuOK {
@@ -319,6 +333,12 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		res.RedisPrimaries = len(after.NodeCPU)
 		for node, cpu := range after.NodeCPU {
 			res.RedisBusiestCPUmsPerStep = max(res.RedisBusiestCPUmsPerStep, per((cpu-before.NodeCPU[node])*1000))
+		}
+	}
+	if sc.requested { // after the counts: these reads are the bench's
+		res.MaxActiveRuns, res.AdmissionLimit = maxActive, admissionLimit
+		if res.LagEnd, err = s.requestLag(ctx); err != nil {
+			return Result{}, err
 		}
 	}
 	if sc.decides { // after the counts: the event reads are the bench's, not the pipeline's
@@ -394,4 +414,49 @@ func percentile(d []time.Duration, p float64) float64 {
 	slices.Sort(s)
 	i := min(len(s)-1, int(p*float64(len(s))))
 	return float64(s[i].Microseconds()) / 1000
+}
+
+// sampleActive, for a requested scenario, reads the store's active runs
+// every 100 ms until the returned function is called, which returns the
+// most it read (-1 for other scenarios).
+func (s *stack) sampleActive(ctx context.Context, sc Scenario) func() int64 {
+	if !sc.requested {
+		return func() int64 { return -1 }
+	}
+	stop, done := make(chan struct{}), make(chan int64)
+	go func() {
+		var most int64
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if c, err := s.stack.Store.Count(ctx); err == nil {
+				most = max(most, c.Active)
+			}
+			select {
+			case <-stop:
+				done <- most
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 { close(stop); return <-done }
+}
+
+// requestLag is the gateways' lag on the run-requests topic, summed over
+// its partitions, once it is 0 or after 10 s: the consumer commits its
+// offsets a second or so after it handled them.
+func (s *stack) requestLag(ctx context.Context) (int64, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		lags, err := kafka.Lag(ctx, s.stack.Kafka, s.stack.ConsumerGroup("gateway"), []string{s.stack.Names.RunRequests()})
+		var sum int64
+		for _, l := range lags {
+			sum += l.Lag
+		}
+		if err != nil || sum == 0 || time.Now().After(deadline) {
+			return sum, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
