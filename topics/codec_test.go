@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/topics"
@@ -72,6 +73,15 @@ func TestDecode_golden_payloads_keep_decoding(t *testing.T) {
 	t.Run("run request outcome", func(t *testing.T) {
 		m, err := topics.Decode[topics.RunRequestOutcome](golden(t, "run_request_outcome.v1.json"))
 		if err != nil || m.Outcome != topics.RequestRejected || m.Code != "invalid_request" || m.BatchID != "nightly-7" || !strings.Contains(m.Reason, "nobody") {
+			t.Fatalf("got %+v, %v", m, err)
+		}
+	})
+	t.Run("approval requested", func(t *testing.T) {
+		m, err := topics.Decode[topics.ApprovalRequested](golden(t, "approval_requested.v1.json"))
+		parked := time.Date(2026, 11, 28, 9, 0, 0, 123e6, time.UTC)
+		if err != nil || m.CallID != "c-1" || m.Step != 2 || string(m.Arguments) != `{"to":"a@example.com"}` || m.ResumeMode != pipeline.ResumeReplay ||
+			m.Deadline != topics.Time(parked.Add(time.Hour-123*time.Millisecond)) || m.OnTimeout != topics.ActionCancel ||
+			m.ParkedAt != topics.Time(parked) || m.Tenant != "acme" || string(m.Metadata) != `{"order":7}` || m.ArgumentsOmitted {
 			t.Fatalf("got %+v, %v", m, err)
 		}
 	})
@@ -155,6 +165,16 @@ func TestDecode_a_decision_reports_every_problem_at_once(t *testing.T) {
 	_, err := topics.Decode[topics.Decision]([]byte(`{"run_id":"r","action":"approve"}`))
 	for _, want := range []string{"decision_id is missing", `action "approve" is not`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not say %q", err, want)
+		}
+	}
+}
+
+func TestDecode_an_approval_request_reports_every_problem_at_once(t *testing.T) {
+	_, err := topics.Decode[topics.ApprovalRequested]([]byte(`{"run_id":"r","resume_mode":"later","on_timeout":"wait","deadline":"soon"}`))
+	for _, want := range []string{"call_id is missing", "tool is missing", "args_hash is missing", "ticket is missing",
+		"agent is missing", `resume_mode "later"`, `on_timeout "wait"`, "parked_at is missing", `deadline "soon"`} {
+		if !errors.Is(err, topics.ErrMalformed) || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not say %q", err, want)
 		}
 	}

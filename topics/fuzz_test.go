@@ -49,6 +49,10 @@ func FuzzDecodeRunRequestOutcome(f *testing.F) {
 	fuzzDecode[topics.RunRequestOutcome](f, "run_request_outcome.v1.json")
 }
 
+func FuzzDecodeApprovalRequested(f *testing.F) {
+	fuzzDecode[topics.ApprovalRequested](f, "approval_requested.v1.json")
+}
+
 func fuzzDecode[M topics.Message](f *testing.F, golden string) {
 	b, err := os.ReadFile("testdata/" + golden)
 	if err != nil {

@@ -19,6 +19,7 @@ const (
 	DecisionOutcomes   = "decision-outcomes"
 	RunRequests        = "run-requests"
 	RunRequestOutcomes = "run-request-outcomes"
+	ApprovalRequests   = "approval-requests"
 )
 
 // Names builds full topic names under one prefix. The zero value uses no
@@ -65,6 +66,9 @@ func (n Names) RunRequests() string { return n.prefix + RunRequests }
 // RunRequestOutcomes says what became of each run request.
 func (n Names) RunRequestOutcomes() string { return n.prefix + RunRequestOutcomes }
 
+// ApprovalRequests announces each parking of a call (ApprovalRequested).
+func (n Names) ApprovalRequests() string { return n.prefix + ApprovalRequests }
+
 // DeadLetter receives messages no handler could accept, with the reason.
 func (n Names) DeadLetter() string { return n.prefix + DeadLetter }
 
@@ -76,5 +80,5 @@ func (n Names) Queue(topic string) (string, bool) {
 // Static lists the topics every deployment has, without the tool queues.
 func (n Names) Static() []string {
 	return []string{n.RunSteps(), n.ToolResults(), n.Decisions(), n.RunResults(), n.DeadLetter(), n.DecisionOutcomes(),
-		n.RunRequests(), n.RunRequestOutcomes()}
+		n.RunRequests(), n.RunRequestOutcomes(), n.ApprovalRequests()}
 }
