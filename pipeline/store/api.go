@@ -90,6 +90,7 @@ var _ interface {
 	Outcomes(ctx context.Context, runID string) ([]Outcome, error)
 	ClaimOutcomes(ctx context.Context, runID string, hold time.Duration, now time.Time) ([]Outcome, error)
 	OutcomesSent(ctx context.Context, runID string, sent []Outcome) error
+	Approval(ctx context.Context, o Outcome) (pipeline.Run, pipeline.ToolCall, error)
 	ClaimCall(ctx context.Context, runID, callID string, lease Lease, now time.Time) (pipeline.ToolCall, error)
 	RenewCallLease(ctx context.Context, runID, callID string, lease Lease) error
 	FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (Finished, error)

@@ -170,8 +170,9 @@ func (s *Store) RenewCallLease(ctx context.Context, runID, callID string, lease 
 // completed as CommitStep does (ParkedAt now when empty, ArgsHash of the call's current
 // arguments when empty, ResumeMode replay when empty): its fields are
 // written, tool_call.suspended (data = the parking) follows
-// tool_call.finished, and the call enters the pending index after the
-// script. Parking with another status is ErrInvalid.
+// tool_call.finished, its approval request joins the run's outbox (an
+// Outcome that AsksApproval), and the call enters the pending index after
+// the script. Parking with another status is ErrInvalid.
 //
 // Refusals: ErrNotFound; ErrStale when the call is not running; ErrLeaseLost
 // when another owner holds it (an expired lease nobody took over still
@@ -254,11 +255,12 @@ type Finished struct {
 
 // parkedArg is what finish_call writes of a suspended outcome: its
 // tool_call.suspended entry, the call's arguments its args_hash was
-// computed from, and the parking's fields.
+// computed from, the parking's fields, and its approval request.
 type parkedArg struct {
-	Event  entry  `json:"event"`
-	Args   string `json:"args"`
-	Fields []any  `json:"fields"`
+	Event  entry       `json:"event"`
+	Args   string      `json:"args"`
+	Fields []any       `json:"fields"`
+	Ask    approvalAsk `json:"ask"`
 }
 
 // parkedOutcome completes p, the parking of a suspended outcome of call
@@ -278,7 +280,7 @@ func (s *Store) parkedOutcome(ctx context.Context, runID, callID string, p *pipe
 		return nil, "", err
 	}
 	ev.Ref = refCall
-	return &parkedArg{Event: ev, Args: args, Fields: parkingFields(parking)}, tenant, nil
+	return &parkedArg{Event: ev, Args: args, Fields: parkingFields(parking), Ask: askOf(callID, parking)}, tenant, nil
 }
 
 // finishedEntry is the tool_call.finished entry of call callID at step

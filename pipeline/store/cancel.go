@@ -29,7 +29,10 @@ import (
 // ErrNotFound when there is no run. decisionID, when not "", is the
 // cancel_run decision's id: it joins the run's seen ids with an outcome
 // (applied, or rejected for a run already done) in the run's outbox of
-// decision outcomes, once; a repeat adds none.
+// decision outcomes, once; a repeat adds none. Each call it cancels that
+// was parked gets an applied outcome there too, decision id
+// "cancel:<call id>", reason "run cancelled: <detail>": its approval
+// request's close.
 func (s *Store) CancelRun(ctx context.Context, runID, decisionID, by, reason string, now time.Time) (pipeline.Run, error) {
 	if err := checkRunID(runID); err != nil {
 		return pipeline.Run{}, err
@@ -97,6 +100,25 @@ type cancelArg struct {
 	Calls    []cancelledCall            `json:"calls"`
 	Held     []rejectedHeld             `json:"held"`
 	Decision string                     `json:"decision"`
+	Close    closeArg                   `json:"close"`
+}
+
+// closeArg is how a run that ends closes the approval requests of its
+// calls still parked (lib.lua's close_parked): each gets an applied
+// outcome, decision id "cancel:<call id>" (closePrefix), with reason.
+type closeArg struct {
+	Parked pipeline.ToolCallStatus `json:"parked"`
+	Prefix string                  `json:"prefix"`
+	Reason string                  `json:"reason"`
+}
+
+// closePrefix begins the decision id of the outcome that closes the
+// approval request of a call parked when its run ended.
+const closePrefix = "cancel:"
+
+// closeOf is the closeArg of a run ended for why.
+func closeOf(why string) closeArg {
+	return closeArg{Parked: pipeline.CallSuspended, Prefix: closePrefix, Reason: why}
 }
 
 // cancelledCall is a call of the step as read, and its tool_call.finished
@@ -126,6 +148,7 @@ func cancelArgOf(step int, ids []string, held map[string]string, runID, decision
 	arg := cancelArg{
 		Step: step, Now: toMillis(now), Ended: endedRun, Terminal: endedCalls, To: cancelCalls,
 		Reason: t.Reason, Detail: detail, Error: callErr, Finished: finished, Decision: decisionID,
+		Close: closeOf(withReason("run cancelled", detail)),
 		Calls: make([]cancelledCall, 0, len(ids)), Held: make([]rejectedHeld, 0, len(held)),
 	}
 	for _, id := range ids {

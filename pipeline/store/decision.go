@@ -246,7 +246,7 @@ type decisionArg struct {
 	ID        string                    `json:"id"`
 	Call      string                    `json:"call"`
 	Now       int64                     `json:"now"`
-	Outcomes  bool                      `json:"outcomes"`
+	Why       string                    `json:"why"`
 	Held      string                    `json:"held"`
 	ArgsHash  string                    `json:"args_hash"`
 	Refuse    string                    `json:"refuse"`
@@ -287,7 +287,7 @@ func decisionArgOf(d Decision, holdUntil, now time.Time) (decisionArg, error) {
 		return decisionArg{}, fmt.Errorf("%w: decision %s: %v", ErrInvalid, d.ID, err)
 	}
 	arg := decisionArg{
-		ID: d.ID, Call: d.CallID, Now: toMillis(now), Outcomes: !d.Timeout,
+		ID: d.ID, Call: d.CallID, Now: toMillis(now), Why: appliedReason(d),
 		Held: string(held), ArgsHash: d.ArgsHash,
 		Ended: endedRun, Wake: wake, Parkable: parkable, Decidable: decidable, InFlight: inFlightStatuses,
 		// dec_signed is written even when empty: a call decided again
@@ -347,6 +347,17 @@ func decisionArgOf(d Decision, holdUntil, now time.Time) (decisionArg, error) {
 		}
 	}
 	return arg, nil
+}
+
+// appliedReason is the reason the outcome of decision d records when it is
+// applied: none for a producer's decision; for the sweeper's on_timeout
+// one, that the deadline passed and what it did, so a decider that asked
+// for the call sees why its request closed.
+func appliedReason(d Decision) string {
+	if d.Timeout {
+		return "deadline passed: on_timeout " + d.Action
+	}
+	return ""
 }
 
 // cancelError is the error of a call a decision cancels.

@@ -2,28 +2,55 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/pipeline"
 )
 
 // outcomesBatch is how many outcomes one read takes; a run rarely has more
 // than a handful waiting.
 const outcomesBatch = 100
 
-// Outcome is what became of a decision (from any producer; the sweeper's
-// own on_timeout decisions have none), waiting in the run's outbox to be
-// published on the decision-outcomes topic. The scripts that apply, hold
-// or reject a decision add it in the same step as the change; a duplicate
-// decision adds none.
+// Outcome is an entry of the run's outbox, waiting to be published: what
+// became of a decision (on the decision-outcomes topic), or a call's
+// approval request (on approval-requests; AsksApproval). The scripts that
+// apply, hold or reject a decision add its outcome in the same step as the
+// change; a duplicate decision adds none. The scripts that park a call
+// (CommitStep, FinishCall) add its approval request; the outcome that
+// closes it follows it in the outbox.
 type Outcome struct {
 	ID         string          // the outbox entry's stream id
 	RunID      string          // the run
-	DecisionID string          // the decision
-	CallID     string          // the call it decides ("" for a cancel_run)
+	DecisionID string          // the decision ("" for an approval request)
+	CallID     string          // the call it decides ("" for a cancel_run), or that asks
 	Outcome    DecisionOutcome // applied, held or rejected
-	Reason     string          // why it was held or rejected
+	Reason     string          // why it was held or rejected, or applied by stepwise
+	// Ticket and ParkedAt name the parking an approval request asks about
+	// (zero for a decision's outcome).
+	Ticket   string
+	ParkedAt time.Time
+}
+
+// AsksApproval reports whether the entry is a call's approval request
+// rather than a decision's outcome.
+func (o Outcome) AsksApproval() bool { return !o.ParkedAt.IsZero() }
+
+// approvalAsk is an approval request as a script writes it to the outbox
+// (lib.lua's ask_approval): the call and its parking's ticket and time.
+type approvalAsk struct {
+	Call   string `json:"call"`
+	Ticket string `json:"ticket"`
+	At     int64  `json:"at"`
+}
+
+// askOf is the approval request of call callID parked as p.
+func askOf(callID string, p pipeline.Parking) approvalAsk {
+	return approvalAsk{Call: callID, Ticket: p.Ticket, At: toMillis(p.ParkedAt)}
 }
 
 func (s *Store) outcomesKey(runID string) string { return s.prefix + ":{" + runID + "}:outcomes" }
@@ -124,10 +151,55 @@ func decodeOutcomes(runID string, msgs []redis.XMessage) []Outcome {
 	out := make([]Outcome, 0, len(msgs))
 	for _, m := range msgs {
 		str := func(k string) string { v, _ := m.Values[k].(string); return v }
-		out = append(out, Outcome{
+		o := Outcome{
 			ID: m.ID, RunID: runID, DecisionID: str("d"), CallID: str("c"),
-			Outcome: DecisionOutcome(str("o")), Reason: str("r"),
-		})
+			Outcome: DecisionOutcome(str("o")), Reason: str("r"), Ticket: str("t"),
+		}
+		if at, err := strconv.ParseInt(str("p"), 10, 64); err == nil {
+			o.ParkedAt = fromMillis(at)
+		}
+		out = append(out, o)
 	}
 	return out
+}
+
+// Approval reads what the approval request o (AsksApproval) asks about, in
+// one round trip: the run and the call, its Parking the one o names (the
+// call's own, or one it had before it parked again: the request is
+// published as it was asked, whatever the call has become since). A run
+// or call that is gone, or a parking the call no longer keeps, is
+// ErrNotFound.
+func (s *Store) Approval(ctx context.Context, o Outcome) (pipeline.Run, pipeline.ToolCall, error) {
+	what := "approval request of call " + o.CallID + " of run " + o.RunID
+	var run, call *redis.MapStringStringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		run = p.HGetAll(ctx, s.runKey(o.RunID))
+		call = p.HGetAll(ctx, s.callKey(o.RunID, o.CallID))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return pipeline.Run{}, pipeline.ToolCall{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if len(run.Val()) == 0 {
+		return pipeline.Run{}, pipeline.ToolCall{}, fmt.Errorf("%w: %s", ErrNotFound, what)
+	}
+	r, err := decodeRun(o.RunID, mapFields(run.Val()))
+	if err != nil {
+		return pipeline.Run{}, pipeline.ToolCall{}, err
+	}
+	c, err := decodeCall(o.RunID, o.CallID, mapFields(call.Val()))
+	if err != nil {
+		return pipeline.Run{}, pipeline.ToolCall{}, err
+	}
+	vals := make([]any, len(parkingReads))
+	for i, f := range parkingReads {
+		vals[i] = call.Val()[f]
+	}
+	if c.Parking, err = parkingOf(o.Ticket, o.ParkedAt, vals); err != nil {
+		return pipeline.Run{}, pipeline.ToolCall{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if c.Parking == nil || !c.Parking.ParkedAt.Equal(o.ParkedAt) {
+		return pipeline.Run{}, pipeline.ToolCall{}, fmt.Errorf("%w: %s: no parking at %s", ErrNotFound, what, o.ParkedAt)
+	}
+	return r, c, nil
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // outcomes returns the run's outbox as "decision:call:outcome:reason"
-// lines, and empties it as a publisher would.
+// lines ("ask:call:ticket@unix seconds" for an approval request), and
+// empties it as a publisher would.
 func (f *fixture) outcomes(t *testing.T, runID string) []string {
 	t.Helper()
 	got, err := f.st.Outcomes(f.ctx, runID)
@@ -21,6 +22,10 @@ func (f *fixture) outcomes(t *testing.T, runID string) []string {
 	}
 	var out []string
 	for _, o := range got {
+		if o.AsksApproval() {
+			out = append(out, fmt.Sprintf("ask:%s:%s@%d", o.CallID, o.Ticket, o.ParkedAt.Unix()))
+			continue
+		}
 		out = append(out, fmt.Sprintf("%s:%s:%s:%s", o.DecisionID, o.CallID, o.Outcome, o.Reason))
 	}
 	if err := f.st.OutcomesSent(f.ctx, runID, got); err != nil {
@@ -37,7 +42,7 @@ func wantOutcomes(t *testing.T, got []string, want ...string) {
 }
 
 // Every decision gets one outcome (two when held), in the step that
-// decides it; a duplicate, and the sweeper's on_timeout decision, none.
+// decides it, the sweeper's on_timeout decision too; a duplicate none.
 var outcomeCases = []contractCase{
 	{"each_decision_gets_one_outcome_and_a_duplicate_none", func(t *testing.T, f *fixture) {
 		f.parked(t, "r1", pipeline.ResumeReplay, at(2), "c1", "c2")
@@ -48,8 +53,11 @@ var outcomeCases = []contractCase{
 		f.decide(t, "r1", bad, at(5))
 		f.decide(t, "r1", store.Decision{ID: "timeout:c2", CallID: "c2", Action: store.ActionCancel, Timeout: true}, at(6))
 		wantOutcomes(t, f.outcomes(t, "r1"),
+			fmt.Sprintf("ask:c1:tk-c1@%d", at(2).Unix()),
+			fmt.Sprintf("ask:c2:tk-c2@%d", at(2).Unix()),
 			"d1:c1:applied:",
-			"d2:c2:rejected:args_hash does not match the parked arguments")
+			"d2:c2:rejected:args_hash does not match the parked arguments",
+			"timeout:c2:c2:applied:deadline passed: on_timeout cancel")
 		if got := f.outcomes(t, "r1"); len(got) != 0 {
 			t.Fatalf("sent outcomes came back: %v", got)
 		}
@@ -85,6 +93,7 @@ var outcomeCases = []contractCase{
 	}},
 	{"outcomes_are_claimed_by_one_publisher_at_a_time", func(t *testing.T, f *fixture) {
 		f.parked(t, "r1", pipeline.ResumeReplay, at(2), "c1")
+		f.outcomes(t, "r1") // its approval request, sent
 		f.decide(t, "r1", resume("d1", "c1"), at(3))
 		first, err := f.st.ClaimOutcomes(f.ctx, "r1", time.Minute, at(4))
 		if err != nil || len(first) != 1 || first[0].DecisionID != "d1" {

@@ -83,9 +83,9 @@ var pendingCases = []contractCase{
 			t.Fatalf("pending index = %v, %v; want the decided call gone", members, err)
 		}
 		// The snapshot read with it sees the decision, its schedule and its
-		// outcome (claimed).
+		// outcome (claimed), after the approval requests of the parkings.
 		if !snap.Scheduled.Equal(at(40)) || snap.Run.Status != pipeline.RunRunning || len(snap.Calls) != 2 ||
-			snap.Calls[0].Status != pipeline.CallResuming || len(snap.Outcomes) != 1 || snap.Outcomes[0].DecisionID != "d1" {
+			snap.Calls[0].Status != pipeline.CallResuming || len(snap.Outcomes) != 3 || snap.Outcomes[2].DecisionID != "d1" {
 			t.Fatalf("snapshot %+v", snap)
 		}
 		// Not applied (the same decision again): the call stays indexed,

@@ -171,7 +171,9 @@ func decodeMessages(runID string, raw []string) ([]pipeline.Message, error) {
 // it is, so a worker still holding the step finds the run done and its
 // commit is refused. A run already done is ErrStale (with the current run
 // returned). t.Reason must be a reason that ends a run (not suspended).
-// The run stays on the sweeper's list until its result is published
+// Each call of its step still parked keeps its status, and its approval
+// request closes with an applied outcome in the run's outbox, decision id
+// "cancel:<call id>", reason "run ended: <reason>: <detail>". The run stays on the sweeper's list until its result is published
 // (MarkPublished).
 func (s *Store) FinishRun(ctx context.Context, runID string, t pipeline.Termination, now time.Time) (pipeline.Run, error) {
 	if err := checkTermination(t); err != nil {
@@ -190,7 +192,9 @@ func (s *Store) FinishRun(ctx context.Context, runID string, t pipeline.Terminat
 		From   []pipeline.RunStatus `json:"from"`
 		To     pipeline.RunStatus   `json:"to"`
 		Event  entry                `json:"event"`
-	}{toMillis(now), string(t.Reason), t.Code, t.Detail, finishable, pipeline.RunDone, ev})
+		Close  closeArg             `json:"close"`
+	}{toMillis(now), string(t.Reason), t.Code, t.Detail, finishable, pipeline.RunDone, ev,
+		closeOf(withReason("run ended: "+string(t.Reason), t.Detail))})
 	if err != nil {
 		return s.currentRun(ctx, runID, err)
 	}

@@ -188,8 +188,9 @@ func (s *Store) AppendDelta(ctx context.Context, runID string, step int, owner, 
 // tool_call.created (data {"tool","queue","index","arguments","status",
 // "gate"?}) followed, for a suspended call, by tool_call.suspended (data =
 // the parking) and, for a call created terminal, by tool_call.finished
-// (data {"status","result"?,"error"?}). Suspended calls enter the pending
-// index after the script; if that write fails the commit stands and the
+// (data {"status","result"?,"error"?}). A suspended call's approval
+// request joins the run's outbox in the same script (an Outcome that
+// AsksApproval). Suspended calls enter the pending index after the script; if that write fails the commit stands and the
 // error says so (ListPending with a run filter still finds them).
 //
 // A new call with DispatchedBy set (one its committer publishes right
@@ -292,8 +293,12 @@ func (s *Store) commitStepCmd(runID string, step int, owner string, c StepCommit
 		if err != nil {
 			return script{}, nil, err
 		}
-		fields := callFields(rec)
-		written = append(written, writtenCall{call.ID, rec.Status, fields, evs})
+		w := writtenCall{ID: call.ID, Status: rec.Status, Fields: callFields(rec), Events: evs}
+		if rec.Parking != nil {
+			ask := askOf(call.ID, *rec.Parking)
+			w.Ask = &ask
+		}
+		written = append(written, w)
 	}
 	cmd, err := callOf(s.scripts.commitStep,
 		[]string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step), s.stateKey(runID)},
@@ -320,12 +325,14 @@ func (s *Store) commitStepCmd(runID string, step int, owner string, c StepCommit
 }
 
 // writtenCall is a call a commit writes: its id and status, its hash's
-// HSET arguments (callFields) and its events.
+// HSET arguments (callFields), its events and, parked, its approval
+// request.
 type writtenCall struct {
 	ID     string                  `json:"id"`
 	Status pipeline.ToolCallStatus `json:"status"`
 	Fields []any                   `json:"fields"`
 	Events []entry                 `json:"events"`
+	Ask    *approvalAsk            `json:"ask,omitempty"`
 }
 
 // decodeCommit decodes commit_step's reply, the run, and the calls from

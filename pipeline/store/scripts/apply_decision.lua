@@ -5,8 +5,8 @@
 -- KEYS: 1 run hash, 2 call hash, 3 events stream, 4 seen decision ids set,
 --       5 held decisions hash
 -- ARGV[1]: {id, call (its id), now (ms),
---   outcomes: record what becomes of the decision in the run's outbox
---     (lib.lua: outcome); false for the sweeper's on_timeout decisions,
+--   why: the reason the decision's outcome (lib.lua: outcome, in the run's
+--     outbox) records when it is applied ("" none),
 --   held: the held entry to keep when the call has not parked yet,
 --   args_hash: the parked call's arguments' hash it must match ("" none),
 --   refuse: why to reject a resume ("" none: its payload fits the tool),
@@ -61,9 +61,7 @@ local function reject(reason)
   end
   a.events.rejected.data = cjson.encode({decision_id = a.id, reason = reason})
   add(a.events.rejected)
-  if a.outcomes then
-    outcome(run_key, a.id, a.call, 'rejected', reason)
-  end
+  outcome(run_key, a.id, a.call, 'rejected', reason)
   return reply('rejected', reason)
 end
 
@@ -141,7 +139,5 @@ end
 if finished then
   add(finished)
 end
-if a.outcomes then
-  outcome(run_key, a.id, a.call, 'applied', '')
-end
+outcome(run_key, a.id, a.call, 'applied', a.why)
 return reply('applied', '')

@@ -13,7 +13,9 @@
 --   held: the held decisions as read, [{call, entry, id, event (its
 --     decision.rejected)}],
 --   decision: the id of the cancel_run decision ("" none): seen, with an
---     outcome, once}
+--     outcome, once,
+--   close: how the approval requests of the calls still parked close
+--     (lib.lua's close_parked)}
 -- Returns the run hash. "RETRY" when the step, its list or the held
 -- decisions are not what the caller read.
 local run_key, events_key, list_key, seen_key, held_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -50,6 +52,7 @@ for _, h in ipairs(a.held) do
     return redis.error_reply('RETRY held decisions changed')
   end
 end
+close_parked(run_key, ids, a.close)
 local terminal = set_of(a.terminal)
 for _, c in ipairs(a.calls) do
   local key = part(run_key, 'call:' .. c.id)

@@ -18,7 +18,8 @@
 --           empty when the step needs no count),
 --           calls (in index order: {id, status, fields (the whole call
 --           hash as HSET arguments), events (its tool_call.created entry
---           and what follows it)}),
+--           and what follows it), ask (a parked call's approval request,
+--           lib.lua's ask_approval; absent for the others)}),
 --           state (the plugin state updates: {key, value}, "" deletes)}
 -- Returns the run hash as the commit leaves it; the calls are as the
 -- caller wrote them.
@@ -107,6 +108,9 @@ for i, c in ipairs(a.calls) do
   ids[i] = c.id
   for _, e in ipairs(c.events) do
     emit(events_key, e)
+  end
+  if c.ask then
+    ask_approval(run_key, c.ask)
   end
 end
 rpush(step_key, ids, 1, #ids)

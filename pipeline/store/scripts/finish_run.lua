@@ -1,9 +1,12 @@
 -- FinishRun: end a run that is not done yet (errors, cancel); its keys
--- expire after the retention (lib.lua).
--- KEYS: 1 run hash, 2 events stream
+-- expire after the retention (lib.lua). The approval requests of the calls
+-- of its step still parked close (lib.lua's close_parked).
+-- KEYS: 1 run hash, 2 events stream; the step's list is part(run hash,
+--       'step:<step>')
 -- ARGV[1]: {now (ms), reason, code, detail (the termination), from (the
 --           run statuses that may end), to (the status an ended run has),
---           event (the run.finished entry, whose step the script sets)}
+--           event (the run.finished entry, whose step the script sets),
+--           close (close_parked's)}
 -- Returns the run hash.
 local run_key, events_key = KEYS[1], KEYS[2]
 local a = cjson.decode(ARGV[1])
@@ -22,5 +25,6 @@ end
 redis.call('HSET', run_key, 'status', a.to, unpack(termination(a.reason, a.code, a.detail, a.now)))
 a.event.step = r[2]
 emit(events_key, a.event)
+close_parked(run_key, redis.call('LRANGE', part(run_key, 'step:' .. r[2]), 0, -1), a.close)
 retire(run_key)
 return redis.call('HGETALL', run_key)

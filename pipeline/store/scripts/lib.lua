@@ -267,3 +267,29 @@ local function fields_reply(h)
   end
   return flat
 end
+
+-- ask_approval records in the run's outbox of decision outcomes (the
+-- stream outcome writes to, beside the run's hash, run) that a call
+-- parked: ask = {call, ticket, at (its parking's parked_at, ms)}, as Go
+-- built it. The step workers publish ApprovalRequested for the entry, from
+-- the call and the run, and delete it (outcomes.go), in order with the
+-- decision outcomes that close it.
+local function ask_approval(run, ask)
+  local key = string.sub(run, 1, -4) .. 'outcomes'
+  redis.call('XADD', key, '*', 'c', ask.call, 't', ask.ticket, 'p', ask.at)
+  inherit(run, key)
+end
+
+-- close_parked closes the approval requests of the calls among ids (of the
+-- run whose hash is run) still parked when the run ends: each call whose
+-- status is close.parked gets an applied outcome in the run's outbox
+-- (outcome) with the decision id close.prefix .. <call id> and the reason
+-- close.reason, as Go named them (cancel.go), so a decider sees every
+-- approval request it was asked closed.
+local function close_parked(run, ids, close)
+  for _, id in ipairs(ids) do
+    if redis.call('HGET', part(run, 'call:' .. id), 'status') == close.parked then
+      outcome(run, close.prefix .. id, id, 'applied', close.reason)
+    end
+  end
+end
