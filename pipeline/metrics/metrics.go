@@ -23,6 +23,7 @@ type Set struct {
 	toolCalls     *prometheus.CounterVec
 	toolTime      *prometheus.HistogramVec
 	outcomes      *prometheus.CounterVec
+	approvals     *prometheus.CounterVec
 	runs          *prometheus.CounterVec
 	requests      *prometheus.CounterVec
 	deferred      *prometheus.CounterVec
@@ -59,6 +60,9 @@ func New() *Set {
 		outcomes: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stepwise_decision_outcomes_total", Help: "Decision outcomes published, by outcome (applied, held, rejected).",
 		}, []string{"outcome"})).(*prometheus.CounterVec),
+		approvals: f(prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stepwise_approval_requests_total", Help: "Approval requests published, by tool.",
+		}, []string{"tool"})).(*prometheus.CounterVec),
 		runs: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stepwise_run_results_total", Help: "Run results published, by termination reason.",
 		}, []string{"reason"})).(*prometheus.CounterVec),
@@ -234,6 +238,13 @@ func (s *Set) ToolFinished(tool, status string, took time.Duration) {
 func (s *Set) Outcome(outcome string) {
 	if s != nil {
 		s.outcomes.WithLabelValues(outcome).Inc()
+	}
+}
+
+// ApprovalRequested counts a published approval request of a call of tool.
+func (s *Set) ApprovalRequested(tool string) {
+	if s != nil {
+		s.approvals.WithLabelValues(tool).Inc()
 	}
 }
 

@@ -19,6 +19,7 @@ func TestSet_counts_what_it_is_told_and_a_nil_one_nothing(t *testing.T) {
 	m.StepCommitted("assistant", 120*time.Millisecond)
 	m.ToolFinished("echo", "failed", time.Millisecond)
 	m.Outcome("rejected")
+	m.ApprovalRequested("send_email")
 	m.RunResult("natural_end")
 	m.Request("POST /v1/runs", 201)
 	busy := 3.0
@@ -33,6 +34,7 @@ func TestSet_counts_what_it_is_told_and_a_nil_one_nothing(t *testing.T) {
 		`stepwise_inference_duration_seconds_sum{agent="assistant"} 0.12`,
 		`stepwise_tool_calls_total{status="failed",tool="echo"} 1`,
 		`stepwise_decision_outcomes_total{outcome="rejected"} 1`,
+		`stepwise_approval_requests_total{tool="send_email"} 1`,
 		`stepwise_run_results_total{reason="natural_end"} 1`,
 		`stepwise_http_requests_total{code="201",route="POST /v1/runs"} 1`,
 		`stepwise_pool_busy_slots{worker="w"} 3`,
