@@ -316,8 +316,9 @@ func (w *Worker) applyDue(ctx context.Context, snap store.Snapshot, now time.Tim
 }
 
 // nextLook is when the sweeper must next look at a waiting run: its
-// earliest approval deadline or end of a hold, or never (zero: a decision
-// wakes it) when it has neither.
+// earliest approval deadline, end of a hold, or end of another reader's
+// claim on its outbox (that reader may have died before publishing), or
+// never (zero: a decision wakes it) when it has none.
 func nextLook(snap store.Snapshot) time.Time {
 	var next time.Time
 	earliest := func(t time.Time) {
@@ -333,6 +334,7 @@ func nextLook(snap store.Snapshot) time.Time {
 	for _, h := range snap.Held {
 		earliest(h.Until)
 	}
+	earliest(snap.OutboxClaimedUntil)
 	return next
 }
 

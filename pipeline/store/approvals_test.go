@@ -60,6 +60,12 @@ var approvalCases = []contractCase{
 		if again, err := f.st.ClaimOutcomes(f.ctx, "r1", time.Minute, at(30)); err != nil || len(again) != 0 {
 			t.Fatalf("a claim within the first: %+v, %v", again, err)
 		}
+		// A reconcile's read within the claim says when it runs out, for
+		// the sweeper to come back then.
+		snap, err := f.st.Snapshot(f.ctx, "r1", time.Minute, at(30))
+		if err != nil || len(snap.Outcomes) != 0 || !snap.OutboxClaimedUntil.Equal(at(63)) {
+			t.Fatalf("snapshot within the claim: outcomes %+v, claimed until %s, %v", snap.Outcomes, snap.OutboxClaimedUntil, err)
+		}
 		again, err := f.st.ClaimOutcomes(f.ctx, "r1", time.Minute, at(64))
 		if err != nil || len(again) != 1 || again[0].ID != first[0].ID {
 			t.Fatalf("a claim after the first ran out: %+v, %v", again, err)

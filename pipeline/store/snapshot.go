@@ -20,9 +20,16 @@ type Snapshot struct {
 	Held      []HeldDecision
 	HeldKnown bool // Held was read with Run (false: not read, Held is empty)
 	Scheduled time.Time
-	// Outcomes are the decision outcomes not yet published (outcomes.go),
-	// claimed for the reader when it read with a claim.
+	// Outcomes are the decision outcomes and approval requests not yet
+	// published (outcomes.go), claimed for the reader when it read with a
+	// claim.
 	Outcomes []Outcome
+	// OutboxClaimedUntil is, when a claim withheld the outbox's entries
+	// from this read (another reader holds it), when that claim runs out:
+	// a reconcile that takes a waiting run off the schedule comes back
+	// then, in case that reader died before it published them. Zero when
+	// nothing was withheld.
+	OutboxClaimedUntil time.Time
 }
 
 // Snapshot reads the run, the calls of its current step, its held
@@ -95,7 +102,7 @@ func (s *Store) decodeSnapshot(runID string, v any) (Snapshot, error) {
 	if snap.Run, err = decodeRun(runID, runHash); err != nil {
 		return Snapshot{}, err
 	}
-	if len(reply) != 5 {
+	if len(reply) != 6 {
 		return Snapshot{}, fmt.Errorf("snapshot of run %s: unexpected reply of %d parts", runID, len(reply))
 	}
 	held, err := flatMap(reply[1])
@@ -110,6 +117,9 @@ func (s *Store) decodeSnapshot(runID string, v any) (Snapshot, error) {
 		return Snapshot{}, fmt.Errorf("snapshot of run %s: %w", runID, err)
 	}
 	snap.Outcomes = decodeOutcomes(runID, outcomes)
+	if busy, _ := reply[5].(int64); busy > 0 {
+		snap.OutboxClaimedUntil = fromMillis(busy)
+	}
 	ids, _ := reply[3].([]any)
 	hashes, _ := reply[4].([]any)
 	if len(ids) != len(hashes) {
