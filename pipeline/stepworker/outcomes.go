@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -82,7 +83,7 @@ func (w *Worker) publishOutcome(o topics.DecisionOutcome) error {
 
 // publishApproval publishes the approval request o as ApprovalRequested,
 // built from the run and the call as they are now, with the parking o
-// names (store.Approval). A request over the broker's size limit goes out
+// names (store.Approval) and the arguments its args_hash hashes. A request over the broker's size limit goes out
 // without the call's arguments and the run's metadata (ArgumentsOmitted,
 // MetadataOmitted); one too large even so, or whose run, call or parking
 // is gone (the run expired), is logged and deleted with the rest (ADR
@@ -97,8 +98,16 @@ func (w *Worker) publishApproval(ctx context.Context, o store.Outcome) error {
 		return err
 	}
 	p := *c.Parking
+	args := c.Arguments
+	if len(c.OrigArgs) > 0 {
+		// A pass_decision_to_tool resume replaced them since: the request
+		// carries those its args_hash hashes.
+		if h, err := pipeline.ArgsHash(c.OrigArgs); err == nil && h == p.ArgsHash {
+			args = c.OrigArgs
+		}
+	}
 	m := topics.ApprovalRequested{
-		Header: topics.Header{RunID: run.ID}, CallID: c.ID, Step: c.Step, Tool: c.Tool, Arguments: c.Arguments,
+		Header: topics.Header{RunID: run.ID}, CallID: c.ID, Step: c.Step, Tool: c.Tool, Arguments: args,
 		ArgsHash: p.ArgsHash, Ticket: p.Ticket, Reason: p.Reason, ResumeMode: p.ResumeMode,
 		Deadline: topics.Time(p.Deadline), OnTimeout: p.OnTimeout, ParkedAt: topics.Time(p.ParkedAt),
 		Agent: run.Agent, Tenant: run.Tenant, Metadata: run.Metadata,

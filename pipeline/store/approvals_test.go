@@ -73,6 +73,10 @@ var approvalCases = []contractCase{
 		if err := f.st.OutcomesSent(f.ctx, "r1", again); err != nil {
 			t.Fatal(err)
 		}
+		// Emptied, the outbox goes: a parked run keeps no empty stream.
+		if n, err := f.rdb.Exists(f.ctx, f.prefix+":{r1}:outcomes").Result(); err != nil || n != 0 {
+			t.Fatalf("the emptied outbox exists: %d, %v", n, err)
+		}
 		if after, err := f.st.ClaimOutcomes(f.ctx, "r1", time.Minute, at(200)); err != nil || len(after) != 0 {
 			t.Fatalf("after the publish: %+v, %v", after, err)
 		}

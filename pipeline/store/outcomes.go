@@ -99,8 +99,9 @@ type claimArg struct {
 	Claim int64 `json:"claim"`
 }
 
-// OutcomesSent deletes published outcomes from the run's outbox and ends
-// the claim on it.
+// OutcomesSent deletes published entries from the run's outbox, ends the
+// claim on it, and deletes the outbox once it is empty (an emptied stream
+// keeps a few hundred bytes), in one script.
 func (s *Store) OutcomesSent(ctx context.Context, runID string, sent []Outcome) error {
 	if len(sent) == 0 {
 		return nil
@@ -109,15 +110,11 @@ func (s *Store) OutcomesSent(ctx context.Context, runID string, sent []Outcome) 
 	for i, o := range sent {
 		ids[i] = o.ID
 	}
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.XDel(ctx, s.outcomesKey(runID), ids...)
-		p.Del(ctx, s.outcomesClaimKey(runID))
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("mark decision outcomes of run %s sent: %w", runID, err)
-	}
-	return nil
+	_, err := s.call(ctx, s.scripts.outcomesSent, "mark decision outcomes of run "+runID+" sent",
+		[]string{s.outcomesKey(runID), s.outcomesClaimKey(runID)}, struct {
+			IDs []string `json:"ids"`
+		}{ids})
+	return err
 }
 
 // xMessages reads a script's XRANGE reply: {{id, {field, value, ...}}, ...}.

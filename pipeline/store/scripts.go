@@ -39,6 +39,7 @@ type scripts struct {
 	claimCall, renewCallLease, finishCall                                             *redis.Script
 	setWaiting, cancelRun, applyDecision, dropHeld                                    *redis.Script
 	listRuns, dueRuns, markSent, takeBackMarks, rescheduleIf, claimOutcomes, snapshot *redis.Script
+	outcomesSent                                                                      *redis.Script
 	budgetReserve, budgetSettle                                                       *redis.Script
 	admitRun, growBatch                                                               *redis.Script
 }
@@ -72,6 +73,7 @@ func loadScripts(consts string) scripts {
 		markSent:       load("mark_sent"),
 		takeBackMarks:  load("take_back_marks"),
 		claimOutcomes:  load("claim_outcomes"),
+		outcomesSent:   load("outcomes_sent"),
 		snapshot:       load("snapshot"),
 		rescheduleIf:   load("reschedule_if"),
 		budgetReserve:  load("budget_reserve"),
