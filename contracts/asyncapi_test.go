@@ -31,6 +31,7 @@ var decoders = map[string]func([]byte) error{
 	"RunResult":         decodeAs[topics.RunResult],
 	"RunRequested":      decodeAs[topics.RunRequested],
 	"RunRequestOutcome": decodeAs[topics.RunRequestOutcome],
+	"ApprovalRequested": decodeAs[topics.ApprovalRequested],
 }
 
 func decodeAs[M topics.Message](payload []byte) error {
