@@ -12,7 +12,7 @@ import (
 // ApprovalRequested announces a parked call: a decider answers it with a
 // Decision on the decisions topic (run_id, call_id, args_hash as given
 // here), and its close is the call's DecisionOutcome on decision-outcomes
-// (the decider's decision applied; or stepwise's own: "timeout:<call_id>"
+// (the decider's decision applied; or stepwise's own: "timeout:<call_id>@<parked_at ms>"
 // when the deadline passed, "cancel:<call_id>" when the run was cancelled
 // or ended while it was parked). Every parking publishes one, a call
 // parked again after a resume one more. Delivery is at least once: a

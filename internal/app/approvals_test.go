@@ -113,7 +113,9 @@ func TestApprovals_an_expiry_and_a_cancel_each_close_the_request_with_an_outcome
 	if ask := askedOf(t, approvals, expiring, 1)[0]; ask.Deadline == "" || ask.OnTimeout != topics.ActionCancel {
 		t.Fatalf("approval request with a deadline %+v", ask)
 	}
-	waitOutcome(t, outcomes, "timeout:T applied deadline passed: on_timeout cancel")
+	if got := waitOutcome(t, outcomes, "timeout:T@"); !strings.HasSuffix(got, " applied deadline passed: on_timeout cancel") {
+		t.Fatalf("the expiry's outcome %q", got)
+	}
 	waitDone(t, base, expiring, 30*time.Second)
 
 	cancelled := createRun(t, base, "r-ask-cancel", "approvals", script(call("C", "tool_a", `{}`)))
@@ -145,4 +147,28 @@ func TestApprovals_a_request_whose_publish_failed_goes_out_from_the_sweeper(t *t
 	if !failing.seen[id] {
 		t.Fatal("no publish of the approval request failed: the test tested nothing")
 	}
+}
+
+// A call parked again after its deadline resumed it (its tool parks it
+// once more) times out again: each parking's timeout is a decision of its
+// own, not a duplicate of the first, so the call never stays parked past
+// its deadline.
+func TestApprovals_a_call_parked_again_times_out_again(t *testing.T) {
+	stack, base := approvalStack(t)
+	approvals, outcomes := followApprovals(t, stack), followOutcomes(t, stack)
+	id := createRun(t, base, "r-again", "approvals", script(call("P", "timed_again", `{}`)))
+
+	asks := askedOf(t, approvals, id, 3) // at the gate, then by its tool after each of two timeouts
+	var timeouts []string
+	testinfra.Eventually(t, 20*time.Second, func() bool {
+		timeouts = slices.DeleteFunc(outcomes(), func(s string) bool { return !strings.HasPrefix(s, "timeout:P@") })
+		return len(timeouts) >= 2
+	}, func() string { return fmt.Sprintf("timeouts %q after the requests %+v", timeouts, asks) })
+	if timeouts[0] == timeouts[1] || !strings.Contains(timeouts[1], " applied ") {
+		t.Fatalf("the second parking's timeout %q", timeouts)
+	}
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs/"+id+"/cancel", map[string]any{"reason": "enough"}, nil); code != http.StatusAccepted {
+		t.Fatalf("cancel: %d", code)
+	}
+	waitDone(t, base, id, 30*time.Second)
 }

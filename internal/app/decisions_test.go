@@ -25,7 +25,7 @@ toolworker: {lease: 1s, default_timeout: 20s}
 agents:
   approvals:
     model: {provider: script, turns: [{text: "hi"}]}
-    tools: [tool_a, tool_b, tool_c, refund, result_from_decision, deny_me, timed, timed_resume, external, ui, echo, sleep]
+    tools: [tool_a, tool_b, tool_c, refund, result_from_decision, deny_me, timed, timed_resume, timed_again, external, ui, echo, sleep]
 tools:
   tool_a: {executor: {builtin: echo}, permission: ask}
   tool_b: {executor: {builtin: echo}, permission: ask}
@@ -35,6 +35,7 @@ tools:
   deny_me: {executor: {builtin: echo}, permission: deny}
   timed: {executor: {builtin: echo}, permission: ask, approval_timeout: 1s, on_timeout: cancel}
   timed_resume: {executor: {builtin: echo}, permission: ask, approval_timeout: 1s, on_timeout: resume}
+  timed_again: {executor: {builtin: pending}, permission: ask, approval_timeout: 1s, on_timeout: resume}
   external: {executor: {builtin: pending}, resume_mode: pass_decision_to_tool}
   ui: {executor: {frontend: {}}, parameters: {type: object}}
 `

@@ -303,7 +303,7 @@ func (w *Worker) applyDue(ctx context.Context, snap store.Snapshot, now time.Tim
 		}
 		waited := c.Parking.Deadline.Sub(c.Parking.ParkedAt).Round(time.Second)
 		d := store.Decision{
-			ID: "timeout:" + c.ID, CallID: c.ID, Action: action, DecidedBy: "stepwise",
+			ID: TimeoutDecisionID(c.ID, c.Parking.ParkedAt), CallID: c.ID, Action: action, DecidedBy: "stepwise",
 			Reason: fmt.Sprintf("no decision within %s", waited), Timeout: true,
 		}
 		w.checkResume(ctx, run, c, &d)
@@ -313,6 +313,15 @@ func (w *Worker) applyDue(ctx context.Context, snap store.Snapshot, now time.Tim
 		changed = true
 	}
 	return changed, nil
+}
+
+// TimeoutDecisionID is the id of the decision the sweeper applies when
+// the approval deadline of call's parking at parkedAt passes:
+// timeout:<call id>@<parked_at in unix ms>. One per parking, so a call
+// parked again (its tool parks it after an on_timeout resume) times out
+// again rather than reading as a duplicate of its first timeout.
+func TimeoutDecisionID(callID string, parkedAt time.Time) string {
+	return fmt.Sprintf("timeout:%s@%d", callID, parkedAt.UnixMilli())
 }
 
 // nextLook is when the sweeper must next look at a waiting run: its
