@@ -3,6 +3,7 @@
 import asyncio
 
 from stepwise_client import AsyncClient, NotFoundError
+from stepwise_client.models import Run
 
 from conftest import Dev
 
@@ -14,37 +15,41 @@ def run(coro):
 def test_the_async_client_creates_a_run_and_follows_its_events(dev: Dev, run_id: str):
     async def go():
         async with AsyncClient(dev.url, api_key=dev.key) as c:
-            await c.create_run("quick", "Say hello", run_id=run_id)
-            events = [e async for e in c.events(run_id)]
-            rest = [e async for e in c.events(run_id, last_event_id=events[1]["id"])]
-            return events, rest, await c.wait_run(run_id, timeout=30)
+            await c.runs.create(agent="quick", input="Say hello", run_id=run_id)
+            events = [e async for e in c.runs.events(run_id)]
+            rest = [e async for e in c.runs.events(run_id, last_event_id=events[1].id)]
+            return events, rest, await c.runs.wait(run_id, timeout=30)
 
     events, rest, done = run(go())
 
-    assert events[-1]["type"] == "run.finished"
-    assert [e["id"] for e in rest] == [e["id"] for e in events[2:]]
-    assert done["termination"]["reason"] == "natural_end"
+    assert events[-1].type == "run.finished"
+    assert [e.id for e in rest] == [e.id for e in events[2:]]
+    assert isinstance(done, Run)
+    assert done.termination.reason == "natural_end"
 
 
 def test_the_async_client_follows_a_batch_and_decides_a_parked_call(dev: Dev, run_id: str):
     async def go():
         async with AsyncClient(dev.url, api_key=dev.key) as c:
-            batch = await c.submit_batch([{"run_id": run_id, "agent": "refunds", "input": "Refund A-1001"}])
+            batch = await c.batches.submit([{"run_id": run_id, "agent": "refunds", "input": "Refund A-1001"}])
             while not (parked := await c.pending(run_id=run_id)):
                 await asyncio.sleep(0.05)
-            await c.decide(run_id, parked[0]["call_id"], "resume")
-            return [b async for b in c.follow_batch(batch["batch_id"], interval=0.1, timeout=60)][-1]
+            await c.decide(run_id, parked[0].call_id, "resume")
+            seen = [b async for b in c.batches.follow(batch.batch_id, interval=0.1, timeout=60)]
+            listed = [r.run_id async for r in c.runs.iter(agent="refunds", limit=2)]
+            return seen[-1], listed
 
-    last = run(go())
+    last, listed = run(go())
 
-    assert last["reasons"] == {"natural_end": 1}
+    assert last.reasons == {"natural_end": 1}
+    assert run_id in listed
 
 
 def test_the_async_client_raises_the_envelope(dev: Dev):
     async def go():
         async with AsyncClient(dev.url, api_key=dev.key) as c:
             try:
-                await c.get_run("py-no-such-run")
+                await c.runs.get("py-no-such-run")
             except NotFoundError as e:
                 return e
 

@@ -16,27 +16,27 @@ from conftest import Dev
 def test_a_jsonl_batch_is_followed_until_every_run_is_done(client: Client, run_id: str):
     runs = [{"run_id": f"{run_id}-{i}", "agent": "quick", "input": f"item {i}"} for i in range(5)]
 
-    batch = client.submit_batch(runs)
+    batch = client.batches.submit(runs)
 
-    assert batch["run_ids"] == [r["run_id"] for r in runs]
-    seen = list(client.follow_batch(batch["batch_id"], interval=0.1, timeout=60))
+    assert batch.run_ids == [r["run_id"] for r in runs]
+    seen = list(client.batches.follow(batch.batch_id, interval=0.1, timeout=60))
     last = seen[-1]
-    assert last["counts"] == {"done": 5}
-    assert last["reasons"] == {"natural_end": 5}
-    assert last["total"] == 5
-    assert set(last["usage"]) >= {"input_tokens", "output_tokens"}
-    assert [b["counts"] for b in seen].count({"done": 5}) == 1  # each progress once
+    assert last.counts == {"done": 5}
+    assert last.reasons == {"natural_end": 5}
+    assert last.total == 5
+    assert (last.usage.input_tokens, last.usage.output_tokens) == (0, 0)  # the script model counts none
+    assert [b.counts for b in seen].count({"done": 5}) == 1  # each progress once
 
 
 def test_a_batch_with_an_invalid_line_creates_nothing(client: Client, run_id: str):
     body = json.dumps({"run_id": run_id, "agent": "quick", "input": "ok"}) + "\n" + '{"agent": "quick"}\n'
 
     with pytest.raises(InvalidRequestError) as e:
-        client.submit_batch(body)
+        client.batches.submit(body)
 
     assert any("item 1" in d for d in e.value.details), e.value.details
     with pytest.raises(NotFoundError):
-        client.get_run(run_id)
+        client.runs.get(run_id)
 
 
 def test_the_readme_batch_script_runs(dev: Dev, run_id: str, tmp_path: Path):

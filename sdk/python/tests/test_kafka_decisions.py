@@ -12,7 +12,7 @@ from conftest import Dev, until
 
 
 def parked_refund(client: Client, run_id: str) -> PendingCall:
-    client.create_run("refunds", "Refund order A-1001", run_id=run_id)
+    client.runs.create(agent="refunds", input="Refund order A-1001", run_id=run_id)
     return until("the refund parks", lambda: client.pending(run_id=run_id))[0]
 
 
@@ -20,7 +20,7 @@ def outcome_of(dev: Dev, decision_id: str) -> DecisionOutcome:
     """outcome_of reads decision-outcomes until decision_id's outcome."""
     with DecisionOutcomes(dev.kafka, idle=30) as outcomes:
         for outcome in outcomes:
-            if outcome["decision_id"] == decision_id:
+            if outcome.decision_id == decision_id:
                 return outcome
     raise AssertionError(f"no outcome for decision {decision_id} within 30s of quiet")
 
@@ -31,19 +31,19 @@ def test_a_signed_decision_from_kafka_resumes_the_parked_call_and_the_run_finish
     call = parked_refund(client, run_id)
 
     with DecisionProducer(dev.kafka, producer="erp", key=dev.signing_key) as decisions:
-        sent = decisions.decide(run_id, call["call_id"], "resume", args_hash=call["args_hash"],
+        sent = decisions.decide(run_id, call.call_id, "resume", args_hash=call.args_hash,
                                 decided_by="alice", reason="fine", decision_id=f"{run_id}-k1")
 
-    assert sent["producer"] == "erp" and len(sent["signature"]) == 64
-    assert outcome_of(dev, f"{run_id}-k1") == {
-        "v": 1, "run_id": run_id, "decision_id": f"{run_id}-k1", "call_id": call["call_id"], "outcome": "applied",
+    assert sent.producer == "erp" and len(sent.signature) == 64
+    assert outcome_of(dev, f"{run_id}-k1").model_dump() == {
+        "v": 1, "run_id": run_id, "decision_id": f"{run_id}-k1", "call_id": call.call_id, "outcome": "applied",
     }
-    run = client.wait_run(run_id, timeout=30)
-    assert run["termination"]["reason"] == "natural_end"
-    (refund,) = run["tool_calls"]
-    assert refund["status"] == "succeeded"
-    assert refund["decision"]["decision_id"] == f"{run_id}-k1"
-    assert (refund["decision"]["decided_by"], refund["decision"]["signed_by"]) == ("alice", "erp")
+    run = client.runs.wait(run_id, timeout=30)
+    assert run.termination.reason == "natural_end"
+    (refund,) = run.tool_calls
+    assert refund.status == "succeeded"
+    assert refund.decision.decision_id == f"{run_id}-k1"
+    assert (refund.decision.decided_by, refund.decision.signed_by) == ("alice", "erp")
 
 
 def test_an_unsigned_or_wrongly_signed_decision_from_kafka_is_rejected_and_the_call_stays_parked(
@@ -55,17 +55,17 @@ def test_an_unsigned_or_wrongly_signed_decision_from_kafka_is_rejected_and_the_c
 
     with DecisionProducer(dev.kafka) as unsigned, \
             DecisionProducer(dev.kafka, producer="erp", key="not-erp's-key") as forger:
-        unsigned.decide(run_id, call["call_id"], "resume", decision_id=f"{run_id}-unsigned")
-        forger.decide(run_id, call["call_id"], "resume", decision_id=f"{run_id}-forged")
+        unsigned.decide(run_id, call.call_id, "resume", decision_id=f"{run_id}-unsigned")
+        forger.decide(run_id, call.call_id, "resume", decision_id=f"{run_id}-forged")
 
     for decision_id in (f"{run_id}-unsigned", f"{run_id}-forged"):
-        assert outcome_of(dev, decision_id) == {
-            "v": 1, "run_id": run_id, "decision_id": decision_id, "call_id": call["call_id"],
+        assert outcome_of(dev, decision_id).model_dump() == {
+            "v": 1, "run_id": run_id, "decision_id": decision_id, "call_id": call.call_id,
             "outcome": "rejected", "reason": "signature",
         }
-    assert client.get_run(run_id)["status"] == "waiting"
-    assert [c["call_id"] for c in client.pending(run_id=run_id)] == [call["call_id"]]
+    assert client.runs.get(run_id).status == "waiting"
+    assert [c.call_id for c in client.pending(run_id=run_id)] == [call.call_id]
 
     with DecisionProducer(dev.kafka, producer="erp", key=dev.signing_key) as decisions:
-        decisions.decide(run_id, call["call_id"], "resume", decision_id=f"{run_id}-forged")
-    assert client.wait_run(run_id, timeout=30)["termination"]["reason"] == "natural_end"
+        decisions.decide(run_id, call.call_id, "resume", decision_id=f"{run_id}-forged")
+    assert client.runs.wait(run_id, timeout=30).termination.reason == "natural_end"

@@ -1,8 +1,9 @@
 """What the sync and async clients share: how each call is asked and read.
 
-A method of either client builds a :class:`Call` here, sends it with its own
-httpx client, and reads the answer with :func:`decode`; the event stream is
-parsed by :class:`SSEDecoder`. So the two clients differ only in awaiting.
+A method of either client's resources builds a :class:`Call` here, sends it
+with its own httpx client, and reads the answer into the call's model with
+:func:`decode`; the event stream is parsed by :class:`SSEDecoder`. So the
+two clients differ only in awaiting.
 """
 
 from __future__ import annotations
@@ -10,15 +11,19 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+from pydantic import TypeAdapter
 
 from .errors import APIError, WaitTimeout, error_for
-from .models import Batch, Event
+from .models import (
+    AcceptedCancel, AcceptedDecision, Batch, CancelledBatch, CreatedBatch, CreatedRun, Event, Message,
+    PendingCall, Run, RunList,
+)
 
 DEFAULT_URL = "http://localhost:8080"
 """The gateway ``stepwise dev`` serves by default."""
@@ -58,6 +63,7 @@ class Base:
         self._http = http or make_http()
 
     def _request(self, call: Call) -> tuple[str, str, dict[str, Any]]:
+        """_request returns the method, URL and httpx arguments of call."""
         kw = call.kwargs()
         kw["headers"] = {**self._headers, **kw["headers"]}
         return call.method, self._url + call.path, kw
@@ -73,10 +79,12 @@ class Base:
 
 @dataclass(frozen=True)
 class Call:
-    """One request of the API: its method, path, query and body."""
+    """One request of the API: its method, path, query and body, and
+    ``into``, what reads its answer's JSON into its model."""
 
     method: str
     path: str
+    into: Callable[[Any], Any]
     params: dict[str, Any] = field(default_factory=dict)
     json: Any = None
     content: bytes | None = None
@@ -100,10 +108,11 @@ def seg(value: str) -> str:
     return quote(value, safe="")
 
 
-def decode(response: httpx.Response) -> Any:
-    """decode returns the JSON of a successful answer, or raises its APIError."""
+def decode(response: httpx.Response, call: Call) -> Any:
+    """decode returns the model of a successful answer to call, or raises
+    its APIError."""
     if response.is_success:
-        return response.json()
+        return call.into(response.json())
     raise error_of(response)
 
 
@@ -118,18 +127,42 @@ def error_of(response: httpx.Response) -> APIError:
     return error_for(response.status_code, body)
 
 
+_MESSAGES = TypeAdapter(list[Message])
+_PENDING = TypeAdapter(list[PendingCall])
+
+
 def create_run(
     agent: str, input: Any, run_id: str | None, model: Any, metadata: Any
 ) -> Call:
+    return Call("POST", "/v1/runs", CreatedRun.model_validate, json=run_body(agent, input, run_id, model, metadata))
+
+
+def run_body(agent: str, input: Any, run_id: str | None, model: Any, metadata: Any) -> dict[str, Any]:
+    """run_body is the body of POST /v1/runs (and of a RunRequested) with
+    the fields given."""
     body: dict[str, Any] = {"agent": agent, "input": input}
     for k, v in (("run_id", run_id), ("model", model), ("metadata", metadata)):
         if v is not None:
             body[k] = v
-    return Call("POST", "/v1/runs", json=body)
+    return body
+
+
+def get_run(run_id: str) -> Call:
+    return Call("GET", f"/v1/runs/{seg(run_id)}", Run.model_validate)
+
+
+def messages(run_id: str) -> Call:
+    return Call("GET", f"/v1/runs/{seg(run_id)}/messages", lambda j: _MESSAGES.validate_python(j["messages"]))
 
 
 def list_runs(status: str | None, agent: str | None, limit: int | None, cursor: str | None) -> Call:
-    return Call("GET", "/v1/runs", params={"status": status, "agent": agent, "limit": limit, "cursor": cursor or None})
+    return Call("GET", "/v1/runs", RunList.model_validate,
+                params={"status": status, "agent": agent, "limit": limit, "cursor": cursor or None})
+
+
+def cancel_run(run_id: str, reason: str | None, decided_by: str | None) -> Call:
+    return Call("POST", f"/v1/runs/{seg(run_id)}/cancel", AcceptedCancel.model_validate,
+                json=cancel_body(reason, decided_by))
 
 
 def submit_batch(
@@ -144,10 +177,19 @@ def submit_batch(
     else:
         body = b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in runs)
     return Call(
-        "POST", "/v1/runs/batch",
+        "POST", "/v1/runs/batch", CreatedBatch.model_validate,
         params={"token_budget": token_budget, "cost_budget": cost_budget},
         content=body, headers={"Content-Type": JSONL},
     )
+
+
+def get_batch(batch_id: str) -> Call:
+    return Call("GET", f"/v1/batches/{seg(batch_id)}", Batch.model_validate)
+
+
+def cancel_batch(batch_id: str, reason: str | None, decided_by: str | None) -> Call:
+    return Call("POST", f"/v1/batches/{seg(batch_id)}/cancel", CancelledBatch.model_validate,
+                json=cancel_body(reason, decided_by))
 
 
 def cancel_body(reason: str | None, decided_by: str | None) -> dict[str, str]:
@@ -163,11 +205,12 @@ def decide(
                  ("decided_by", decided_by), ("reason", reason)):
         if v is not None:
             body[k] = v
-    return Call("POST", f"/v1/runs/{seg(run_id)}/decisions", json=body)
+    return Call("POST", f"/v1/runs/{seg(run_id)}/decisions", AcceptedDecision.model_validate, json=body)
 
 
 def pending(agent: str | None, tool: str | None, run_id: str | None, limit: int | None) -> Call:
-    return Call("GET", "/v1/pending", params={"agent": agent, "tool": tool, "run_id": run_id, "limit": limit})
+    return Call("GET", "/v1/pending", lambda j: _PENDING.validate_python(j["pending"]),
+                params={"agent": agent, "tool": tool, "run_id": run_id, "limit": limit})
 
 
 def events_headers(after: str | None) -> dict[str, str]:
@@ -179,7 +222,7 @@ def events_headers(after: str | None) -> dict[str, str]:
 
 def batch_finished(b: Batch) -> bool:
     """batch_finished reports whether every run of b is done (or expired)."""
-    return b["counts"].get("done", 0) + b.get("expired", 0) >= b["total"]
+    return b.counts.get("done", 0) + b.expired >= b.total
 
 
 class Progress:
@@ -190,7 +233,7 @@ class Progress:
         self._seen: tuple[Any, ...] | None = None
 
     def changed(self, b: Batch) -> bool:
-        now = (tuple(sorted(b["counts"].items())), tuple(sorted(b["reasons"].items())), b.get("expired", 0))
+        now = (tuple(sorted(b.counts.items())), tuple(sorted(b.reasons.items())), b.expired)
         changed, self._seen = now != self._seen, now
         return changed
 
@@ -230,7 +273,7 @@ class Resumption:
         return self.after
 
     def seen(self, ev: Event) -> bool:
-        self._got, self._failures, self.after = True, 0, ev["id"]
+        self._got, self._failures, self.after = True, 0, ev.id
         return ends(ev)
 
     def dropped(self) -> float | None:
@@ -244,9 +287,9 @@ class Resumption:
 def ends(ev: Event) -> bool:
     """ends reports whether ev is a run's last event: run.finished, unless
     its reason is suspended (the run waits for a decision and goes on)."""
-    if ev.get("type") != "run.finished":
+    if ev.type != "run.finished":
         return False
-    data = ev.get("data")
+    data = ev.data
     return not (isinstance(data, dict) and data.get("reason") == "suspended")
 
 
@@ -283,4 +326,4 @@ class SSEDecoder:
         self._data = []
         if self._id:
             ev["id"] = self._id
-        return ev
+        return Event.model_validate(ev)

@@ -1,4 +1,5 @@
-"""The asyncio client: :class:`Client`'s methods, awaited."""
+"""The asyncio client: :class:`AsyncClient` and its resources,
+:class:`~stepwise_client.Client`'s, awaited."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import httpx
 
 from . import _core
-from ._core import Call, seg
+from ._core import Call
 from .models import (
     AcceptedCancel, AcceptedDecision, Batch, CancelledBatch, CreatedBatch, CreatedRun,
     DecisionAction, Event, Message, PendingCall, Run, RunList, RunStatus, RunSummary,
@@ -19,21 +20,24 @@ from .models import (
 class AsyncClient(_core.Base):
     """AsyncClient calls a stepwise gateway's HTTP API from asyncio.
 
-    Its methods are :class:`~stepwise_client.Client`'s, with the same
-    arguments, defaults and errors; ``events``, ``iter_runs`` and
-    ``follow_batch`` are async iterators. Close it with ``await
+    Its resources (``runs``, ``batches``) and methods are
+    :class:`~stepwise_client.Client`'s, with the same arguments, defaults
+    and errors, awaited; ``runs.events``, ``runs.iter`` and
+    ``batches.follow`` are async iterators. Close it with ``await
     aclose()``, or use it in an ``async with`` block.
     """
 
     def __init__(
         self,
         base_url: str | None = None,
-        *,
         api_key: str | None = None,
+        *,
         timeout: float = _core.DEFAULT_TIMEOUT,
         http: httpx.AsyncClient | None = None,
     ) -> None:
         super().__init__(base_url, api_key, http, lambda: httpx.AsyncClient(timeout=timeout))
+        self.runs = AsyncRuns(self)
+        self.batches = AsyncBatches(self)
 
     async def aclose(self) -> None:
         """aclose releases the connections (not those of an ``http`` passed in)."""
@@ -48,67 +52,85 @@ class AsyncClient(_core.Base):
 
     async def _call(self, call: Call) -> Any:
         method, url, kw = self._request(call)
-        return _core.decode(await self._http.request(method, url, **kw))
+        return _core.decode(await self._http.request(method, url, **kw), call)
 
-    # Runs
+    async def pending(
+        self, *, agent: str | None = None, tool: str | None = None,
+        run_id: str | None = None, limit: int | None = None,
+    ) -> list[PendingCall]:
+        """pending: see Client.pending."""
+        return await self._call(_core.pending(agent, tool, run_id, limit))
 
-    async def create_run(
+    async def decide(
+        self, run_id: str, call_id: str, action: DecisionAction, *,
+        payload: Any = None, args_hash: str | None = None, decision_id: str | None = None,
+        decided_by: str | None = None, reason: str | None = None,
+    ) -> AcceptedDecision:
+        """decide: see Client.decide."""
+        return await self._call(_core.decide(run_id, call_id, action, payload, args_hash, decision_id, decided_by, reason))
+
+
+class AsyncRuns:
+    """AsyncRuns is ``AsyncClient.runs``: see :class:`~stepwise_client.client.Runs`."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def create(
         self, agent: str, input: str | list[Mapping[str, Any]], *,
         run_id: str | None = None, model: Mapping[str, Any] | None = None, metadata: Any = None,
     ) -> CreatedRun:
-        """create_run: see Client.create_run."""
-        return await self._call(_core.create_run(agent, input, run_id, model, metadata))
+        """create: see Runs.create."""
+        return await self._client._call(_core.create_run(agent, input, run_id, model, metadata))
 
-    async def get_run(self, run_id: str) -> Run:
-        """get_run: see Client.get_run."""
-        return await self._call(Call("GET", f"/v1/runs/{seg(run_id)}"))
+    async def get(self, run_id: str) -> Run:
+        """get: see Runs.get."""
+        return await self._client._call(_core.get_run(run_id))
 
     async def messages(self, run_id: str) -> list[Message]:
-        """messages: see Client.messages."""
-        return (await self._call(Call("GET", f"/v1/runs/{seg(run_id)}/messages")))["messages"]
+        """messages: see Runs.messages."""
+        return await self._client._call(_core.messages(run_id))
 
-    async def list_runs(
+    async def list(
         self, *, status: RunStatus | None = None, agent: str | None = None,
         limit: int | None = None, cursor: str | None = None,
     ) -> RunList:
-        """list_runs: see Client.list_runs."""
-        return await self._call(_core.list_runs(status, agent, limit, cursor))
+        """list: see Runs.list."""
+        return await self._client._call(_core.list_runs(status, agent, limit, cursor))
 
-    async def iter_runs(
+    async def iter(
         self, *, status: RunStatus | None = None, agent: str | None = None, limit: int | None = None,
     ) -> AsyncIterator[RunSummary]:
-        """iter_runs: see Client.iter_runs."""
+        """iter: see Runs.iter."""
         cursor: str | None = None
         while True:
-            page = await self.list_runs(status=status, agent=agent, limit=limit, cursor=cursor)
-            for run in page["runs"]:
+            page = await self.list(status=status, agent=agent, limit=limit, cursor=cursor)
+            for run in page.runs:
                 yield run
-            cursor = page["next_cursor"]
+            cursor = page.next_cursor
             if not cursor:
                 return
 
-    async def wait_run(self, run_id: str, *, timeout: float | None = None, interval: float = 0.2) -> Run:
-        """wait_run: see Client.wait_run."""
+    async def wait(self, run_id: str, *, timeout: float | None = None, interval: float = 0.2) -> Run:
+        """wait: see Runs.wait."""
         deadline = _core.Deadline(timeout)
         while True:
-            run = await self.get_run(run_id)
-            if run["status"] == "done":
+            run = await self.get(run_id)
+            if run.status == "done":
                 return run
-            deadline.check(f"run {run_id} is {run['status']}")
+            deadline.check(f"run {run_id} is {run.status}")
             await asyncio.sleep(interval)
 
-    async def cancel_run(self, run_id: str, *, reason: str | None = None, decided_by: str | None = None) -> AcceptedCancel:
-        """cancel_run: see Client.cancel_run."""
-        return await self._call(Call("POST", f"/v1/runs/{seg(run_id)}/cancel", json=_core.cancel_body(reason, decided_by)))
-
-    # Events
+    async def cancel(self, run_id: str, *, reason: str | None = None, decided_by: str | None = None) -> AcceptedCancel:
+        """cancel: see Runs.cancel."""
+        return await self._client._call(_core.cancel_run(run_id, reason, decided_by))
 
     async def events(self, run_id: str, *, last_event_id: str | None = None, reconnects: int = 5) -> AsyncIterator[Event]:
-        """events: see Client.events."""
-        books = _core.Resumption(last_event_id, reconnects)
+        """events: see Runs.events."""
+        c, books = self._client, _core.Resumption(last_event_id, reconnects)
         while True:
             try:
-                async with self._http.stream(**self._events(run_id, books.opened())) as resp:
+                async with c._http.stream(**c._events(run_id, books.opened())) as resp:
                     if not resp.is_success:
                         await resp.aread()
                         raise _core.error_of(resp)
@@ -130,48 +152,36 @@ class AsyncClient(_core.Base):
             if books.closed():
                 return
 
-    # Batches
 
-    async def submit_batch(
+class AsyncBatches:
+    """AsyncBatches is ``AsyncClient.batches``: see :class:`~stepwise_client.client.Batches`."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def submit(
         self, runs: Iterable[Mapping[str, Any]] | str | bytes, *,
         token_budget: int | None = None, cost_budget: float | None = None,
     ) -> CreatedBatch:
-        """submit_batch: see Client.submit_batch."""
-        return await self._call(_core.submit_batch(runs, token_budget, cost_budget))
+        """submit: see Batches.submit."""
+        return await self._client._call(_core.submit_batch(runs, token_budget, cost_budget))
 
-    async def get_batch(self, batch_id: str) -> Batch:
-        """get_batch: see Client.get_batch."""
-        return await self._call(Call("GET", f"/v1/batches/{seg(batch_id)}"))
+    async def get(self, batch_id: str) -> Batch:
+        """get: see Batches.get."""
+        return await self._client._call(_core.get_batch(batch_id))
 
-    async def follow_batch(self, batch_id: str, *, interval: float = 1.0, timeout: float | None = None) -> AsyncIterator[Batch]:
-        """follow_batch: see Client.follow_batch."""
+    async def follow(self, batch_id: str, *, interval: float = 1.0, timeout: float | None = None) -> AsyncIterator[Batch]:
+        """follow: see Batches.follow."""
         deadline, progress = _core.Deadline(timeout), _core.Progress()
         while True:
-            b = await self.get_batch(batch_id)
+            b = await self.get(batch_id)
             if progress.changed(b):
                 yield b
             if _core.batch_finished(b):
                 return
-            deadline.check(f"batch {batch_id}: {b['counts']} of {b['total']}")
+            deadline.check(f"batch {batch_id}: {b.counts} of {b.total}")
             await asyncio.sleep(interval)
 
-    async def cancel_batch(self, batch_id: str, *, reason: str | None = None, decided_by: str | None = None) -> CancelledBatch:
-        """cancel_batch: see Client.cancel_batch."""
-        return await self._call(Call("POST", f"/v1/batches/{seg(batch_id)}/cancel", json=_core.cancel_body(reason, decided_by)))
-
-    # Approvals
-
-    async def pending(
-        self, *, agent: str | None = None, tool: str | None = None,
-        run_id: str | None = None, limit: int | None = None,
-    ) -> list[PendingCall]:
-        """pending: see Client.pending."""
-        return (await self._call(_core.pending(agent, tool, run_id, limit)))["pending"]
-
-    async def decide(
-        self, run_id: str, call_id: str, action: DecisionAction, *,
-        payload: Any = None, args_hash: str | None = None, decision_id: str | None = None,
-        decided_by: str | None = None, reason: str | None = None,
-    ) -> AcceptedDecision:
-        """decide: see Client.decide."""
-        return await self._call(_core.decide(run_id, call_id, action, payload, args_hash, decision_id, decided_by, reason))
+    async def cancel(self, batch_id: str, *, reason: str | None = None, decided_by: str | None = None) -> CancelledBatch:
+        """cancel: see Batches.cancel."""
+        return await self._client._call(_core.cancel_batch(batch_id, reason, decided_by))

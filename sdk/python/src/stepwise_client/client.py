@@ -1,4 +1,4 @@
-"""The synchronous client."""
+"""The synchronous client: :class:`Client` and its resources."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from . import _core
-from ._core import Call, seg
+from ._core import Call
 from .models import (
     AcceptedCancel, AcceptedDecision, Batch, CancelledBatch, CreatedBatch, CreatedRun,
     DecisionAction, Event, Message, PendingCall, Run, RunList, RunStatus, RunSummary,
@@ -27,17 +27,23 @@ class Client(_core.Base):
     closed. A Client may be shared by threads, as httpx.Client may; close it,
     or use it in a ``with`` block. Every error answer raises an
     :class:`~stepwise_client.APIError` carrying the envelope's code.
+
+    Runs are under ``runs`` (:class:`Runs`), batches under ``batches``
+    (:class:`Batches`); :meth:`pending` and :meth:`decide` answer parked
+    calls.
     """
 
     def __init__(
         self,
         base_url: str | None = None,
-        *,
         api_key: str | None = None,
+        *,
         timeout: float = _core.DEFAULT_TIMEOUT,
         http: httpx.Client | None = None,
     ) -> None:
         super().__init__(base_url, api_key, http, lambda: httpx.Client(timeout=timeout))
+        self.runs = Runs(self)
+        self.batches = Batches(self)
 
     def close(self) -> None:
         """close releases the connections (not those of an ``http`` passed in)."""
@@ -52,72 +58,99 @@ class Client(_core.Base):
 
     def _call(self, call: Call) -> Any:
         method, url, kw = self._request(call)
-        return _core.decode(self._http.request(method, url, **kw))
+        return _core.decode(self._http.request(method, url, **kw), call)
 
-    # Runs
+    def pending(
+        self, *, agent: str | None = None, tool: str | None = None,
+        run_id: str | None = None, limit: int | None = None,
+    ) -> list[PendingCall]:
+        """pending lists parked calls awaiting a decision, oldest first."""
+        return self._call(_core.pending(agent, tool, run_id, limit))
 
-    def create_run(
+    def decide(
+        self, run_id: str, call_id: str, action: DecisionAction, *,
+        payload: Any = None, args_hash: str | None = None, decision_id: str | None = None,
+        decided_by: str | None = None, reason: str | None = None,
+    ) -> AcceptedDecision:
+        """decide resumes or cancels a parked call.
+
+        The gateway publishes the decision; the step worker applies it (or
+        rejects it, with a decision.rejected event). Quote the call's
+        args_hash to have it rejected if the arguments differ; send the same
+        decision_id again to retry safely. Behind an API key the decision is
+        recorded as decided by the key's name, decided_by following it as a
+        note: ``"ops (alice)"``.
+        """
+        return self._call(_core.decide(run_id, call_id, action, payload, args_hash, decision_id, decided_by, reason))
+
+
+class Runs:
+    """Runs is ``Client.runs``: create, read, list, wait for, cancel and
+    follow runs."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def create(
         self, agent: str, input: str | list[Mapping[str, Any]], *,
         run_id: str | None = None, model: Mapping[str, Any] | None = None, metadata: Any = None,
     ) -> CreatedRun:
-        """create_run starts a run of agent on input (text or messages).
+        """create starts a run of agent on input (text or messages).
 
         With a run_id it is idempotent: the same request again answers the
         run's current status; another body under the same id raises
         ConflictError.
         """
-        return self._call(_core.create_run(agent, input, run_id, model, metadata))
+        return self._client._call(_core.create_run(agent, input, run_id, model, metadata))
 
-    def get_run(self, run_id: str) -> Run:
-        """get_run returns the run with its tool calls."""
-        return self._call(Call("GET", f"/v1/runs/{seg(run_id)}"))
+    def get(self, run_id: str) -> Run:
+        """get returns the run with its tool calls."""
+        return self._client._call(_core.get_run(run_id))
 
     def messages(self, run_id: str) -> list[Message]:
         """messages returns the run's conversation, input first."""
-        return self._call(Call("GET", f"/v1/runs/{seg(run_id)}/messages"))["messages"]
+        return self._client._call(_core.messages(run_id))
 
-    def list_runs(
+    def list(
         self, *, status: RunStatus | None = None, agent: str | None = None,
         limit: int | None = None, cursor: str | None = None,
     ) -> RunList:
-        """list_runs returns one page of runs, newest first.
+        """list returns one page of runs, newest first.
 
         A page may hold fewer runs than limit and still have a next_cursor;
-        :meth:`iter_runs` follows the cursors.
+        :meth:`iter` follows the cursors.
         """
-        return self._call(_core.list_runs(status, agent, limit, cursor))
+        return self._client._call(_core.list_runs(status, agent, limit, cursor))
 
-    def iter_runs(
+    def iter(
         self, *, status: RunStatus | None = None, agent: str | None = None, limit: int | None = None,
     ) -> Iterator[RunSummary]:
-        """iter_runs yields every run list_runs finds, page after page."""
+        """iter yields every run :meth:`list` finds, page after page."""
         cursor: str | None = None
         while True:
-            page = self.list_runs(status=status, agent=agent, limit=limit, cursor=cursor)
-            yield from page["runs"]
-            cursor = page["next_cursor"]
+            page = self.list(status=status, agent=agent, limit=limit, cursor=cursor)
+            yield from page.runs
+            cursor = page.next_cursor
             if not cursor:
                 return
 
-    def wait_run(self, run_id: str, *, timeout: float | None = None, interval: float = 0.2) -> Run:
-        """wait_run returns the run once it is done, reading it every interval.
+    def wait(self, run_id: str, *, timeout: float | None = None, interval: float = 0.2) -> Run:
+        """wait returns the run once it is done, reading it every interval.
 
         A run waiting for a decision is not done. Raises WaitTimeout after
         timeout seconds (never, when None).
         """
         deadline = _core.Deadline(timeout)
         while True:
-            run = self.get_run(run_id)
-            if run["status"] == "done":
+            run = self.get(run_id)
+            if run.status == "done":
                 return run
-            deadline.check(f"run {run_id} is {run['status']}")
+            deadline.check(f"run {run_id} is {run.status}")
             time.sleep(interval)
 
-    def cancel_run(self, run_id: str, *, reason: str | None = None, decided_by: str | None = None) -> AcceptedCancel:
-        """cancel_run asks for the run to end cancelled; ConflictError when it is done."""
-        return self._call(Call("POST", f"/v1/runs/{seg(run_id)}/cancel", json=_core.cancel_body(reason, decided_by)))
-
-    # Events
+    def cancel(self, run_id: str, *, reason: str | None = None, decided_by: str | None = None) -> AcceptedCancel:
+        """cancel asks for the run to end cancelled; ConflictError when it is done."""
+        return self._client._call(_core.cancel_run(run_id, reason, decided_by))
 
     def events(self, run_id: str, *, last_event_id: str | None = None, reconnects: int = 5) -> Iterator[Event]:
         """events yields the run's event log, strictly after last_event_id.
@@ -130,10 +163,10 @@ class Client(_core.Base):
         resumption that brings nothing more ends the iteration. Pass an
         event's ``id`` as last_event_id to resume in another process.
         """
-        books = _core.Resumption(last_event_id, reconnects)
+        c, books = self._client, _core.Resumption(last_event_id, reconnects)
         while True:
             try:
-                with self._http.stream(**self._events(run_id, books.opened())) as resp:
+                with c._http.stream(**c._events(run_id, books.opened())) as resp:
                     if not resp.is_success:
                         resp.read()
                         raise _core.error_of(resp)
@@ -155,65 +188,46 @@ class Client(_core.Base):
             if books.closed():
                 return
 
-    # Batches
 
-    def submit_batch(
+class Batches:
+    """Batches is ``Client.batches``: submit batches of runs as JSON Lines,
+    follow and cancel them."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def submit(
         self, runs: Iterable[Mapping[str, Any]] | str | bytes, *,
         token_budget: int | None = None, cost_budget: float | None = None,
     ) -> CreatedBatch:
-        """submit_batch creates runs from objects like create_run's body.
+        """submit creates runs from objects like ``runs.create``'s body.
 
         They are sent as JSON Lines; a str or bytes is sent as it is (a
         JSONL file's content). One invalid item refuses the whole batch
         (InvalidRequestError, a detail per problem). token_budget and
         cost_budget (USD) bound what the batch's runs use together.
         """
-        return self._call(_core.submit_batch(runs, token_budget, cost_budget))
+        return self._client._call(_core.submit_batch(runs, token_budget, cost_budget))
 
-    def get_batch(self, batch_id: str) -> Batch:
-        """get_batch returns how far the batch's runs are."""
-        return self._call(Call("GET", f"/v1/batches/{seg(batch_id)}"))
+    def get(self, batch_id: str) -> Batch:
+        """get returns how far the batch's runs are."""
+        return self._client._call(_core.get_batch(batch_id))
 
-    def follow_batch(self, batch_id: str, *, interval: float = 1.0, timeout: float | None = None) -> Iterator[Batch]:
-        """follow_batch yields the batch's progress: first as it is, then each
+    def follow(self, batch_id: str, *, interval: float = 1.0, timeout: float | None = None) -> Iterator[Batch]:
+        """follow yields the batch's progress: first as it is, then each
         time its counts change, until every run is done (the last one
         yielded). Raises WaitTimeout after timeout seconds.
         """
         deadline, progress = _core.Deadline(timeout), _core.Progress()
         while True:
-            b = self.get_batch(batch_id)
+            b = self.get(batch_id)
             if progress.changed(b):
                 yield b
             if _core.batch_finished(b):
                 return
-            deadline.check(f"batch {batch_id}: {b['counts']} of {b['total']}")
+            deadline.check(f"batch {batch_id}: {b.counts} of {b.total}")
             time.sleep(interval)
 
-    def cancel_batch(self, batch_id: str, *, reason: str | None = None, decided_by: str | None = None) -> CancelledBatch:
-        """cancel_batch cancels every run of the batch that is not done."""
-        return self._call(Call("POST", f"/v1/batches/{seg(batch_id)}/cancel", json=_core.cancel_body(reason, decided_by)))
-
-    # Approvals
-
-    def pending(
-        self, *, agent: str | None = None, tool: str | None = None,
-        run_id: str | None = None, limit: int | None = None,
-    ) -> list[PendingCall]:
-        """pending lists parked calls awaiting a decision, oldest first."""
-        return self._call(_core.pending(agent, tool, run_id, limit))["pending"]
-
-    def decide(
-        self, run_id: str, call_id: str, action: DecisionAction, *,
-        payload: Any = None, args_hash: str | None = None, decision_id: str | None = None,
-        decided_by: str | None = None, reason: str | None = None,
-    ) -> AcceptedDecision:
-        """decide resumes or cancels a parked call.
-
-        The gateway publishes the decision; the step worker applies it (or
-        rejects it, with a decision.rejected event). Quote the call's
-        args_hash to have it rejected if the arguments differ; send the same
-        decision_id again to retry safely. Behind an API key the decision is
-        recorded as decided by the key's name, decided_by following it as a
-        note: ``"ops (alice)"``.
-        """
-        return self._call(_core.decide(run_id, call_id, action, payload, args_hash, decision_id, decided_by, reason))
+    def cancel(self, batch_id: str, *, reason: str | None = None, decided_by: str | None = None) -> CancelledBatch:
+        """cancel cancels every run of the batch that is not done."""
+        return self._client._call(_core.cancel_batch(batch_id, reason, decided_by))

@@ -1,9 +1,10 @@
-"""Signing decisions as stepwise's step workers verify them.
+"""Signing decisions and run requests as stepwise verifies them.
 
-With ``decisions.require_signature`` a decision names its ``producer`` and
-carries ``signature``: the hex HMAC-SHA256, with that producer's key, of the
-decision's *signing bytes* (docs/topics.md, "Signed decisions"). This module
-needs no Kafka client: a producer in any transport can sign with it.
+With ``decisions.require_signature`` a decision (or a run request) names its
+``producer`` and carries ``signature``: the hex HMAC-SHA256, with that
+producer's key, of the message's *signing bytes* (docs/topics.md, "Signed
+decisions"). This module needs no Kafka client: a producer in any transport
+can sign with it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ _UNSIGNED = ("signature", "v")
 
 
 def signing_bytes(decision: Mapping[str, Any]) -> bytes:
-    """signing_bytes is what a decision's signature covers, byte for byte as
+    """signing_bytes is what a message's signature covers, byte for byte as
     stepwise computes it (topics.SigningBytes): the message's JSON without
     ``signature`` and ``v``, keys sorted at every level, no white space, no
     HTML escaping, what ``jq -cS 'del(.signature, .v)'`` prints.
@@ -33,9 +34,10 @@ def signing_bytes(decision: Mapping[str, Any]) -> bytes:
 
 
 def sign(decision: Mapping[str, Any], producer: str, key: bytes | str) -> dict[str, Any]:
-    """sign returns a copy of decision signed as producer with key:
-    ``producer`` set and ``signature`` the hex HMAC-SHA256 of its
-    :func:`signing_bytes`. A str key is taken as its UTF-8 bytes."""
+    """sign returns a copy of decision (or of a run request) signed as
+    producer with key: ``producer`` set and ``signature`` the hex
+    HMAC-SHA256 of its :func:`signing_bytes`. A str key is taken as its
+    UTF-8 bytes."""
     if not producer:
         raise ValueError("sign: producer is empty")
     if isinstance(key, str):
