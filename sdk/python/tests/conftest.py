@@ -50,6 +50,16 @@ def until(what: str, check, timeout: float = 30.0, interval: float = 0.05):
         time.sleep(interval)
 
 
+def first(reader, match, what: str):
+    """first returns the first message of reader (a stepwise_client.kafka
+    reader, in a with block) that match accepts, failing once the reader
+    stops, after its idle seconds without a message."""
+    for message in reader:
+        if match(message):
+            return message
+    raise AssertionError(f"no {what} within {reader.idle}s of quiet")
+
+
 @pytest.fixture(scope="session")
 def dev() -> Iterator[Dev]:
     binary = os.environ.get("STEPWISE_BIN")

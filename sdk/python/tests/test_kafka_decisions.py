@@ -8,7 +8,7 @@ from stepwise_client import Client
 from stepwise_client.kafka import DecisionOutcomes, DecisionProducer
 from stepwise_client.models import DecisionOutcome, PendingCall
 
-from conftest import Dev, until
+from conftest import Dev, first, until
 
 
 def parked_refund(client: Client, run_id: str) -> PendingCall:
@@ -19,10 +19,7 @@ def parked_refund(client: Client, run_id: str) -> PendingCall:
 def outcome_of(dev: Dev, decision_id: str) -> DecisionOutcome:
     """outcome_of reads decision-outcomes until decision_id's outcome."""
     with DecisionOutcomes(dev.kafka, idle=30) as outcomes:
-        for outcome in outcomes:
-            if outcome.decision_id == decision_id:
-                return outcome
-    raise AssertionError(f"no outcome for decision {decision_id} within 30s of quiet")
+        return first(outcomes, lambda o: o.decision_id == decision_id, f"outcome of decision {decision_id}")
 
 
 def test_a_signed_decision_from_kafka_resumes_the_parked_call_and_the_run_finishes(
