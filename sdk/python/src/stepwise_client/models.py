@@ -241,57 +241,64 @@ class AcceptedCancel(Model):
 # Kafka messages (docs/topics.md).
 
 
-class Decision(Model):
+class TopicMessage(Model):
+    """TopicMessage is what every message on stepwise's topics has: its
+    schema version ``v`` and the ``run_id`` it is keyed by."""
+
+    v: int
+    run_id: str
+
+
+class SignedMessage(TopicMessage):
+    """SignedMessage is a message other systems publish, signed as
+    ``producer`` when ``signature`` is set (docs/topics.md, "Signed
+    decisions")."""
+
+    producer: str | None = None
+    signature: str | None = None
+
+
+class Decision(SignedMessage):
     """A ``Decision`` v1 message of the ``decisions`` topic, as
     :class:`stepwise_client.kafka.DecisionProducer` sends it: resume or
     cancel the parked call ``call_id`` of run ``run_id``; ``producer`` and
     ``signature`` when signed."""
 
-    v: int
     decision_id: str
-    run_id: str
     call_id: str
     action: DecisionAction
     payload: Any = None
     args_hash: str | None = None
     decided_by: str | None = None
     reason: str | None = None
-    producer: str | None = None
-    signature: str | None = None
 
 
-class DecisionOutcome(Model):
+class DecisionOutcome(TopicMessage):
     """What became of a decision: a ``DecisionOutcome`` v1 message of the
     ``decision-outcomes`` topic, read by
     :class:`stepwise_client.kafka.DecisionOutcomes`. ``call_id`` is None
     for a run's cancel, ``reason`` for ``applied``."""
 
-    v: int
-    run_id: str
     decision_id: str
     outcome: Literal["applied", "held", "rejected"]
     call_id: str | None = None
     reason: str | None = None
 
 
-class RunRequested(Model):
+class RunRequested(SignedMessage):
     """A ``RunRequested`` v1 message of the ``run-requests`` topic, as
     :class:`stepwise_client.kafka.RunRequestProducer` sends it: the body of
     ``POST /v1/runs`` with ``run_id`` required, the batch it joins, and
     ``producer`` and ``signature`` when signed."""
 
-    v: int
-    run_id: str
     agent: str
     input: Any = None
     model: Any = None
     metadata: Any = None
     batch_id: str | None = None
-    producer: str | None = None
-    signature: str | None = None
 
 
-class RunRequestOutcome(Model):
+class RunRequestOutcome(TopicMessage):
     """What became of a run request: a ``RunRequestOutcome`` v1 message of
     the ``run-request-outcomes`` topic, read by
     :class:`stepwise_client.kafka.RunRequestOutcomes`. ``created`` (the run
@@ -299,15 +306,13 @@ class RunRequestOutcome(Model):
     unchanged) or ``rejected`` with ``code``, the error code ``POST
     /v1/runs`` answers for the same refusal, and ``reason``, its message."""
 
-    v: int
-    run_id: str
     outcome: Literal["created", "duplicate", "rejected"]
     batch_id: str | None = None
     code: str | None = None
     reason: str | None = None
 
 
-class ApprovalRequested(Model):
+class ApprovalRequested(TopicMessage):
     """A parked call announced on the ``approval-requests`` topic
     (``ApprovalRequested`` v1), read by
     :class:`stepwise_client.kafka.ApprovalRequests`: decide it with a
@@ -316,8 +321,6 @@ class ApprovalRequested(Model):
     ``arguments_omitted`` or ``metadata_omitted`` say they were left out to
     fit the broker's message size (``GET /v1/runs/{id}`` has them)."""
 
-    v: int
-    run_id: str
     call_id: str
     step: int
     tool: str
