@@ -32,8 +32,18 @@ type Run struct {
 	Batch       string          `json:"batch_id,omitempty"` // the batch it was created in (POST /v1/runs/batch)
 	BatchBudget bool            `json:"-"`                  // its batch has a token budget (store.SetBatchBudget)
 	Trace       string          `json:"-"`                  // the W3C traceparent of the run's trace ("" when tracing is off; package tracing)
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
+	// A child run (a call of a tool whose executor is an agent started
+	// it): the run and the call that wait for its answer, and how deep it
+	// is (a run nobody started: 0; its child: 1; ...).
+	ParentRunID  string `json:"parent_run_id,omitempty"`
+	ParentCallID string `json:"parent_call_id,omitempty"`
+	Depth        int    `json:"depth,omitempty"`
+	// Children are the child runs of a parent, by the id of the call that
+	// asked for each: true once it is started, false while it is only
+	// registered (ChildRunID names it).
+	Children  map[string]bool `json:"-"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
 }
 
 // ToolCall is one tool call's record. Index is its position in the assistant

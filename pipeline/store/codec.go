@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
@@ -37,6 +38,9 @@ func runFields(r pipeline.Run) []any {
 		"trace", r.Trace,
 		"batch", r.Batch,
 		"bbudget", boolField(r.BatchBudget),
+		"parent", r.ParentRunID,
+		"parent_call", r.ParentCallID,
+		"depth", depthField(r.Depth),
 		"attempts", r.Attempts,
 		"lease_owner", r.LeaseOwner,
 		"lease_until", toMillis(r.LeaseUntil),
@@ -52,27 +56,31 @@ func decodeRun(runID string, h fields) (pipeline.Run, error) {
 	}
 	d := fieldDecoder{h: h}
 	r := pipeline.Run{
-		ID:          runID,
-		Agent:       h.get("agent"),
-		Tenant:      cmp.Or(h.get("tenant"), pipeline.DefaultTenant),
-		Status:      pipeline.RunStatus(h.get("status")),
-		Step:        int(d.int("step")),
-		StepState:   pipeline.StepState(h.get("step_state")),
-		Usage:       pipeline.Usage{InputTokens: d.int("in_tok"), OutputTokens: d.int("out_tok"), CostUSD: pipeline.USD(d.int("cost"))},
-		Model:       rawJSON(h.get("model")),
-		Metadata:    rawJSON(h.get("metadata")),
-		RequestHash: h.get("req_hash"),
-		Trace:       h.get("trace"),
-		Batch:       h.get("batch"),
-		BatchBudget: h.get("bbudget") == "1",
-		Attempts:    int(d.int("attempts")),
-		LeaseOwner:  h.get("lease_owner"),
-		Published:   h.get("published") == "1",
-		RequestedAt: sentAt(h.get("step_sent"), h.get("step")),
-		DeferUntil:  sentAt(h.get("defer"), h.get("step")),
-		LeaseUntil:  d.time("lease_until"),
-		CreatedAt:   d.time("created_at"),
-		UpdatedAt:   d.time("updated_at"),
+		ID:           runID,
+		Agent:        h.get("agent"),
+		Tenant:       cmp.Or(h.get("tenant"), pipeline.DefaultTenant),
+		Status:       pipeline.RunStatus(h.get("status")),
+		Step:         int(d.int("step")),
+		StepState:    pipeline.StepState(h.get("step_state")),
+		Usage:        pipeline.Usage{InputTokens: d.int("in_tok"), OutputTokens: d.int("out_tok"), CostUSD: pipeline.USD(d.int("cost"))},
+		Model:        rawJSON(h.get("model")),
+		Metadata:     rawJSON(h.get("metadata")),
+		RequestHash:  h.get("req_hash"),
+		Trace:        h.get("trace"),
+		Batch:        h.get("batch"),
+		BatchBudget:  h.get("bbudget") == "1",
+		ParentRunID:  h.get("parent"),
+		ParentCallID: h.get("parent_call"),
+		Depth:        int(d.int("depth")),
+		Children:     children(h),
+		Attempts:     int(d.int("attempts")),
+		LeaseOwner:   h.get("lease_owner"),
+		Published:    h.get("published") == "1",
+		RequestedAt:  sentAt(h.get("step_sent"), h.get("step")),
+		DeferUntil:   sentAt(h.get("defer"), h.get("step")),
+		LeaseUntil:   d.time("lease_until"),
+		CreatedAt:    d.time("created_at"),
+		UpdatedAt:    d.time("updated_at"),
 	}
 	if reason := h.get("term_reason"); reason != "" {
 		r.Termination = &pipeline.Termination{
@@ -301,12 +309,40 @@ func flatMap(v any) (map[string]string, error) {
 	return h, nil
 }
 
+// depthField is a run's depth as a hash field: "" (left out) for a run
+// nobody started.
+func depthField(depth int) string {
+	if depth == 0 {
+		return ""
+	}
+	return strconv.Itoa(depth)
+}
+
+// childField prefixes a parent's field per child run: child:<call id> is
+// "0" while the child is registered, "1" once it is started (MarkChild).
+const childField = "child:"
+
+// children reads a parent's child fields (nil for a run without any).
+func children(h fields) map[string]bool {
+	var out map[string]bool
+	h.each(func(field, value string) {
+		if call, ok := strings.CutPrefix(field, childField); ok {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[call] = value == "1"
+		}
+	})
+	return out
+}
+
 // fields is a hash as read: a map (an HGETALL through go-redis) or the
 // field, value pairs a script returns (pairs), which are decoded where they
 // are, without building a map.
 type fields interface {
 	get(field string) string // "" when absent
 	size() int               // how many fields
+	each(fn func(field, value string))
 }
 
 // mapFields is a hash read as a map.
@@ -314,6 +350,11 @@ type mapFields map[string]string
 
 func (m mapFields) get(field string) string { return m[field] }
 func (m mapFields) size() int               { return len(m) }
+func (m mapFields) each(fn func(field, value string)) {
+	for k, v := range m {
+		fn(k, v)
+	}
+}
 
 // pairsFields is a hash as a script's reply: field, value, field, value...,
 // all strings (pairs checks). A run or call hash has a few dozen fields, so
@@ -329,6 +370,11 @@ func (p pairsFields) get(field string) string {
 	return ""
 }
 func (p pairsFields) size() int { return len(p) / 2 }
+func (p pairsFields) each(fn func(field, value string)) {
+	for i := 0; i < len(p); i += 2 {
+		fn(p[i].(string), p[i+1].(string))
+	}
+}
 
 // pairs checks that v is a script's hash reply and returns its fields.
 func pairs(v any) (pairsFields, error) {
