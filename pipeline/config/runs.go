@@ -16,6 +16,24 @@ const MinRetention = time.Second
 // DefaultMaxScriptDelay is runs.max_script_delay when it is not set.
 const DefaultMaxScriptDelay = 10 * time.Second
 
+// Defaults of runs.children.
+const (
+	DefaultMaxChildDepth     = 3
+	DefaultMaxChildrenPerRun = 100
+)
+
+// Children bounds the child runs agent tools start (runs.children, ADR
+// 0060): a call over either bound fails with an error saying which, and
+// no child starts.
+type Children struct {
+	// MaxDepth is how deep a child may be: a run started by hand is at 0,
+	// its child at 1, ...; default 3.
+	MaxDepth int `json:"max_depth,omitempty"`
+	// MaxPerRun is how many child runs one run may start in all; default
+	// 100.
+	MaxPerRun int `json:"max_per_run,omitempty"`
+}
+
 // Runs holds what applies to every run (yaml key "runs").
 type Runs struct {
 	// Retention is how long an ended run — its record, messages, calls,
@@ -31,6 +49,8 @@ type Runs struct {
 	// of the configuration's agents are the operator's and are not capped.
 	// ADR 0048.
 	MaxScriptDelay Duration `json:"max_script_delay,omitzero"`
+	// Children bounds child runs (tools with an agent executor).
+	Children Children `json:"children,omitzero"`
 }
 
 // KeepFor returns the retention with the default applied: how long an
@@ -50,6 +70,12 @@ func (r *Runs) setDefaults() {
 	if r.MaxScriptDelay.Duration == 0 {
 		r.MaxScriptDelay = D(DefaultMaxScriptDelay)
 	}
+	if r.Children.MaxDepth == 0 {
+		r.Children.MaxDepth = DefaultMaxChildDepth
+	}
+	if r.Children.MaxPerRun == 0 {
+		r.Children.MaxPerRun = DefaultMaxChildrenPerRun
+	}
 }
 
 func (r Runs) check(ps *problems, path string) {
@@ -57,4 +83,6 @@ func (r Runs) check(ps *problems, path string) {
 		ps.add(field(path, "retention"), fmt.Sprintf("%s: want 0 (keep for good) or at least %s", d, MinRetention))
 	}
 	nonNegativeDuration(ps, field(path, "max_script_delay"), r.MaxScriptDelay)
+	nonNegative(ps, field(field(path, "children"), "max_depth"), int64(r.Children.MaxDepth))
+	nonNegative(ps, field(field(path, "children"), "max_per_run"), int64(r.Children.MaxPerRun))
 }

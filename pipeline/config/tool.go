@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"text/template"
 
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -37,6 +38,7 @@ const (
 	ExecutorHTTP     = "http"
 	ExecutorMCP      = "mcp"
 	ExecutorFrontend = "frontend"
+	ExecutorAgent    = "agent"
 )
 
 // Tool is a tool agents may call: what the model is told about it, who
@@ -66,11 +68,18 @@ type Executor struct {
 	HTTP     *HTTPExecutor `json:"http,omitempty"`     // POST the arguments to a URL
 	MCP      *MCPExecutor  `json:"mcp,omitempty"`      // call a tool of an MCP server
 	Frontend *struct{}     `json:"frontend,omitempty"` // executed by the client (AG-UI, AI SDK)
+	// Agent names the agent a call runs as a child run; the call waits
+	// for the child's answer (ADR 0060).
+	Agent string `json:"agent,omitempty"`
+	// Input is the child run's user message as a Go text/template over the
+	// call's arguments ({{.document}}); empty: the arguments' JSON. Only
+	// with Agent.
+	Input string `json:"input,omitempty"`
 }
 
 // Kind returns the executor kind that is set (ExecutorBuiltin, …), or ""
 // when none is. With more than one set it returns the first of builtin,
-// http, mcp, frontend; Validate refuses such a configuration.
+// http, mcp, frontend, agent; Validate refuses such a configuration.
 func (e Executor) Kind() string {
 	if k := e.kinds(); len(k) > 0 {
 		return k[0]
@@ -91,6 +100,9 @@ func (e Executor) kinds() []string {
 	}
 	if e.Frontend != nil {
 		k = append(k, ExecutorFrontend)
+	}
+	if e.Agent != "" {
+		k = append(k, ExecutorAgent)
 	}
 	return k
 }
@@ -139,7 +151,7 @@ func (t *Tool) setDefaults(name string) {
 
 func (t Tool) check(ps *problems, path string, cfg *Config) {
 	checkParameters(ps, field(path, "parameters"), t.Parameters)
-	t.Executor.check(ps, field(path, "executor"), cfg.MCPServers)
+	t.Executor.check(ps, field(path, "executor"), cfg)
 	checkQueue(ps, field(path, "queue"), t.Queue, cfg.Kafka.TopicPrefix)
 	oneOf(ps, field(path, "permission"), t.Permission, PermissionAllow, PermissionDeny, PermissionAsk)
 	if t.AskWhen != "" && t.Permission != PermissionAsk {
@@ -174,14 +186,14 @@ func checkParameters(ps *problems, path string, raw json.RawMessage) {
 	}
 }
 
-func (e Executor) check(ps *problems, path string, servers map[string]MCPServer) {
+func (e Executor) check(ps *problems, path string, cfg *Config) {
 	switch kinds := e.kinds(); len(kinds) {
 	case 0:
-		ps.add(path, "set exactly one of builtin, http, mcp, frontend; none is set")
+		ps.add(path, "set exactly one of builtin, http, mcp, frontend, agent; none is set")
 		return
 	case 1:
 	default:
-		ps.add(path, "set exactly one of builtin, http, mcp, frontend; "+strings.Join(kinds, " and ")+" are set")
+		ps.add(path, "set exactly one of builtin, http, mcp, frontend, agent; "+strings.Join(kinds, " and ")+" are set")
 	}
 	if e.Builtin != "" && !slices.Contains(Builtins(), e.Builtin) {
 		ps.add(field(path, "builtin"), fmt.Sprintf("unknown builtin %q; want one of %s", e.Builtin, strings.Join(Builtins(), ", ")))
@@ -205,10 +217,27 @@ func (e Executor) check(ps *problems, path string, servers map[string]MCPServer)
 		p := field(path, "mcp")
 		if m.Server == "" {
 			ps.add(field(p, "server"), "missing; name a server of mcp_servers")
-		} else if _, ok := servers[m.Server]; !ok {
+		} else if _, ok := cfg.MCPServers[m.Server]; !ok {
 			ps.add(field(p, "server"), fmt.Sprintf("unknown MCP server %q; define it under mcp_servers", m.Server))
 		}
 	}
+	if e.Agent != "" {
+		if _, ok := cfg.Agents[e.Agent]; !ok {
+			ps.add(field(path, "agent"), fmt.Sprintf("unknown agent %q; define it under agents", e.Agent))
+		}
+	}
+	if e.Input != "" {
+		if e.Agent == "" {
+			ps.add(field(path, "input"), "only applies with agent")
+		} else if _, err := e.InputTemplate(); err != nil {
+			ps.add(field(path, "input"), err.Error())
+		}
+	}
+}
+
+// InputTemplate parses Input: missing keys of the arguments are errors.
+func (e Executor) InputTemplate() (*template.Template, error) {
+	return template.New("input").Option("missingkey=error").Parse(e.Input)
 }
 
 // checkHTTPURL requires an absolute http or https URL.

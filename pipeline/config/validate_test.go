@@ -35,6 +35,10 @@ tools:
     executor: {builtin: ls}
   mcpless:
     executor: {mcp: {server: nowhere}}
+  agentless:
+    executor: {agent: nobody, input: "{{.x"}
+  inputonly:
+    executor: {builtin: echo, input: "{{.x}}"}
   noserver:
     executor: {mcp: {tool: t}}
   badhttp:
@@ -95,14 +99,17 @@ func TestValidate_reports_every_problem_at_once(t *testing.T) {
 		"agents.a.stop.content_match: error parsing regexp: missing closing ): `(unclosed`",
 		`agents.b.model.name: required for provider "openai"`,
 		`agents.c.model.provider: missing; want one of openai, script, synthetic`,
+		`tools.agentless.executor.agent: unknown agent "nobody"; define it under agents`,
+		`tools.agentless.executor.input: template: input:1: unclosed action`,
 		`tools.askdeny.ask_when: only applies with permission "ask", not "deny"`,
 		`tools.badhttp.executor.http.url: "/relative" is not an absolute http or https URL`,
 		`tools.badhttp.executor.http.method: "TRACE"; want GET, POST, PUT, PATCH or DELETE`,
 		`tools.badhttp.executor.http.headers_env.Authorization: empty environment variable name`,
 		`tools.badhttp.executor.http.timeout: -1s is negative`,
+		`tools.inputonly.executor.input: only applies with agent`,
 		`tools.mcpless.executor.mcp.server: unknown MCP server "nowhere"; define it under mcp_servers`,
 		`tools.nobuiltin.executor.builtin: unknown builtin "ls"; want one of echo, fail, pending, sleep`,
-		`tools.none.executor: set exactly one of builtin, http, mcp, frontend; none is set`,
+		`tools.none.executor: set exactly one of builtin, http, mcp, frontend, agent; none is set`,
 		`tools.noserver.executor.mcp.server: missing; name a server of mcp_servers`,
 		`tools.schema_list.parameters: want a JSON Schema mapping with type: object, got a list`,
 		`tools.schema_type.parameters.type: want object (tool arguments are an object), got string "string"`,
@@ -114,7 +121,7 @@ func TestValidate_reports_every_problem_at_once(t *testing.T) {
 		`tools.settings.approval_timeout: -1m0s is negative`,
 		`tools.settings.timeout: -2s is negative`,
 		`tools.settings.max_attempts: -1 is negative`,
-		`tools.two.executor: set exactly one of builtin, http, mcp, frontend; builtin and frontend are set`,
+		`tools.two.executor: set exactly one of builtin, http, mcp, frontend, agent; builtin and frontend are set`,
 		`mcp_servers.badurl.url: "ftp://h/mcp" is not an absolute http or https URL`,
 		`mcp_servers.both: set exactly one of command, url; both are set`,
 		`mcp_servers.empty: set exactly one of command, url; none is set`,

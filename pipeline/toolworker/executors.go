@@ -57,6 +57,10 @@ func newExecutors(ctx context.Context, cfg *config.Config, redact *secrets.Redac
 			ex.byTool[name] = tools.Func(func(context.Context, tools.Call) (json.RawMessage, error) {
 				return nil, errors.New("a frontend tool is answered by the client's decision, not executed")
 			})
+		case e.Agent != "":
+			ex.byTool[name] = tools.Func(func(context.Context, tools.Call) (json.RawMessage, error) {
+				return nil, errors.New("an agent tool is answered by its child run, not executed")
+			})
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
