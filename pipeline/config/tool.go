@@ -157,6 +157,9 @@ func (t Tool) check(ps *problems, path string, cfg *Config) {
 	if t.AskWhen != "" && t.Permission != PermissionAsk {
 		ps.add(field(path, "ask_when"), fmt.Sprintf("only applies with permission %q, not %q", PermissionAsk, t.Permission))
 	}
+	if t.Executor.Agent != "" && t.Permission == PermissionAsk {
+		ps.add(field(path, "permission"), "ask does not apply to an agent tool: its child run's answer is its call's decision")
+	}
 	oneOf(ps, field(path, "resume_mode"), t.ResumeMode, ResumeReplay, ResumeUseDecisionAsResult, ResumePassDecisionToTool)
 	oneOf(ps, field(path, "on_timeout"), t.OnTimeout, OnTimeoutCancel, OnTimeoutResume)
 	nonNegativeDuration(ps, field(path, "approval_timeout"), t.ApprovalTimeout)

@@ -24,15 +24,19 @@ type RunSummary struct {
 	Usage       pipeline.Usage        `json:"usage"`
 	Metadata    json.RawMessage       `json:"metadata,omitempty"`
 	BatchID     string                `json:"batch_id,omitempty"`
+	ParentRunID string                `json:"parent_run_id,omitempty"` // a child run's parent (ADR 0060)
 	CreatedAt   time.Time             `json:"created_at"`
 	UpdatedAt   time.Time             `json:"updated_at"`
 }
 
 // RunView is the answer of GET /v1/runs/{id}: the summary and every tool
-// call of the run, in step and call order.
+// call of the run, in step and call order; for a child run the call of its
+// parent that waits for it, for a parent its child runs, in call order.
 type RunView struct {
 	RunSummary
-	ToolCalls []ToolCallView `json:"tool_calls"`
+	ParentCallID string         `json:"parent_call_id,omitempty"`
+	Children     []ChildView    `json:"children,omitempty"`
+	ToolCalls    []ToolCallView `json:"tool_calls"`
 	// State is the run's persistent plugin state (key → value), when any.
 	State map[string]json.RawMessage `json:"state,omitempty"`
 }
@@ -86,6 +90,14 @@ type DecisionView struct {
 	Timeout    bool   `json:"timeout"`
 }
 
+// ChildView is a child run of RunView: its id, the call that started it,
+// and its status.
+type ChildView struct {
+	RunID  string             `json:"run_id"`
+	CallID string             `json:"call_id"`
+	Status pipeline.RunStatus `json:"status"`
+}
+
 // RunList is the answer of GET /v1/runs. NextCursor is "" on the last page.
 type RunList struct {
 	Runs       []RunSummary `json:"runs"`
@@ -101,7 +113,7 @@ type MessageList struct {
 func summaryOf(r pipeline.Run) RunSummary {
 	return RunSummary{
 		RunID: r.ID, Agent: r.Agent, Status: r.Status, Step: r.Step,
-		Termination: r.Termination, Usage: r.Usage, Metadata: r.Metadata, BatchID: r.Batch,
+		Termination: r.Termination, Usage: r.Usage, Metadata: r.Metadata, BatchID: r.Batch, ParentRunID: r.ParentRunID,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
@@ -159,11 +171,43 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, what, err)
 		return
 	}
-	view := RunView{RunSummary: summaryOf(run), ToolCalls: make([]ToolCallView, 0, len(calls)), State: state}
+	view := RunView{RunSummary: summaryOf(run), ParentCallID: run.ParentCallID, ToolCalls: make([]ToolCallView, 0, len(calls)), State: state}
 	for _, c := range calls {
 		view.ToolCalls = append(view.ToolCalls, callViewOf(c))
 	}
+	if view.Children, err = s.children(r, run, calls); err != nil {
+		s.fail(w, r, what, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, view)
+}
+
+// children are run's child runs that are written, in call order, with
+// their statuses (one round trip); nil for a run without any.
+func (s *Server) children(r *http.Request, run pipeline.Run, calls []pipeline.ToolCall) ([]ChildView, error) {
+	if len(run.Children) == 0 {
+		return nil, nil
+	}
+	var out []ChildView
+	var ids []string
+	for _, c := range calls {
+		if _, ok := run.Children[c.ID]; ok {
+			out = append(out, ChildView{RunID: pipeline.ChildRunID(run.ID, c.ID), CallID: c.ID})
+			ids = append(ids, pipeline.ChildRunID(run.ID, c.ID))
+		}
+	}
+	statuses, err := s.cfg.Store.RunStatuses(r.Context(), ids)
+	if err != nil {
+		return nil, err
+	}
+	written := out[:0]
+	for i, st := range statuses {
+		if st.Status != "" {
+			out[i].Status = st.Status
+			written = append(written, out[i])
+		}
+	}
+	return written, nil
 }
 
 // getMessages serves GET /v1/runs/{id}/messages.

@@ -104,9 +104,44 @@ func (w *Worker) ownedBySigner(ctx context.Context, runID, signedBy string) erro
 }
 
 // decide applies one decision, signed by signedBy ("" when not checked),
-// then reconciles the run.
+// then reconciles the run on the decisions' pool.
 func (w *Worker) decide(ctx context.Context, d topics.Decision, signedBy string) error {
-	now := w.now()
+	sd, before, err := w.prepare(ctx, d, signedBy)
+	if err != nil {
+		return err
+	}
+	slot, err := w.decided.Take(ctx) // before the write: a full pool holds the partition back
+	if err != nil {
+		return err // stopping: the message comes back to whoever owns the partition next
+	}
+	res, after, err := w.apply(ctx, d, sd, before)
+	if err != nil {
+		slot.Release()
+		return err
+	}
+	slot.Go(func() { w.afterDecision(d, res, after) })
+	return nil
+}
+
+// decideHere is decide for a decision stepwise makes itself (a child
+// run's answer): applied and reconciled by the caller, not on the
+// decisions' pool, which the caller may hold.
+func (w *Worker) decideHere(ctx context.Context, d topics.Decision) error {
+	sd, before, err := w.prepare(ctx, d, "")
+	if err != nil {
+		return err
+	}
+	res, after, err := w.apply(ctx, d, sd, before)
+	if err != nil {
+		return err
+	}
+	w.afterDecision(d, res, after)
+	return nil
+}
+
+// prepare is d as the store applies it, checked (ToolGate for a resume)
+// and with the run scheduled before the write at the time it returns.
+func (w *Worker) prepare(ctx context.Context, d topics.Decision, signedBy string) (store.Decision, time.Time, error) {
 	before := w.sweepAt(time.Time{})
 	sd := store.Decision{
 		ID: d.DecisionID, CallID: d.CallID, Action: d.Action, Payload: d.Payload,
@@ -115,31 +150,31 @@ func (w *Worker) decide(ctx context.Context, d topics.Decision, signedBy string)
 	if sd.Action == store.ActionResume { // read what the resume is checked against, and schedule
 		run, call, err := w.store.ResumeTarget(ctx, d.RunID, d.CallID, before)
 		if err != nil {
-			return err
+			return sd, before, err
 		}
 		w.checkResume(ctx, run, call, &sd)
 		if agent, _ := w.cfg.Agent(run.Agent); !agent.Sequential() {
 			sd.Dispatcher = w.instance // a resumed call of a parallel step is published at once
 		}
 	} else if err := w.store.ScheduleSweep(ctx, d.RunID, before); err != nil {
-		return err
+		return sd, before, err
 	}
-	slot, err := w.decided.Take(ctx) // before the write: a full pool holds the partition back
-	if err != nil {
-		return err // stopping: the message comes back to whoever owns the partition next
-	}
+	return sd, before, nil
+}
+
+// apply writes the prepared decision sd and returns what became of it and
+// when the run is scheduled after it.
+func (w *Worker) apply(ctx context.Context, d topics.Decision, sd store.Decision, before time.Time) (store.DecisionResult, time.Time, error) {
+	now := w.now()
 	res, err := w.store.ApplyDecisionFirst(ctx, d.RunID, sd, now.Add(w.settings.DecisionHold.Duration), now)
 	if err != nil {
-		slot.Release()
-		return err
+		return res, before, err
 	}
 	if res.Outcome != store.DecisionApplied {
 		w.log.Info("decision not applied", "run_id", d.RunID, "call_id", d.CallID, "decision_id", d.DecisionID,
 			"outcome", res.Outcome, "reason", res.Reason)
 	}
-	after := w.sweepAt(before)
-	slot.Go(func() { w.afterDecision(d, res, after) })
-	return nil
+	return res, w.sweepAt(before), nil
 }
 
 // afterDecision reconciles the run of an applied (or refused, or held)

@@ -101,8 +101,10 @@ func (w *Worker) publishResult(ctx context.Context, snap store.Snapshot) error {
 
 // endRun does what must precede a done run's result, from the run's state
 // (ADR 0053): it rejects the decisions still held, publishes every
-// decision outcome waiting in the run's outbox, settles the budget holds
-// its steps left (settleHolds), and runs the RunEnd hooks.
+// decision outcome waiting in the run's outbox, tells a child's parent its
+// answer (tellParent), cancels a parent's children that are not done
+// (cancelChildren), settles the budget holds its steps left
+// (settleHolds), and runs the RunEnd hooks.
 // An error leaves the rest to the next reconcile, as does a result of
 // false: the outbox is being published by another reconcile (or one that
 // died, until its claim runs out), or a RunEnd hook failed. A hook that
@@ -115,6 +117,16 @@ func (w *Worker) endRun(ctx context.Context, snap store.Snapshot) (bool, error) 
 	}
 	if drained, err := w.drainOutcomes(ctx, run.ID); !drained || err != nil {
 		return false, err
+	}
+	if run.ParentRunID != "" {
+		if err := w.tellParent(ctx, run); err != nil {
+			return false, err
+		}
+	}
+	if len(run.Children) > 0 {
+		if err := w.cancelChildren(ctx, run); err != nil {
+			return false, err
+		}
 	}
 	if len(w.budgetsOf(run)) > 0 {
 		holds, err := w.store.Holds(ctx, run.ID)

@@ -35,11 +35,14 @@ func compileConditions(cfg *config.Config) (conditions, error) {
 // state accordingly: allowed calls stay new (to be published), suspended
 // ones are parked, set_result ones finish at once, and a block fails its
 // call, cancels the calls after it and ends the run. Gate decisions depend
-// only on the configuration and the arguments, so replaying a step decides
-// the same.
+// only on the configuration, the arguments and the child runs the run
+// started in earlier steps, so replaying a step decides the same. A call
+// of an agent tool parks until its child run answers (startChildren), or
+// fails at once over the limits of runs.children.
 func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, agent config.Agent, params map[string]json.RawMessage, calls []pipeline.ToolCall, now time.Time) ([]pipeline.ToolCall, error) {
 	out := make([]pipeline.ToolCall, len(calls))
 	blocked := ""
+	children := len(run.Children) // the child runs it has, and those the calls before start
 	for i, c := range calls {
 		if blocked != "" {
 			c.Status, c.Error = pipeline.CallCancelled, "not run: the run was blocked at call "+blocked
@@ -57,6 +60,13 @@ func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, agent c
 			// else is said; only a plugin answering a tool of its own
 			// (tool_search) is not "unavailable".
 			in = *pre
+		}
+		if t, _ := w.cfg.Tool(c.Tool); in.Action == pipeline.GateSuspend && t.Executor.Agent != "" {
+			if refused := w.childRefused(run, c, children); refused != "" {
+				in = pipeline.Intercept{Action: pipeline.GateSetResult, Error: refused}
+			} else {
+				children++
+			}
 		}
 		c.Gate = in.Action
 		switch in.Action {
@@ -93,12 +103,15 @@ func (w *Worker) precheck(agent config.Agent, params map[string]json.RawMessage,
 }
 
 // policy is the configuration's voice at ToolGate for one call: the frontend
-// executor and the tool's permission.
+// and agent executors and the tool's permission.
 func (w *Worker) policy(c pipeline.ToolCall) []pipeline.Intercept {
 	t, _ := w.cfg.Tool(c.Tool)
 	var out []pipeline.Intercept
 	if t.Executor.Frontend != nil {
 		out = append(out, pipeline.Intercept{Action: pipeline.GateSuspend, Reason: "a frontend tool: the client supplies the result"})
+	}
+	if t.Executor.Agent != "" {
+		out = append(out, pipeline.Intercept{Action: pipeline.GateSuspend, Reason: fmt.Sprintf("waits for child run %s of agent %s", pipeline.ChildRunID(c.RunID, c.ID), t.Executor.Agent)})
 	}
 	switch t.Permission {
 	case config.PermissionDeny:

@@ -41,6 +41,8 @@ const reconcileRounds = 16
 //     deadline: apply their on_timeout;
 //   - running calls whose lease ran out: publish them again, or end the
 //     run once their retry budget is spent;
+//   - parked calls of agent tools whose child run is not marked started:
+//     start it (startChildren);
 //   - then by derive_run_status of the calls ahead: running → publish the
 //     dispatchable calls not marked dispatched and mark them; waiting → set
 //     the run waiting, see its parked calls in the pending indexes and
@@ -212,6 +214,9 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 		redrive = append(redrive, c) // its worker died: the claim counts the attempt
 	}
 	w.metrics.Redriven("call", len(redrive))
+	if err := w.startChildren(ctx, run, calls); err != nil {
+		return nil, err
+	}
 
 	agent, _ := w.cfg.Agent(run.Agent)
 	switch pipeline.DeriveRunStatus(pipeline.CallStatuses(ahead(agent, calls))) {
