@@ -16,7 +16,8 @@ import (
 // created and updated at now), appends its input messages and the
 // run.created event, and indexes it for ListRuns. The caller's Status, Step,
 // Termination, Usage, Attempts, lease and times are ignored; ID, Agent,
-// Model, Metadata and RequestHash are kept.
+// Model, Metadata, RequestHash, tenant, batch, trace and a child run's
+// parent and depth are kept.
 //
 // When the run already exists: with the same RequestHash it returns the
 // stored run and false (an idempotent replay, nothing written); with another
@@ -53,6 +54,7 @@ func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.M
 	}
 	fresh := pipeline.Run{
 		ID: run.ID, Agent: run.Agent, Tenant: run.Tenant, Model: run.Model, Metadata: run.Metadata, RequestHash: run.RequestHash, Trace: run.Trace, Batch: run.Batch, BatchBudget: run.BatchBudget,
+		ParentRunID: run.ParentRunID, ParentCallID: run.ParentCallID, Depth: run.Depth,
 		Status: pipeline.RunCreated, StepState: pipeline.StepPending, CreatedAt: now, UpdatedAt: now,
 	}
 	ev, err := newEntry(0, "", pipeline.EventRunCreated, now, map[string]string{"agent": run.Agent})

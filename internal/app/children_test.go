@@ -1,0 +1,193 @@
+package app_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// childrenConfig has a researcher whose tool summarise is the agent
+// summariser, which answers at once, a tool slow_summarise whose agent
+// waits for an approval nobody gives, and a tool delegate whose agent
+// calls summarise in turn, one level deeper than runs.children allows.
+const childrenConfig = `
+kafka: {partitions: 4}
+stepworker: {lease: 1s, sweep_interval: 100ms, dispatch_timeout: 3s, max_attempts: 3}
+toolworker: {lease: 1s, default_timeout: 10s}
+runs: {children: {max_depth: 1, max_per_run: 25}}
+agents:
+  researcher:
+    model: {provider: script, turns: [{text: "hi"}]}
+    tools: [summarise, slow_summarise, delegate]
+  summariser:
+    model: {provider: script, turns: [{text: "a summary"}]}
+    tools: [summarise]
+  delegator:
+    model: {provider: script, turns: [{text: "deeper", tool_calls: [{name: summarise, arguments: {document: deep}}]}, {text: "delegated"}]}
+    tools: [summarise]
+  waiter:
+    model: {provider: script, turns: [{text: "asking", tool_calls: [{name: approve_me, arguments: {x: 1}}]}, {text: "never"}]}
+    tools: [approve_me]
+tools:
+  summarise:
+    parameters: {type: object, properties: {document: {type: string}}, required: [document]}
+    executor: {agent: summariser, input: "Summarise: {{.document}}"}
+  slow_summarise:
+    executor: {agent: waiter}
+  delegate:
+    executor: {agent: delegator}
+  approve_me: {executor: {builtin: echo}, permission: ask}
+`
+
+// childView is GET /v1/runs/{id} with the tree.
+type childView struct {
+	RunID        string             `json:"run_id"`
+	Status       pipeline.RunStatus `json:"status"`
+	ParentRunID  string             `json:"parent_run_id"`
+	ParentCallID string             `json:"parent_call_id"`
+	Termination  pipeline.Termination
+	Children     []struct {
+		RunID  string             `json:"run_id"`
+		CallID string             `json:"call_id"`
+		Status pipeline.RunStatus `json:"status"`
+	} `json:"children"`
+}
+
+func getTree(t *testing.T, base, id string) childView {
+	t.Helper()
+	var v childView
+	if code := httpDo(t, http.MethodGet, base+"/v1/runs/"+id, nil, &v); code != http.StatusOK {
+		t.Fatalf("get run %s: status %d", id, code)
+	}
+	return v
+}
+
+// fanOut is a script that calls tool n times at once, on documents doc-0
+// ... doc-<n-1>, then answers "done".
+func fanOut(tool string, n int) string {
+	calls := make([]string, n)
+	for i := range calls {
+		calls[i] = fmt.Sprintf(`{"id":"c%d","name":%q,"arguments":{"document":"doc-%d"}}`, i, tool, i)
+	}
+	return `{"provider":"script","turns":[{"text":"fan out","tool_calls":[` + strings.Join(calls, ",") + `]},{"text":"done"}]}`
+}
+
+// A researcher calls summarise on 20 documents at once: each call starts a
+// child run of summariser with the input its template makes, the 20 run in
+// parallel, and each child's answer is its call's result in the
+// researcher's conversation; GET /v1/runs shows the tree both ways.
+func TestChildren_twenty_summarisers_answer_a_researchers_parallel_calls(t *testing.T) {
+	in := newInfra(t)
+	stack := connect(t, in, parseConfig(t, childrenConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+
+	id := createRun(t, base, "research-1", "researcher", fanOut("summarise", 20))
+	run := waitDone(t, base, id, 60*time.Second)
+	if run.Termination.Reason != pipeline.ReasonNaturalEnd || run.Step != 1 {
+		t.Fatalf("researcher ended %+v at step %d", run.Termination, run.Step)
+	}
+	answers := 0
+	for _, m := range getMessages(t, base, id) {
+		if m.Role == pipeline.RoleTool {
+			if m.Content != "a summary" {
+				t.Errorf("tool message %s: %q, want the child's answer", m.ToolCallID, m.Content)
+			}
+			answers++
+		}
+	}
+	if answers != 20 {
+		t.Fatalf("%d tool messages, want 20", answers)
+	}
+	tree := getTree(t, base, id)
+	if len(tree.Children) != 20 {
+		t.Fatalf("%d children listed, want 20: %+v", len(tree.Children), tree.Children)
+	}
+	for i, c := range tree.Children {
+		if c.CallID != fmt.Sprintf("c%d", i) || c.RunID != id+"."+c.CallID || c.Status != pipeline.RunDone {
+			t.Errorf("child %d: %+v", i, c)
+		}
+		child := getTree(t, base, c.RunID)
+		if child.ParentRunID != id || child.ParentCallID != c.CallID {
+			t.Errorf("child %s names parent %q call %q", c.RunID, child.ParentRunID, child.ParentCallID)
+		}
+		msgs := getMessages(t, base, c.RunID)
+		if want := fmt.Sprintf("Summarise: doc-%d", i); len(msgs) == 0 || msgs[0].Content != want {
+			t.Errorf("child %s was asked %+v, want %q", c.RunID, msgs, want)
+		}
+	}
+}
+
+// A researcher cancelled while its children wait cancels them: each child
+// ends cancelled, named as cancelled by its parent's end.
+func TestChildren_cancelling_a_parent_cancels_its_children(t *testing.T) {
+	in := newInfra(t)
+	stack := connect(t, in, parseConfig(t, childrenConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+
+	id := createRun(t, base, "research-2", "researcher", fanOut("slow_summarise", 5))
+	testinfra.Eventually(t, 30*time.Second, func() bool {
+		tree := getTree(t, base, id)
+		waiting := 0
+		for _, c := range tree.Children {
+			if getTree(t, base, c.RunID).Status == pipeline.RunWaiting {
+				waiting++
+			}
+		}
+		return waiting == 5
+	}, func() string {
+		return fmt.Sprintf("children of %s not all waiting: %+v", id, getTree(t, base, id).Children)
+	})
+
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs/"+id+"/cancel", map[string]any{"reason": "enough"}, nil); code != http.StatusAccepted {
+		t.Fatalf("cancel: %d", code)
+	}
+	waitDone(t, base, id, 30*time.Second)
+	for i := range 5 {
+		child := waitDone(t, base, fmt.Sprintf("%s.c%d", id, i), 30*time.Second)
+		if child.Termination.Reason != pipeline.ReasonCancelled || !strings.Contains(child.Termination.Detail, "parent run "+id+" ended") {
+			t.Errorf("child %d ended %+v", i, child.Termination)
+		}
+	}
+}
+
+// A child may not start a child of its own past runs.children.max_depth
+// (1 here): its call fails with an error saying so, no grandchild starts,
+// and the child answers its parent all the same.
+func TestChildren_a_call_past_the_depth_limit_fails_and_starts_nothing(t *testing.T) {
+	in := newInfra(t)
+	stack := connect(t, in, parseConfig(t, childrenConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+
+	model := `{"provider":"script","turns":[{"text":"one","tool_calls":[{"id":"c0","name":"delegate","arguments":{}}]},{"text":"done"}]}`
+	id := createRun(t, base, "research-3", "researcher", model)
+	if run := waitDone(t, base, id, 30*time.Second); run.Termination.Reason != pipeline.ReasonNaturalEnd {
+		t.Fatalf("researcher ended %+v", run.Termination)
+	}
+	child := getRun(t, base, id+".c0")
+	if len(child.ToolCalls) != 1 {
+		t.Fatalf("the child made calls %+v, want one", child.ToolCalls)
+	}
+	c := child.ToolCalls[0]
+	if c.Status != pipeline.CallFailed || !strings.Contains(c.Error, "at depth 2, over runs.children.max_depth (1)") {
+		t.Fatalf("the child's call ended %s: %q", c.Status, c.Error)
+	}
+	if code := httpDo(t, http.MethodGet, base+"/v1/runs/"+id+".c0."+c.CallID, nil, nil); code != http.StatusNotFound {
+		t.Fatalf("grandchild: status %d, want 404", code)
+	}
+	if tree := getTree(t, base, id+".c0"); len(tree.Children) != 0 {
+		t.Fatalf("the child lists children %+v", tree.Children)
+	}
+	for _, m := range getMessages(t, base, id) {
+		if m.Role == pipeline.RoleTool && m.Content != "delegated" {
+			t.Fatalf("the researcher was told %q, want the child's answer", m.Content)
+		}
+	}
+}
