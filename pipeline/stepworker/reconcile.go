@@ -41,11 +41,11 @@ const reconcileRounds = 16
 //     deadline: apply their on_timeout;
 //   - running calls whose lease ran out: publish them again, or end the
 //     run once their retry budget is spent;
-//   - parked calls of agent tools whose child run is not marked started:
-//     start it (startChildren);
-//   - then by derive_run_status of the calls ahead: running → publish the
+//   - then by derive_run_status of the calls ahead: running → start the
+//     child runs of parked calls of agent tools not marked started
+//     (startChildren), publish the
 //     dispatchable calls not marked dispatched and mark them; waiting → set
-//     the run waiting, see its parked calls in the pending indexes and
+//     the run waiting, start those child runs, see its parked calls in the pending indexes and
 //     schedule the next look at its earliest deadline (none: off the
 //     schedule, a decision wakes it); all terminal → StepEnd.
 //
@@ -214,13 +214,13 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 		redrive = append(redrive, c) // its worker died: the claim counts the attempt
 	}
 	w.metrics.Redriven("call", len(redrive))
-	if err := w.startChildren(ctx, run, calls); err != nil {
-		return nil, err
-	}
 
 	agent, _ := w.cfg.Agent(run.Agent)
 	switch pipeline.DeriveRunStatus(pipeline.CallStatuses(ahead(agent, calls))) {
 	case pipeline.RunRunning:
+		if err := w.startChildren(ctx, run, calls); err != nil {
+			return nil, err
+		}
 		var fresh []pipeline.ToolCall // marked by this worker's commit, not published yet
 		for _, i := range w.dispatchable(run, calls) {
 			switch c := calls[i]; {
@@ -247,6 +247,11 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 			if err != nil {
 				return nil, err
 			}
+		}
+		// A waiting run's children start once it is set waiting, so a
+		// child's answer finds it so.
+		if err := w.startChildren(ctx, run, calls); err != nil {
+			return nil, err
 		}
 		// Its parked calls go in the pending indexes again, in case the
 		// process that parked them died before it indexed them.

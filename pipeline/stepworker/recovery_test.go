@@ -45,3 +45,18 @@ func TestStepWorker_a_failed_rejection_or_RunEnd_hook_is_retried_before_the_resu
 func TestStepWorker_a_failed_budget_settle_leaves_no_hold(t *testing.T) {
 	pipelinetest.FailEach(t, pipelinetest.Budget(), pipelinetest.StepWorker)
 }
+
+// A step worker killed at any operation while a child run starts, runs,
+// ends and tells its parent is replaced, and the parent's call is
+// answered by the one child, exactly as undisturbed.
+func TestStepWorker_a_crash_anywhere_never_starts_a_child_twice_nor_loses_its_answer(t *testing.T) {
+	pipelinetest.CutEach(t, pipelinetest.Child(), pipelinetest.StepWorker)
+}
+
+// A step worker whose one operation fails — the child's write, its first
+// step's request, its mark, or the decision its end applies to its parent
+// — leaves the rest to the reconcile: the parent still gets the child's
+// answer.
+func TestStepWorker_a_failed_operation_between_a_childs_end_and_its_parent_is_repaired(t *testing.T) {
+	pipelinetest.FailEach(t, pipelinetest.Child(), pipelinetest.StepWorker)
+}

@@ -140,6 +140,9 @@ type Outcome struct {
 	// published: the global indexes that hold it, and "expiring" when
 	// every key of the run has a time to live (the retention).
 	Kept string
+	// Children are the run's child runs as they ended: "<id> <status>
+	// <termination reason> <conversation JSON>", sorted.
+	Children []string
 }
 
 // retention is the drives' runs.retention: long, so nothing expires while
@@ -460,7 +463,9 @@ func (d *driver) outcome(prefix string) Outcome {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out.Results = append(out.Results, r)
+		if r.RunID == RunID { // not a child's
+			out.Results = append(out.Results, r)
+		}
 	}
 	seen := map[string]bool{}
 	for _, m := range d.bus.published(d.names.DecisionOutcomes()) {
@@ -475,6 +480,30 @@ func (d *driver) outcome(prefix string) Outcome {
 		seen[id+" "+o.Outcome] = true
 	}
 	out.Outcomes = slices.Sorted(maps.Keys(seen))
+	out.Children = d.children(run)
+	return out
+}
+
+// children describes run's child runs as they ended.
+func (d *driver) children(run pipeline.Run) []string {
+	var out []string
+	for call := range run.Children {
+		id := pipeline.ChildRunID(run.ID, call)
+		child, err := d.observer.GetRun(d.ctx, id)
+		if err != nil {
+			d.t.Fatalf("child %s: %v", id, err)
+		}
+		msgs, err := d.observer.Messages(d.ctx, id)
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		var reason pipeline.TerminationReason
+		if child.Termination != nil {
+			reason = child.Termination.Reason
+		}
+		out = append(out, fmt.Sprintf("%s %s %s %s", id, child.Status, reason, jsonOf(d.t, msgs)))
+	}
+	slices.Sort(out)
 	return out
 }
 

@@ -14,7 +14,7 @@ import (
 // as often (nothing committed twice, nothing lost), the same decision
 // outcomes published, no budget hold left, the RunEnd hooks run before the
 // result when want ran them, and at least one run result, each equal to
-// want's; and, once a sweep has passed, kept where want was (retired,
+// want's; the same child runs, each ended as want's; and, once a sweep has passed, kept where want was (retired,
 // every key expiring).
 func Same(t *testing.T, what string, want, got Outcome) {
 	t.Helper()
@@ -44,6 +44,9 @@ func Same(t *testing.T, what string, want, got Outcome) {
 	}
 	if got.RunEnds == 0 && want.RunEnds > 0 {
 		t.Fatalf("%s: the result was published before the RunEnd hooks succeeded", what)
+	}
+	if !slices.Equal(got.Children, want.Children) {
+		t.Fatalf("%s: child runs ended\n%v\nundisturbed:\n%v", what, got.Children, want.Children)
 	}
 	if got.Kept != want.Kept {
 		t.Fatalf("%s: the run is kept in %q; undisturbed in %q", what, got.Kept, want.Kept)

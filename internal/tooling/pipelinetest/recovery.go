@@ -13,9 +13,15 @@ func CutEverywhere(t *testing.T, side Side) {
 	for _, sc := range Scenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
 			t.Parallel()
-			atEach(t, New(t, sc), side, "crashing at", (*Harness).Crash)
+			CutEach(t, sc, side)
 		})
 	}
+}
+
+// CutEach is CutEverywhere for one scenario.
+func CutEach(t *testing.T, sc Scenario, side Side) {
+	t.Helper()
+	atEach(t, New(t, sc), side, "crashing at", (*Harness).Crash)
 }
 
 // FailEverywhere drives every scenario undisturbed, then once per

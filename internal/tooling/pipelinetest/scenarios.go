@@ -24,10 +24,17 @@ agents:
   timed:
     model: {provider: script, turns: [{text: "hi"}]}
     tools: [echo, approve_or_go]
+  parent:
+    model: {provider: script, turns: [{text: "hi"}]}
+    tools: [echo, ask_helper]
+  helper:
+    model: {provider: script, turns: [{text: "looking", tool_calls: [{name: echo, arguments: {x: 1}}]}, {text: "the helper's answer"}]}
+    tools: [echo]
 tools:
   refund: {executor: {builtin: echo}, permission: ask, resume_mode: pass_decision_to_tool}
   external: {executor: {builtin: pending}, resume_mode: pass_decision_to_tool}
   approve_or_go: {executor: {builtin: echo}, permission: ask, approval_timeout: 30s, on_timeout: resume}
+  ask_helper: {executor: {agent: helper, input: "about {{.topic}}"}}
 `
 
 // budgetConfig is scenarioConfig with a token budget for the runs' tenant
@@ -44,8 +51,8 @@ budgets:
 // run waits or before it parks (the decision is held), a call a tool parks
 // itself, steps that reserve and settle a budget, a run cancelled while it
 // waits, a decision still held when the run ends (rejected then, before
-// the RunEnd hook and the result), and a parked call resumed by its
-// on_timeout.
+// the RunEnd hook and the result), a parked call resumed by its
+// on_timeout, and a call answered by the child run it starts.
 func Scenarios() []Scenario {
 	resume := func(call string, payload string) *topics.Decision {
 		return &topics.Decision{DecisionID: "d-" + call, CallID: call, Action: topics.ActionResume,
@@ -77,7 +84,17 @@ func Scenarios() []Scenario {
 		{Name: "on_timeout", Config: scenarioConfig, Agent: "timed", Script: `{"provider":"script","turns":[
 			{"text":"approve or go","tool_calls":[{"name":"approve_or_go","arguments":{"x":1}}]},
 			{"text":"done"}]}`},
+		Child(),
 	}
+}
+
+// Child is the scenario whose call of an agent tool starts a child run,
+// which makes a call of its own and answers: the child's end tells the
+// parent, whose call it resumes with the answer.
+func Child() Scenario {
+	return Scenario{Name: "child_run", Config: scenarioConfig, Agent: "parent", Script: `{"provider":"script","turns":[
+		{"text":"ask","tool_calls":[{"name":"ask_helper","arguments":{"topic":"x"}}]},
+		{"text":"done"}]}`}
 }
 
 // Budget is the scenario whose steps reserve from their tenant's budget and
