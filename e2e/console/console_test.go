@@ -176,6 +176,41 @@ func TestConsole_approve_a_parked_call_and_see_the_run_finish(t *testing.T) {
 	screenshot(t, ctx, shots, "console-runs")
 }
 
+// A run whose calls started child runs shows them on its page, with their
+// status, each a link to the child's page, which links back to its parent.
+func TestConsole_a_runs_page_shows_its_child_runs_and_its_parent(t *testing.T) {
+	ctx := browser(t)
+	base := startDev(t)
+	body := map[string]any{"run_id": "console-research", "agent": "researcher", "input": "go",
+		"model": json.RawMessage(script(call("A", "summarise", `{"document":"a"}`), call("B", "summarise", `{"document":"b"}`)))}
+	if code := keyDo(t, "POST", base+"/v1/runs", body, nil); code != 201 {
+		t.Fatalf("create run: %d", code)
+	}
+	var children string
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(base+"/#/runs/console-research"),
+		chromedp.WaitVisible(`#key-input`, chromedp.ByQuery),
+		chromedp.SendKeys(`#key-input`, consoleKey, chromedp.ByQuery),
+		chromedp.Click(`#key-form button[type=submit]`, chromedp.ByQuery),
+		chromedp.Poll(`(() => {
+			const rows = document.querySelectorAll('#children tr[data-child] .status.done');
+			return rows.length === 2 ? document.querySelector('#children').innerText : null;
+		})()`, &children, chromedp.WithPollingTimeout(30*time.Second)),
+	)
+	if err != nil || !strings.Contains(children, "console-research.A") || !strings.Contains(children, "console-research.B") {
+		t.Fatalf("the parent's page: %v, children:\n%s", err, children)
+	}
+	var parent string
+	err = chromedp.Run(ctx,
+		chromedp.Click(`#children tr[data-child="console-research.A"] a`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#run-parent a`, chromedp.ByQuery),
+		chromedp.Text(`#run-parent`, &parent, chromedp.ByQuery),
+	)
+	if err != nil || !strings.Contains(parent, "console-research") || !strings.Contains(parent, "→ A") {
+		t.Fatalf("the child's page: %v, parent %q", err, parent)
+	}
+}
+
 // script is a script model whose first turn proposes calls and whose
 // second answers.
 func script(calls ...string) string {

@@ -173,7 +173,8 @@ function runsPage() {
   every(2000, load);
 }
 
-// runPage: one run's timeline, live: its state, calls, messages, events.
+// runPage: one run's timeline, live: its state, its place in a tree of
+// runs (its parent, its child runs), calls, messages, events.
 function runPage(id) {
   const head = h('div', { class: 'card grid' });
   const calls = h('tbody');
@@ -183,7 +184,10 @@ function runPage(id) {
     const reason = prompt('Why cancel this run?') ?? '';
     try { await api(`/v1/runs/${enc(id)}/cancel`, { method: 'POST', body: { reason } }); flash('Cancel sent.', 'info'); } catch (err) { flash(err.message); }
   } }, 'Cancel run');
-  view.append(h('h1', {}, 'Run ', h('span', { class: 'mono' }, id)), head, h('p', {}, cancel),
+  const children = h('tbody');
+  const tree = h('section', { id: 'children', hidden: true }, h('h2', {}, 'Child runs'),
+    h('table', {}, h('thead', {}, h('tr', {}, ['run', 'call', 'status'].map((c) => h('th', {}, c)))), children));
+  view.append(h('h1', {}, 'Run ', h('span', { class: 'mono' }, id)), head, h('p', {}, cancel), tree,
     h('h2', {}, 'Tool calls'),
     h('table', { id: 'calls' }, h('thead', {}, h('tr', {}, ['call', 'step', 'tool', 'status', 'arguments', 'result', 'approval'].map((c) => h('th', {}, c)))), calls),
     h('h2', {}, 'Messages'), messages,
@@ -200,7 +204,13 @@ function runPage(id) {
       h('span', { class: 'muted' }, 'termination'), h('span', {}, run.termination ? `${run.termination.reason}${run.termination.code ? ` (${run.termination.code})` : ''}${run.termination.detail ? `: ${run.termination.detail}` : ''}` : '—'),
       h('span', { class: 'muted' }, 'usage'), h('span', {}, usage(run.usage)),
       h('span', { class: 'muted' }, 'created'), h('span', {}, when(run.created_at)),
+      ...(run.parent_run_id ? [h('span', { class: 'muted' }, 'parent'), h('span', { id: 'run-parent', class: 'mono' },
+        runLink(run.parent_run_id), h('span', { class: 'muted' }, ` → ${run.parent_call_id}`))] : []),
       ...(run.metadata ? [h('span', { class: 'muted' }, 'metadata'), h('pre', { id: 'run-metadata' }, json(run.metadata))] : []));
+    tree.hidden = !run.children;
+    children.replaceChildren(...(run.children || []).map((c) => h('tr', { 'data-child': c.run_id },
+      h('td', { class: 'mono' }, runLink(c.run_id)), h('td', { class: 'mono' }, c.call_id),
+      h('td', {}, status(c.status)))));
     calls.replaceChildren(...(run.tool_calls || []).map((c) => h('tr', { 'data-call': c.call_id },
       h('td', { class: 'mono' }, c.call_id), h('td', {}, c.step), h('td', {}, c.tool), h('td', {}, status(c.status)),
       h('td', {}, h('pre', {}, json(c.arguments))), h('td', {}, h('pre', {}, c.error || json(c.result))),
