@@ -191,3 +191,25 @@ func TestChildren_a_call_past_the_depth_limit_fails_and_starts_nothing(t *testin
 		}
 	}
 }
+
+// A run may start runs.children.max_per_run children in all (2 here): of
+// three calls at once, the third fails with an error saying so, and only
+// two children start.
+func TestChildren_a_call_past_the_children_per_run_fails_and_starts_nothing(t *testing.T) {
+	in := newInfra(t)
+	stack := connect(t, in, parseConfig(t, strings.Replace(childrenConfig, "max_per_run: 25", "max_per_run: 2", 1)))
+	workers(t, stack)
+	base := serve(t, stack)
+
+	id := createRun(t, base, "research-4", "researcher", fanOut("summarise", 3))
+	run := waitDone(t, base, id, 30*time.Second)
+	if c := run.ToolCalls[2]; c.Status != pipeline.CallFailed || !strings.Contains(c.Error, "has started 2 child runs, runs.children.max_per_run") {
+		t.Fatalf("the third call ended %s: %q", c.Status, c.Error)
+	}
+	if tree := getTree(t, base, id); len(tree.Children) != 2 {
+		t.Fatalf("children %+v, want c0 and c1", tree.Children)
+	}
+	if code := httpDo(t, http.MethodGet, base+"/v1/runs/"+id+".c2", nil, nil); code != http.StatusNotFound {
+		t.Fatalf("a third child: status %d, want 404", code)
+	}
+}
