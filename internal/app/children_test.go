@@ -44,6 +44,15 @@ tools:
   approve_me: {executor: {builtin: echo}, permission: ask}
 `
 
+// childrenStack runs a gateway and both workers with the configuration
+// yaml, and returns the gateway's base URL.
+func childrenStack(t *testing.T, yaml string) string {
+	t.Helper()
+	stack := connect(t, newInfra(t), parseConfig(t, yaml))
+	workers(t, stack)
+	return serve(t, stack)
+}
+
 // childView is GET /v1/runs/{id} with the tree.
 type childView struct {
 	RunID        string             `json:"run_id"`
@@ -82,10 +91,7 @@ func fanOut(tool string, n int) string {
 // parallel, and each child's answer is its call's result in the
 // researcher's conversation; GET /v1/runs shows the tree both ways.
 func TestChildren_twenty_summarisers_answer_a_researchers_parallel_calls(t *testing.T) {
-	in := newInfra(t)
-	stack := connect(t, in, parseConfig(t, childrenConfig))
-	workers(t, stack)
-	base := serve(t, stack)
+	base := childrenStack(t, childrenConfig)
 
 	id := createRun(t, base, "research-1", "researcher", fanOut("summarise", 20))
 	run := waitDone(t, base, id, 60*time.Second)
@@ -126,10 +132,7 @@ func TestChildren_twenty_summarisers_answer_a_researchers_parallel_calls(t *test
 // A researcher cancelled while its children wait cancels them: each child
 // ends cancelled, named as cancelled by its parent's end.
 func TestChildren_cancelling_a_parent_cancels_its_children(t *testing.T) {
-	in := newInfra(t)
-	stack := connect(t, in, parseConfig(t, childrenConfig))
-	workers(t, stack)
-	base := serve(t, stack)
+	base := childrenStack(t, childrenConfig)
 
 	id := createRun(t, base, "research-2", "researcher", fanOut("slow_summarise", 5))
 	testinfra.Eventually(t, 30*time.Second, func() bool {
@@ -161,10 +164,7 @@ func TestChildren_cancelling_a_parent_cancels_its_children(t *testing.T) {
 // (1 here): its call fails with an error saying so, no grandchild starts,
 // and the child answers its parent all the same.
 func TestChildren_a_call_past_the_depth_limit_fails_and_starts_nothing(t *testing.T) {
-	in := newInfra(t)
-	stack := connect(t, in, parseConfig(t, childrenConfig))
-	workers(t, stack)
-	base := serve(t, stack)
+	base := childrenStack(t, childrenConfig)
 
 	model := `{"provider":"script","turns":[{"text":"one","tool_calls":[{"id":"c0","name":"delegate","arguments":{}}]},{"text":"done"}]}`
 	id := createRun(t, base, "research-3", "researcher", model)
@@ -196,10 +196,7 @@ func TestChildren_a_call_past_the_depth_limit_fails_and_starts_nothing(t *testin
 // three calls at once, the third fails with an error saying so, and only
 // two children start.
 func TestChildren_a_call_past_the_children_per_run_fails_and_starts_nothing(t *testing.T) {
-	in := newInfra(t)
-	stack := connect(t, in, parseConfig(t, strings.Replace(childrenConfig, "max_per_run: 25", "max_per_run: 2", 1)))
-	workers(t, stack)
-	base := serve(t, stack)
+	base := childrenStack(t, strings.Replace(childrenConfig, "max_per_run: 25", "max_per_run: 2", 1))
 
 	id := createRun(t, base, "research-4", "researcher", fanOut("summarise", 3))
 	run := waitDone(t, base, id, 30*time.Second)
