@@ -43,9 +43,9 @@ const reconcileRounds = 16
 //     run once their retry budget is spent;
 //   - then by derive_run_status of the calls ahead: running → start the
 //     child runs of parked calls of agent tools not marked started
-//     (startChildren), publish the
-//     dispatchable calls not marked dispatched and mark them; waiting → set
-//     the run waiting, start those child runs, see its parked calls in the pending indexes and
+//     (startChildren), publish the dispatchable calls not marked
+//     dispatched and mark them; waiting → set the run waiting, start those
+//     child runs, see its parked calls in the pending indexes and
 //     schedule the next look at its earliest deadline (none: off the
 //     schedule, a decision wakes it); all terminal → StepEnd.
 //
