@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -25,7 +26,7 @@ agents:
     model: {provider: script, turns: [{text: "hi"}]}
     tools: [summarise, slow_summarise, delegate]
   summariser:
-    model: {provider: script, turns: [{text: "a summary"}]}
+    model: {provider: script, turns: [{text: "a summary", usage: {input_tokens: 80, output_tokens: 20}}]}
     tools: [summarise]
   delegator:
     model: {provider: script, turns: [{text: "deeper", tool_calls: [{name: summarise, arguments: {document: deep}}]}, {text: "delegated"}]}
@@ -79,11 +80,16 @@ func getTree(t *testing.T, base, id string) childView {
 // fanOut is a script that calls tool n times at once, on documents doc-0
 // ... doc-<n-1>, then answers "done".
 func fanOut(tool string, n int) string {
+	return `{"provider":"script","turns":[{"text":"fan out","tool_calls":` + fanOutCalls(tool, n) + `},{"text":"done"}]}`
+}
+
+// fanOutCalls are fanOut's calls, a JSON list.
+func fanOutCalls(tool string, n int) string {
 	calls := make([]string, n)
 	for i := range calls {
 		calls[i] = fmt.Sprintf(`{"id":"c%d","name":%q,"arguments":{"document":"doc-%d"}}`, i, tool, i)
 	}
-	return `{"provider":"script","turns":[{"text":"fan out","tool_calls":[` + strings.Join(calls, ",") + `]},{"text":"done"}]}`
+	return "[" + strings.Join(calls, ",") + "]"
 }
 
 // A researcher calls summarise on 20 documents at once: each call starts a
@@ -208,5 +214,28 @@ func TestChildren_a_call_past_the_children_per_run_fails_and_starts_nothing(t *t
 	}
 	if code := httpDo(t, http.MethodGet, base+"/v1/runs/"+id+".c2", nil, nil); code != http.StatusNotFound {
 		t.Fatalf("a third child: status %d, want 404", code)
+	}
+}
+
+// A child's steps reserve from its parent's batch budget: with 500 tokens
+// for a researcher (100 a step) and five summarisers (100 each, 120
+// reserved a step), not all five get to answer; those the budget cannot
+// carry stop with code budget, and the tree never uses more than the
+// budget.
+func TestChildren_children_spend_their_parents_batch_budget(t *testing.T) {
+	base := childrenStack(t, childrenConfig+"budgets: {reserve_tokens: 120}\n")
+	model := `{"provider":"script","turns":[{"text":"fan out","usage":{"input_tokens":100},"tool_calls":` + fanOutCalls("summarise", 5) + `},{"text":"done"}]}`
+	items := []map[string]any{{"run_id": "research-5", "agent": "researcher", "input": "go", "model": json.RawMessage(model)}}
+	sendBatch(t, base, items, "?token_budget=500", 60*time.Second)
+	used, stopped := getRun(t, base, "research-5").Usage.Total(), 0
+	for i := range 5 {
+		child := waitDone(t, base, fmt.Sprintf("research-5.c%d", i), 30*time.Second)
+		used += child.Usage.Total()
+		if child.Termination.Reason == pipeline.ReasonStopped && child.Termination.Code == "budget" {
+			stopped++
+		}
+	}
+	if stopped == 0 || used > 500 {
+		t.Fatalf("%d children stopped by the budget, the tree used %d tokens: want some stopped, at most 500 used", stopped, used)
 	}
 }
