@@ -44,6 +44,26 @@ type Run struct {
 	Children  map[string]bool `json:"-"`
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
+
+	// Where the run comes from, when it was made from another run.
+	ForkedFrom *ForkPoint `json:"forked_from,omitempty"` // the run and step it was forked from (POST /v1/runs/{id}/fork)
+	RerunOf    string     `json:"rerun_of,omitempty"`    // the run it re-runs (POST /v1/runs/rerun)
+}
+
+// ForkPoint is where a fork branched off: the original run, and its last
+// step whose history the fork copied.
+type ForkPoint struct {
+	RunID string `json:"run_id"`
+	Step  int    `json:"step"`
+}
+
+// FirstStep is the step a new run starts at: 0, or for a fork the step
+// after the one it was forked from (its steps up to there are history).
+func (r Run) FirstStep() int {
+	if r.ForkedFrom != nil {
+		return r.ForkedFrom.Step + 1
+	}
+	return 0
 }
 
 // ToolCall is one tool call's record. Index is its position in the assistant

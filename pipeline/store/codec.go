@@ -21,7 +21,7 @@ import (
 // fields left out. Its id is not in it: its key names it (decodeRun takes
 // it from the caller).
 func runFields(r pipeline.Run) []any {
-	return withoutEmpty([]any{
+	return withoutEmpty(append([]any{
 		"agent", r.Agent,
 		"tenant", r.Tenant,
 		"status", string(r.Status),
@@ -46,7 +46,17 @@ func runFields(r pipeline.Run) []any {
 		"lease_until", toMillis(r.LeaseUntil),
 		"created_at", toMillis(r.CreatedAt),
 		"updated_at", toMillis(r.UpdatedAt),
-	})
+		"rerun_of", r.RerunOf,
+	}, originFields(r.ForkedFrom)...))
+}
+
+// originFields are the hash fields of a fork's origin, none for another
+// run.
+func originFields(p *pipeline.ForkPoint) []any {
+	if p == nil {
+		return nil
+	}
+	return []any{"fork_of", p.RunID, "fork_step", p.Step}
 }
 
 // decodeRun reads a run hash. An empty hash is ErrNotFound.
@@ -81,6 +91,10 @@ func decodeRun(runID string, h fields) (pipeline.Run, error) {
 		LeaseUntil:   d.time("lease_until"),
 		CreatedAt:    d.time("created_at"),
 		UpdatedAt:    d.time("updated_at"),
+	}
+	r.RerunOf = h.get("rerun_of")
+	if fork := h.get("fork_of"); fork != "" {
+		r.ForkedFrom = &pipeline.ForkPoint{RunID: fork, Step: int(d.int("fork_step"))}
 	}
 	if reason := h.get("term_reason"); reason != "" {
 		r.Termination = &pipeline.Termination{

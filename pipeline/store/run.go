@@ -12,12 +12,14 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
-// CreateRun writes a new run (status created, step 0, step state pending,
-// created and updated at now), appends its input messages and the
-// run.created event, and indexes it for ListRuns. The caller's Status, Step,
-// Termination, Usage, Attempts, lease and times are ignored; ID, Agent,
-// Model, Metadata, RequestHash, tenant, batch, trace and a child run's
-// parent and depth are kept.
+// CreateRun writes a new run (status created, step state pending, created
+// and updated at now, at its first step: 0, or a fork's step after the one
+// it was forked from), appends its input messages (a fork's: the history it
+// copied) and the run.created event (data: agent, and forked_from or
+// rerun_of when set), and indexes it for ListRuns. The caller's Status,
+// Step, Termination, Usage, Attempts, lease and times are ignored; ID,
+// Agent, Model, Metadata, RequestHash, tenant, batch, trace, a child run's
+// parent and depth, ForkedFrom and RerunOf are kept.
 //
 // When the run already exists: with the same RequestHash it returns the
 // stored run and false (an idempotent replay, nothing written); with another
@@ -55,9 +57,14 @@ func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.M
 	fresh := pipeline.Run{
 		ID: run.ID, Agent: run.Agent, Tenant: run.Tenant, Model: run.Model, Metadata: run.Metadata, RequestHash: run.RequestHash, Trace: run.Trace, Batch: run.Batch, BatchBudget: run.BatchBudget,
 		ParentRunID: run.ParentRunID, ParentCallID: run.ParentCallID, Depth: run.Depth,
-		Status: pipeline.RunCreated, StepState: pipeline.StepPending, CreatedAt: now, UpdatedAt: now,
+		ForkedFrom: run.ForkedFrom, RerunOf: run.RerunOf,
+		Status: pipeline.RunCreated, Step: run.FirstStep(), StepState: pipeline.StepPending, CreatedAt: now, UpdatedAt: now,
 	}
-	ev, err := newEntry(0, "", pipeline.EventRunCreated, now, map[string]string{"agent": run.Agent})
+	ev, err := newEntry(fresh.Step, "", pipeline.EventRunCreated, now, struct {
+		Agent      string              `json:"agent"`
+		ForkedFrom *pipeline.ForkPoint `json:"forked_from,omitempty"`
+		RerunOf    string              `json:"rerun_of,omitempty"`
+	}{run.Agent, run.ForkedFrom, run.RerunOf})
 	if err != nil {
 		return pipeline.Run{}, false, err
 	}
