@@ -57,6 +57,21 @@ type ListFilter struct {
 	Tenant string // "" matches every tenant
 	Limit  int    // default 50, at most 500
 	Cursor string // from the previous page; "" for the first
+
+	// Termination, Batch, Since and Until, when set, keep the runs ended
+	// with that reason, of that batch, created at Since or later, created
+	// before Until.
+	Termination  pipeline.TerminationReason
+	Batch        string
+	Since, Until time.Time
+}
+
+// Matches reports whether r passes f (its page fields aside).
+func (f ListFilter) Matches(r pipeline.Run) bool {
+	return (f.Status == "" || r.Status == f.Status) && (f.Agent == "" || r.Agent == f.Agent) &&
+		(f.Tenant == "" || r.Tenant == f.Tenant) && (f.Batch == "" || r.Batch == f.Batch) &&
+		(f.Termination == "" || r.Termination != nil && r.Termination.Reason == f.Termination) &&
+		(f.Since.IsZero() || !r.CreatedAt.Before(f.Since)) && (f.Until.IsZero() || r.CreatedAt.Before(f.Until))
 }
 
 // The operations below are implemented in the files beside this one. Each

@@ -21,7 +21,7 @@ const (
 )
 
 // ListRuns returns runs newest first (by creation time, then run id),
-// filtered by f.Status, f.Agent and f.Tenant, at most f.Limit of them (default 50,
+// filtered by f (ListFilter.Matches), at most f.Limit of them (default 50,
 // at most 500), and the cursor of the next page: "" when the index is
 // exhausted. A page may hold fewer runs than the limit, even none, with a
 // non-empty cursor: one call scans at most 10 × limit index entries, so a
@@ -85,7 +85,7 @@ func (s *Store) ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, str
 		for i, e := range entries {
 			scanned++
 			cur = e
-			if r, ok := runs[i]; ok && matches(r, f) {
+			if r, ok := runs[i]; ok && f.Matches(r) {
 				out = append(out, r)
 				if len(out) == limit {
 					return out, encodeCursor(cur), nil
@@ -97,11 +97,6 @@ func (s *Store) ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, str
 		}
 	}
 	return out, encodeCursor(cur), nil
-}
-
-func matches(r pipeline.Run, f ListFilter) bool {
-	return (f.Status == "" || r.Status == f.Status) && (f.Agent == "" || r.Agent == f.Agent) &&
-		(f.Tenant == "" || r.Tenant == f.Tenant)
 }
 
 // indexEntry is one entry of the run index and a position of a cursor.
