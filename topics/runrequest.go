@@ -9,7 +9,10 @@ import (
 // RunRequested asks for a run, from Kafka instead of POST /v1/runs: the
 // route's body (agent, input, model, metadata) plus "v", with run_id
 // required (it is the idempotency key, and the record's key) and an
-// optional batch_id naming the batch the run joins (GET /v1/batches/{id}).
+// optional batch_id naming the batch the run joins (GET /v1/batches/{id}),
+// and an optional rerun_of naming the run it re-runs (POST /v1/runs/rerun
+// publishes these): the new run is in that run's tenant, and only a
+// request of that tenant, or one the gateway signed, may name it.
 // The gateway validates it exactly as the route validates its body, and
 // admits it only while the deployment has room (run_requests). Producer
 // and Signature sign it as a Decision is signed (SigningBytes, Sign);
@@ -23,6 +26,7 @@ type RunRequested struct {
 	Model     json.RawMessage `json:"model,omitempty"`
 	Metadata  json.RawMessage `json:"metadata,omitempty"`
 	BatchID   string          `json:"batch_id,omitempty"`
+	RerunOf   string          `json:"rerun_of,omitempty"`
 	Producer  string          `json:"producer,omitempty"`
 	Signature string          `json:"signature,omitempty"`
 }
@@ -30,7 +34,7 @@ type RunRequested struct {
 // RunRequestFields are the fields of a RunRequested that are not the body
 // of POST /v1/runs: what the gateway takes off before it validates the
 // rest as that route does.
-var RunRequestFields = []string{"v", "batch_id", "producer", "signature"}
+var RunRequestFields = []string{"v", "batch_id", "rerun_of", "producer", "signature"}
 
 // Validate reports every problem of the message at once. Only what makes
 // it a request is checked here: its run_id and version. The body is the

@@ -86,7 +86,7 @@ func (s *Server) refusal(ctx context.Context, runID string, err error) *apiError
 
 // start lists the run, schedules its first sweep and writes the run (or
 // finds the same request's run; StartRun, one round trip) and publishes StepRequested for
-// step 0 when the run still waits for it, then marks it requested. The
+// its first step when the run still waits for it, then marks it requested. The
 // indexes come first, so a gateway that dies after the write leaves a run
 // that is listed and that the sweeper will start; entries for a run that
 // was never written are dropped by the sweeper. created is false for an idempotent replay. Errors are *apiError
@@ -98,7 +98,7 @@ func (s *Server) start(ctx context.Context, nr newRun) (_ pipeline.Run, _ bool, 
 	run := nr.run
 	run.Trace = tracing.Traceparent(ctx)
 	run.Status = pipeline.RunCreated
-	run.Step = 0
+	run.Step = run.FirstStep()
 	run.StepState = pipeline.StepPending
 	run.CreatedAt = now
 	run.UpdatedAt = now
@@ -113,16 +113,16 @@ func (s *Server) start(ctx context.Context, nr newRun) (_ pipeline.Run, _ bool, 
 	// A replay of a run nobody has picked up yet kicks it again: the first
 	// attempt may have failed before or at the publish. A duplicate
 	// StepRequested is a no-op for the step worker.
-	if !created && (got.Status != pipeline.RunCreated || got.Step != 0 || got.StepState != pipeline.StepPending) {
+	if !created && (got.Status != pipeline.RunCreated || got.Step != got.FirstStep() || got.StepState != pipeline.StepPending) {
 		return got, false, nil
 	}
 	if err := s.publishStep(got); err != nil {
 		s.log.WarnContext(ctx, "publish StepRequested failed", "run_id", run.ID, "err", err)
 		return got, created, retryLater(run.ID, "its first step could not be queued")
 	}
-	if err := s.cfg.Store.MarkRequested(ctx, run.ID, 0, now); err != nil {
+	if err := s.cfg.Store.MarkRequested(ctx, run.ID, got.Step, now); err != nil {
 		// The step is queued; without the mark the sweeper queues it once more.
-		s.log.WarnContext(ctx, "mark step 0 requested failed", "run_id", run.ID, "err", err)
+		s.log.WarnContext(ctx, "mark first step requested failed", "run_id", run.ID, "step", got.Step, "err", err)
 	}
 	return got, created, nil
 }
@@ -136,8 +136,9 @@ func retryLater(runID, what string) *apiError {
 	return ae
 }
 
-// publishStep publishes StepRequested{run, step 0} to the run-steps topic,
-// in the run's trace.
+// publishStep publishes StepRequested for the run's first step (0, or a
+// fork's step after its fork point) to the run-steps topic, in the run's
+// trace.
 func (s *Server) publishStep(run pipeline.Run) error {
-	return topics.PublishTraced(s.cfg.Publisher, s.cfg.Names.RunSteps(), topics.StepRequested{Header: topics.Header{RunID: run.ID}, Step: 0, Tenant: run.Tenant}, run.Trace)
+	return topics.PublishTraced(s.cfg.Publisher, s.cfg.Names.RunSteps(), topics.StepRequested{Header: topics.Header{RunID: run.ID}, Step: run.FirstStep(), Tenant: run.Tenant}, run.Trace)
 }

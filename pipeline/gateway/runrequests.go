@@ -100,6 +100,11 @@ func (s *Server) request(ctx context.Context, req topics.RunRequested, raw []byt
 	if ae != nil {
 		return false, ae, nil
 	}
+	if req.RerunOf != "" {
+		if tenant, ae, err = s.rerunTenant(ctx, req, tenant); ae != nil || err != nil {
+			return false, ae, err
+		}
+	}
 	body, err := requestBody(raw)
 	if err != nil {
 		return false, nil, err
@@ -108,7 +113,7 @@ func (s *Server) request(ctx context.Context, req topics.RunRequested, raw []byt
 	if ae != nil {
 		return false, ae, nil
 	}
-	nr.run.Batch = req.BatchID
+	nr.run.Batch, nr.run.RerunOf = req.BatchID, req.RerunOf
 	switch _, _, err := s.cfg.Store.RunOwner(ctx, nr.run.ID); {
 	case errors.Is(err, store.ErrNotFound):
 		// A new run: room first, then its batch, then the run.
@@ -151,6 +156,23 @@ func (s *Server) requestTenant(req topics.RunRequested, raw []byte) (string, *ap
 		return t, nil
 	}
 	return pipeline.DefaultTenant, nil
+}
+
+// rerunTenant is the tenant of req, a request to re-run req.RerunOf made
+// in tenant: the original's, when the request is of that tenant or the
+// gateway's own (signed with its key: POST /v1/runs/rerun publishes it for
+// its caller); else the 404 the route answers for a run its caller may not
+// see.
+func (s *Server) rerunTenant(ctx context.Context, req topics.RunRequested, tenant string) (string, *apiError, error) {
+	owner, _, err := s.cfg.Store.RunOwner(ctx, req.RerunOf)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return "", nil, err
+	case owner == tenant || s.cfg.Signer != nil && req.Producer == s.cfg.Signer.Producer:
+		return owner, nil, nil
+	}
+	return "", apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("rerun_of: run %s not found", req.RerunOf)), nil
 }
 
 // requestBody is a RunRequested as the body of POST /v1/runs: without the

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
-	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
 // MaxListLimit is the largest page GET /v1/runs serves.
@@ -27,6 +26,10 @@ type RunSummary struct {
 	ParentRunID string                `json:"parent_run_id,omitempty"` // a child run's parent (ADR 0060)
 	CreatedAt   time.Time             `json:"created_at"`
 	UpdatedAt   time.Time             `json:"updated_at"`
+
+	// ForkedFrom and RerunOf name the run it was made from, if any.
+	ForkedFrom *pipeline.ForkPoint `json:"forked_from,omitempty"`
+	RerunOf    string              `json:"rerun_of,omitempty"`
 }
 
 // RunView is the answer of GET /v1/runs/{id}: the summary and every tool
@@ -114,7 +117,7 @@ func summaryOf(r pipeline.Run) RunSummary {
 	return RunSummary{
 		RunID: r.ID, Agent: r.Agent, Status: r.Status, Step: r.Step,
 		Termination: r.Termination, Usage: r.Usage, Metadata: r.Metadata, BatchID: r.Batch, ParentRunID: r.ParentRunID,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ForkedFrom: r.ForkedFrom, RerunOf: r.RerunOf,
 	}
 }
 
@@ -229,18 +232,12 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, MessageList{Messages: msgs})
 }
 
-// listRuns serves GET /v1/runs?status=&agent=&limit=&cursor=.
+// listRuns serves GET /v1/runs?status=&agent=&termination=&batch_id=&since=&until=&limit=&cursor=
+// (parseFilter).
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.ListFilter{Agent: q.Get("agent"), Cursor: q.Get("cursor"), Tenant: tenantFilter(r)}
-	var problems []string
-	if v := q.Get("status"); v != "" {
-		st, err := pipeline.ParseRunStatus(v)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("status %q is not one of created, running, waiting, done", v))
-		}
-		f.Status = st
-	}
+	f, problems := parseFilter(q.Get)
+	f.Cursor, f.Tenant = q.Get("cursor"), tenantFilter(r)
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxListLimit {

@@ -252,6 +252,8 @@ func (s *Server) table() []route {
 	return []route{
 		{"POST /v1/runs", need(ScopeRunsWrite, s.createRun)},
 		{"POST /v1/runs/batch", need(ScopeRunsWrite, s.createBatch)},
+		{"POST /v1/runs/rerun", need(ScopeRunsWrite, s.rerunRuns)},
+		{"POST /v1/runs/{id}/fork", need(ScopeRunsWrite, s.forkRun)},
 		{"GET /v1/runs", need(ScopeRunsRead, s.listRuns)},
 		{"GET /v1/runs/{id}", need(ScopeRunsRead, s.getRun)},
 		{"GET /v1/runs/{id}/messages", need(ScopeRunsRead, s.getMessages)},
