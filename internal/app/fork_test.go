@@ -1,0 +1,212 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// forkView is the origin fields of GET /v1/runs/{id}.
+type forkView struct {
+	Step       int                 `json:"step"`
+	ForkedFrom *pipeline.ForkPoint `json:"forked_from"`
+	RerunOf    string              `json:"rerun_of"`
+	Metadata   json.RawMessage     `json:"metadata"`
+}
+
+func getOrigin(t *testing.T, base, id string) forkView {
+	t.Helper()
+	var v forkView
+	if code := httpDo(t, http.MethodGet, base+"/v1/runs/"+id, nil, &v); code != http.StatusOK {
+		t.Fatalf("get run %s: status %d", id, code)
+	}
+	return v
+}
+
+// stepsRun lists the steps the run's events show started, in order.
+func stepsRun(t *testing.T, events []pipeline.Event) []int {
+	t.Helper()
+	var out []int
+	for _, e := range events {
+		if e.Type == pipeline.EventStepStarted {
+			out = append(out, e.Step)
+		}
+	}
+	return out
+}
+
+func TestFork_from_step_1_of_a_finished_3_step_run_replays_steps_0_and_1_and_runs_step_2_anew(t *testing.T) {
+	stack := connect(t, newInfra(t), parseConfig(t, testConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+	orig := createRun(t, base, "r-orig", "assistant", threeSteps)
+	assertNaturalEnd(t, waitDone(t, base, orig, 30*time.Second), 2)
+	origMsgs := getMessages(t, base, orig)
+
+	body := map[string]any{"from_step": 1, "run_id": "r-fork"}
+	var created struct {
+		RunID string `json:"run_id"`
+	}
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs/"+orig+"/fork", body, &created); code != http.StatusCreated || created.RunID != "r-fork" {
+		t.Fatalf("fork: status %d, run %q", code, created.RunID)
+	}
+	assertNaturalEnd(t, waitDone(t, base, "r-fork", 30*time.Second), 2)
+
+	msgs := getMessages(t, base, "r-fork")
+	// Input, step 0 (assistant, two results), step 1 (assistant, two
+	// results) copied; step 2's answer is the fork's own.
+	if len(msgs) != len(origMsgs) || !slices.EqualFunc(msgs[:7], origMsgs[:7], sameMessage) || msgs[7].Content != "done" {
+		t.Fatalf("fork's conversation:\n%+v\nwant the original's through step 1, then step 2 anew:\n%+v", msgs, origMsgs)
+	}
+	events, err := stack.Store.Events(context.Background(), "r-fork", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stepsRun(t, events); !slices.Equal(got, []int{2}) {
+		t.Fatalf("the fork ran steps %v, want only step 2: %v", got, eventTypes(events))
+	}
+	if v := getOrigin(t, base, "r-fork"); v.ForkedFrom == nil || *v.ForkedFrom != (pipeline.ForkPoint{RunID: orig, Step: 1}) {
+		t.Fatalf("forked_from = %+v, want %s at step 1", v.ForkedFrom, orig)
+	}
+
+	// The same fork again is a replay; a step past the run's is refused,
+	// naming the range.
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs/"+orig+"/fork", body, nil); code != http.StatusOK {
+		t.Fatalf("the same fork again: status %d, want 200", code)
+	}
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs/"+orig+"/fork", map[string]any{"from_step": 3}, nil); code != http.StatusBadRequest {
+		t.Fatalf("fork from step 3 of a 3-step run: status %d, want 400", code)
+	}
+}
+
+func TestFork_with_an_edited_input_runs_on_from_the_step_after_with_the_new_text(t *testing.T) {
+	stack := connect(t, newInfra(t), parseConfig(t, testConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+	orig := createRun(t, base, "r-orig", "assistant", threeSteps)
+	waitDone(t, base, orig, 30*time.Second)
+	origMsgs := getMessages(t, base, orig)
+
+	body := map[string]any{"from_step": 0, "run_id": "r-edited", "input": "go further", "metadata": map[string]string{"why": "edit"}}
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs/"+orig+"/fork", body, nil); code != http.StatusCreated {
+		t.Fatalf("fork: status %d", code)
+	}
+	assertNaturalEnd(t, waitDone(t, base, "r-edited", 30*time.Second), 2)
+	msgs := getMessages(t, base, "r-edited")
+	if msgs[0].Content != "go further" || !slices.EqualFunc(msgs[1:4], origMsgs[1:4], sameMessage) || msgs[4].Content != "step two" {
+		t.Fatalf("edited fork's conversation: %+v", msgs)
+	}
+	events, err := stack.Store.Events(context.Background(), "r-edited", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stepsRun(t, events); !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("the fork ran steps %v, want 1 and 2", got)
+	}
+	if v := getOrigin(t, base, "r-edited"); string(v.Metadata) != `{"why":"edit"}` {
+		t.Fatalf("metadata = %s, want the fork's", v.Metadata)
+	}
+}
+
+// sameMessage compares two messages, their tool calls' arguments as text.
+func sameMessage(a, b pipeline.Message) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// parkingConfig has an agent whose tool hold waits for an approval, so
+// its runs stay waiting until a test ends them.
+const parkingConfig = `
+kafka: {partitions: 4}
+stepworker: {lease: 1s, sweep_interval: 100ms, dispatch_timeout: 3s, max_attempts: 3}
+toolworker: {lease: 1s, default_timeout: 10s}
+agents:
+  assistant:
+    model: {provider: script, turns: [{text: "hi"}]}
+    tools: [echo, hold]
+tools:
+  hold: {executor: {builtin: echo}, permission: ask}
+`
+
+func TestRerun_of_a_batchs_failed_runs_starts_each_once_even_when_the_request_is_retried(t *testing.T) {
+	stack := connect(t, newInfra(t), parseConfig(t, parkingConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+	outcomes := followRequests(t, stack)
+
+	// A batch of 5 runs: 3 park and are then failed as a worker that
+	// gives up fails them, 2 end naturally.
+	parks := `{"provider":"script","turns":[{"text":"wait","tool_calls":[{"name":"hold","arguments":{}}]}]}`
+	var items []map[string]any
+	for i := range 5 {
+		model := `{"provider":"script","turns":[{"text":"fine"}]}`
+		if i < 3 {
+			model = parks
+		}
+		items = append(items, map[string]any{"run_id": fmt.Sprintf("b-%d", i), "agent": "assistant", "input": fmt.Sprintf("item %d", i), "model": json.RawMessage(model)})
+	}
+	var batch struct {
+		BatchID string `json:"batch_id"`
+	}
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs/batch", items, &batch); code != http.StatusCreated {
+		t.Fatalf("batch: status %d", code)
+	}
+	failed := []string{"b-0", "b-1", "b-2"}
+	for _, id := range failed {
+		testinfra.Eventually(t, 30*time.Second, func() bool { return getRun(t, base, id).Status == pipeline.RunWaiting },
+			func() string { return id + " never parked" })
+		if _, err := stack.Store.FinishRun(context.Background(), id, pipeline.Termination{Reason: pipeline.ReasonError, Detail: "gave up"}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"b-3", "b-4"} {
+		waitDone(t, base, id, 30*time.Second)
+	}
+
+	rerun := map[string]any{"filter": map[string]any{"batch_id": batch.BatchID, "termination": "error"}}
+	var first, again struct {
+		BatchID   string `json:"batch_id"`
+		Requested int    `json:"requested"`
+	}
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs/rerun", rerun, &first); code != http.StatusAccepted || first.Requested != 3 {
+		t.Fatalf("re-run: status %d, %+v, want 202 with 3 runs requested", code, first)
+	}
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs/rerun", rerun, &again); code != http.StatusAccepted || again.BatchID != first.BatchID {
+		t.Fatalf("re-run again: status %d, %+v, want 202 for batch %s", code, again, first.BatchID)
+	}
+
+	var list struct {
+		Runs []struct {
+			RunID   string `json:"run_id"`
+			RerunOf string `json:"rerun_of"`
+		} `json:"runs"`
+	}
+	testinfra.Eventually(t, 30*time.Second, func() bool {
+		httpDo(t, http.MethodGet, base+"/v1/runs?batch_id="+first.BatchID, nil, &list)
+		return len(list.Runs) >= 3
+	}, func() string { return fmt.Sprintf("the re-run's batch lists %+v", list.Runs) })
+	var origins []string
+	for _, r := range list.Runs {
+		origins = append(origins, r.RerunOf)
+		if v := getOrigin(t, base, r.RunID); v.RerunOf != r.RerunOf {
+			t.Fatalf("GET %s: rerun_of %q, list says %q", r.RunID, v.RerunOf, r.RerunOf)
+		}
+	}
+	slices.Sort(origins)
+	if !slices.Equal(origins, failed) {
+		t.Fatalf("the re-run's runs re-run %v, want each of %v once", origins, failed)
+	}
+	want := map[string][]string{}
+	for _, r := range list.Runs {
+		want[r.RunID] = []string{"created", "duplicate"}
+	}
+	waitOutcomes(t, outcomes, want)
+}
