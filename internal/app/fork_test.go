@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/cli"
 	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
@@ -172,15 +174,17 @@ func TestRerun_of_a_batchs_failed_runs_starts_each_once_even_when_the_request_is
 	}
 
 	rerun := map[string]any{"filter": map[string]any{"batch_id": batch.BatchID, "termination": "error"}}
-	var first, again struct {
+	var first struct {
 		BatchID   string `json:"batch_id"`
 		Requested int    `json:"requested"`
 	}
 	if code := httpDo(t, http.MethodPost, base+"/v1/runs/rerun", rerun, &first); code != http.StatusAccepted || first.Requested != 3 {
 		t.Fatalf("re-run: status %d, %+v, want 202 with 3 runs requested", code, first)
 	}
-	if code := httpDo(t, http.MethodPost, base+"/v1/runs/rerun", rerun, &again); code != http.StatusAccepted || again.BatchID != first.BatchID {
-		t.Fatalf("re-run again: status %d, %+v, want 202 for batch %s", code, again, first.BatchID)
+	// The same re-run again, from the command line.
+	code, out, errs := stepwiseCLI(t, "rerun", "--gateway", base, "--batch", batch.BatchID, "--termination", "error")
+	if code != cli.ExitOK || !strings.Contains(out, "3 runs requested again in batch "+first.BatchID) {
+		t.Fatalf("stepwise rerun: exit %d, %s%s; want the same 3 runs of batch %s", code, out, errs, first.BatchID)
 	}
 
 	var list struct {

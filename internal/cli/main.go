@@ -25,13 +25,15 @@ or http://127.0.0.1:8080; $STEPWISE_API_KEY is sent as the bearer key):
   runs cancel RUN [--reason R]
   pending [--agent A] [--tool T] [--run RUN]   calls waiting for a decision
   decide RUN CALL --resume|--cancel [--payload JSON] [--args-hash H] [--reason R]
+  rerun --batch ID [--termination error] [--status S] [--agent A] [--since T] [--until T] [--runs IDS]
+                                               re-run the runs the filter selects, each once, as new linked runs
 `
 
 // errUsage marks a usage error: exit code 2.
 var errUsage = errors.New("usage")
 
 // Commands are the names Main serves.
-var Commands = []string{"submit", "runs", "pending", "decide"}
+var Commands = []string{"submit", "runs", "pending", "decide", "rerun"}
 
 // Main runs one client command (args begin with its name) and returns the
 // exit code. Results go to stdout, progress and errors to stderr.
@@ -41,7 +43,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	run := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"submit": submit, "runs": runs, "pending": pending, "decide": decide,
+		"submit": submit, "runs": runs, "pending": pending, "decide": decide, "rerun": rerun,
 	}[args[0]]
 	if run == nil {
 		fmt.Fprintf(stderr, "stepwise: unknown command %q\n\n%s", args[0], Usage)
