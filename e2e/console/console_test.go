@@ -221,3 +221,50 @@ func script(calls ...string) string {
 func call(id, name, args string) string {
 	return fmt.Sprintf(`{"id":%q,"name":%q,"arguments":%s}`, id, name, args)
 }
+
+// A batch with a failed run: its page offers to re-run the failed runs;
+// the button requests them again and links to the batch of the new runs,
+// each linked to the run it re-runs.
+func TestConsole_rerun_a_batchs_failed_runs(t *testing.T) {
+	ctx := browser(t)
+	base := startDev(t)
+
+	items := []map[string]any{
+		{"run_id": "rerun-broken", "agent": "broken", "input": "go"},
+		{"run_id": "rerun-fine", "agent": "approvals", "input": "go", "model": json.RawMessage(script(call("E", "echo", `{"i":1}`)))},
+	}
+	var batch struct {
+		BatchID string `json:"batch_id"`
+	}
+	if code := keyDo(t, "POST", base+"/v1/runs/batch", items, &batch); code != 201 {
+		t.Fatalf("batch: %d %+v", code, batch)
+	}
+	var link string
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(base+"/"),
+		chromedp.Evaluate(fmt.Sprintf(`localStorage.setItem('stepwise.apiKey', %q)`, consoleKey), nil),
+		chromedp.Navigate(base+"/#/batches/"+batch.BatchID),
+		chromedp.Poll(`document.querySelector('#batch-rerun:not([hidden])')?.textContent === 'Re-run 1 failed run'`, nil, chromedp.WithPollingTimeout(60*time.Second)),
+		chromedp.Click(`#batch-rerun`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#batch-rerun-link`, chromedp.ByQuery),
+		chromedp.Text(`#batch-rerun-link`, &link, chromedp.ByQuery),
+	)
+	if err != nil || !strings.HasPrefix(link, "1 runs requested again: follow batch rerun-") {
+		t.Fatalf("re-run from the batch page: %v (%q)", err, link)
+	}
+	rerunBatch := strings.TrimPrefix(link, "1 runs requested again: follow batch ")
+	var list struct {
+		Runs []struct {
+			RerunOf string `json:"rerun_of"`
+		} `json:"runs"`
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(list.Runs) == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the re-run's batch %s has no run", rerunBatch)
+		}
+		keyDo(t, "GET", base+"/v1/runs?batch_id="+rerunBatch, nil, &list)
+	}
+	if len(list.Runs) != 1 || list.Runs[0].RerunOf != "rerun-broken" {
+		t.Fatalf("the re-run's runs: %+v, want one re-running rerun-broken", list.Runs)
+	}
+}

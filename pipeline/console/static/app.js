@@ -310,12 +310,27 @@ function usage(u) {
   return `${u.input_tokens} in, ${u.output_tokens} out${u.cost_usd ? `, ${u.cost_usd.toFixed(6)} USD` : ''}`;
 }
 
-// batchPage: a batch's progress, live.
+// batchPage: a batch's progress, live, and once some of its runs failed
+// (ended with error), a button that re-runs them (POST /v1/runs/rerun) and
+// then links to the batch of their new runs.
 function batchPage(id) {
   const box = h('div', { class: 'card' });
-  view.append(h('h1', {}, 'Batch ', h('span', { class: 'mono' }, id)), box);
+  const rerun = h('button', {
+    id: 'batch-rerun', class: 'primary', hidden: true, onclick: async () => {
+      rerun.disabled = true;
+      try {
+        const r = await api('/v1/runs/rerun', { method: 'POST', body: { filter: { batch_id: id, termination: 'error' } } });
+        rerun.replaceWith(h('a', { id: 'batch-rerun-link', href: `#/batches/${enc(r.batch_id)}` },
+          `${r.requested} runs requested again: follow batch ${r.batch_id}`));
+      } catch (err) { flash(err.message); rerun.disabled = false; }
+    },
+  });
+  view.append(h('h1', {}, 'Batch ', h('span', { class: 'mono' }, id)), box, h('p', {}, rerun));
   every(2000, async (signal) => {
     const b = await api(`/v1/batches/${enc(id)}`, { signal });
+    const failed = b.reasons.error || 0;
+    rerun.hidden = !failed;
+    rerun.textContent = `Re-run ${failed} failed run${failed === 1 ? '' : 's'}`;
     const order = ['done', 'waiting', 'running', 'created'];
     box.replaceChildren(
       h('div', { id: 'batch-progress' }, `${b.counts.done || 0} of ${b.total} done`),
