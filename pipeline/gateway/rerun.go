@@ -183,10 +183,9 @@ func (s *Server) rerunSelection(ctx context.Context, f store.ListFilter, ids []s
 		switch {
 		case errors.Is(err, store.ErrNotFound) && !named:
 			continue
-		case err == nil && run.Tenant != f.Tenant:
-			err = fmt.Errorf("%w: run %s", store.ErrNotFound, id)
-		}
-		if err != nil {
+		case errors.Is(err, store.ErrNotFound), err == nil && run.Tenant != f.Tenant:
+			return nil, apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("run %s of run_ids not found", id)), nil
+		case err != nil:
 			return nil, nil, err
 		}
 		if f.Matches(run) {
