@@ -15,23 +15,6 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
-// forkView is the origin fields of GET /v1/runs/{id}.
-type forkView struct {
-	Step       int                 `json:"step"`
-	ForkedFrom *pipeline.ForkPoint `json:"forked_from"`
-	RerunOf    string              `json:"rerun_of"`
-	Metadata   json.RawMessage     `json:"metadata"`
-}
-
-func getOrigin(t *testing.T, base, id string) forkView {
-	t.Helper()
-	var v forkView
-	if code := httpDo(t, http.MethodGet, base+"/v1/runs/"+id, nil, &v); code != http.StatusOK {
-		t.Fatalf("get run %s: status %d", id, code)
-	}
-	return v
-}
-
 // stepsRun lists the steps the run's events show started, in order.
 func stepsRun(t *testing.T, events []pipeline.Event) []int {
 	t.Helper()
@@ -74,7 +57,7 @@ func TestFork_from_step_1_of_a_finished_3_step_run_replays_steps_0_and_1_and_run
 	if got := stepsRun(t, events); !slices.Equal(got, []int{2}) {
 		t.Fatalf("the fork ran steps %v, want only step 2: %v", got, eventTypes(events))
 	}
-	if v := getOrigin(t, base, "r-fork"); v.ForkedFrom == nil || *v.ForkedFrom != (pipeline.ForkPoint{RunID: orig, Step: 1}) {
+	if v := getRun(t, base, "r-fork"); v.ForkedFrom == nil || *v.ForkedFrom != (pipeline.ForkPoint{RunID: orig, Step: 1}) {
 		t.Fatalf("forked_from = %+v, want %s at step 1", v.ForkedFrom, orig)
 	}
 
@@ -112,7 +95,7 @@ func TestFork_with_an_edited_input_runs_on_from_the_step_after_with_the_new_text
 	if got := stepsRun(t, events); !slices.Equal(got, []int{1, 2}) {
 		t.Fatalf("the fork ran steps %v, want 1 and 2", got)
 	}
-	if v := getOrigin(t, base, "r-edited"); string(v.Metadata) != `{"why":"edit"}` {
+	if v := getRun(t, base, "r-edited"); string(v.Metadata) != `{"why":"edit"}` {
 		t.Fatalf("metadata = %s, want the fork's", v.Metadata)
 	}
 }
@@ -124,29 +107,15 @@ func sameMessage(a, b pipeline.Message) bool {
 	return string(x) == string(y)
 }
 
-// parkingConfig has an agent whose tool hold waits for an approval, so
-// its runs stay waiting until a test ends them.
-const parkingConfig = `
-kafka: {partitions: 4}
-stepworker: {lease: 1s, sweep_interval: 100ms, dispatch_timeout: 3s, max_attempts: 3}
-toolworker: {lease: 1s, default_timeout: 10s}
-agents:
-  assistant:
-    model: {provider: script, turns: [{text: "hi"}]}
-    tools: [echo, hold]
-tools:
-  hold: {executor: {builtin: echo}, permission: ask}
-`
-
 func TestRerun_of_a_batchs_failed_runs_starts_each_once_even_when_the_request_is_retried(t *testing.T) {
-	stack := connect(t, newInfra(t), parseConfig(t, parkingConfig))
+	stack := connect(t, newInfra(t), parseConfig(t, clusterConfig))
 	workers(t, stack)
 	base := serve(t, stack)
 	outcomes := followRequests(t, stack)
 
-	// A batch of 5 runs: 3 park and are then failed as a worker that
-	// gives up fails them, 2 end naturally.
-	parks := `{"provider":"script","turns":[{"text":"wait","tool_calls":[{"name":"hold","arguments":{}}]}]}`
+	// A batch of 5 runs: 3 park (refund asks for approval) and are then
+	// failed as a worker that gives up fails them, 2 end naturally.
+	parks := `{"provider":"script","turns":[{"text":"wait","tool_calls":[{"name":"refund","arguments":{}}]}]}`
 	var items []map[string]any
 	for i := range 5 {
 		model := `{"provider":"script","turns":[{"text":"fine"}]}`
@@ -200,7 +169,7 @@ func TestRerun_of_a_batchs_failed_runs_starts_each_once_even_when_the_request_is
 	var origins []string
 	for _, r := range list.Runs {
 		origins = append(origins, r.RerunOf)
-		if v := getOrigin(t, base, r.RunID); v.RerunOf != r.RerunOf {
+		if v := getRun(t, base, r.RunID); v.RerunOf != r.RerunOf {
 			t.Fatalf("GET %s: rerun_of %q, list says %q", r.RunID, v.RerunOf, r.RerunOf)
 		}
 	}

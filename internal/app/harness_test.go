@@ -196,6 +196,9 @@ type runView struct {
 	Usage       pipeline.Usage       `json:"usage"`
 	BatchID     string               `json:"batch_id"`
 	ToolCalls   []callView           `json:"tool_calls"`
+	Metadata    json.RawMessage      `json:"metadata"`
+	ForkedFrom  *pipeline.ForkPoint  `json:"forked_from"`
+	RerunOf     string               `json:"rerun_of"`
 }
 
 type callView struct {

@@ -102,6 +102,23 @@ func jsonBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiEr
 	return readBody(w, r, max)
 }
 
+// strictBody reads a JSON body of at most MaxBodyBytes into v, refusing
+// unknown fields (decodeStrict); on a bad one it answers, saying it is an
+// invalid what, and returns false.
+func (s *Server) strictBody(w http.ResponseWriter, r *http.Request, v any, what string) bool {
+	body, ae := jsonBody(w, r, s.cfg.MaxBodyBytes)
+	if ae == nil {
+		if err := decodeStrict(body, v, false); err != nil {
+			ae = invalid("invalid %s: %v", what, err)
+		}
+	}
+	if ae != nil {
+		writeError(w, ae)
+		return false
+	}
+	return true
+}
+
 // jsonProblem says where and what is wrong with data, a JSON document that
 // failed to decode with err. With data nil (a value nested in a larger
 // document, whose offsets would mislead) it says only what.

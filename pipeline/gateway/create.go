@@ -39,6 +39,13 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ae)
 		return
 	}
+	s.startAndAnswer(w, r, nr)
+}
+
+// startAndAnswer starts nr's run (start) and answers as POST /v1/runs
+// does: 201 for a new run, 200 for a replay, or the refusal; an answer
+// of 5xx names the run, so that the same request can be sent again.
+func (s *Server) startAndAnswer(w http.ResponseWriter, r *http.Request, nr newRun) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), createTimeout)
 	defer cancel()
 	run, created, err := s.start(ctx, nr)

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -35,14 +34,8 @@ type ForkRequest struct {
 // not see; 400 for a step outside the original's complete steps.
 func (s *Server) forkRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	body, ae := jsonBody(w, r, s.cfg.MaxBodyBytes)
-	if ae != nil {
-		writeError(w, ae)
-		return
-	}
 	var req ForkRequest
-	if err := decodeStrict(body, &req, false); err != nil {
-		writeError(w, invalid("invalid fork: %v", err))
+	if !s.strictBody(w, r, &req, "fork") {
 		return
 	}
 	if req.FromStep == nil {
@@ -72,18 +65,7 @@ func (s *Server) forkRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ae)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), createTimeout)
-	defer cancel()
-	run, created, err := s.start(ctx, nr)
-	if err != nil {
-		writeError(w, s.refusal(ctx, nr.run.ID, err))
-		return
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	writeJSON(w, status, CreateRunResponse{RunID: run.ID, Status: run.Status})
+	s.startAndAnswer(w, r, nr)
 }
 
 // forkOf is the new run of a fork of orig with history msgs: validated as

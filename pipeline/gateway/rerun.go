@@ -68,14 +68,8 @@ type RerunResponse struct {
 // then; and a run of that batch (a re-run the filter selects again) is not
 // re-run.
 func (s *Server) rerunRuns(w http.ResponseWriter, r *http.Request) {
-	body, ae := jsonBody(w, r, s.cfg.MaxBodyBytes)
-	if ae != nil {
-		writeError(w, ae)
-		return
-	}
 	var req RerunRequest
-	if err := decodeStrict(body, &req, false); err != nil {
-		writeError(w, invalid("invalid re-run: %v", err))
+	if !s.strictBody(w, r, &req, "re-run") {
 		return
 	}
 	f, problems := parseFilter(req.Filter.get)
