@@ -183,3 +183,33 @@ func TestRerun_of_a_batchs_failed_runs_starts_each_once_even_when_the_request_is
 	}
 	waitOutcomes(t, outcomes, want)
 }
+
+// A gateway that dies between a fork's write and its publish leaves a
+// created fork: the sweeper starts it, at the step after its fork point.
+func TestFork_whose_gateway_died_before_the_publish_is_started_by_the_sweeper_after_its_fork_point(t *testing.T) {
+	stack := connect(t, newInfra(t), parseConfig(t, testConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+	orig := createRun(t, base, "r-orig", "assistant", threeSteps)
+	waitDone(t, base, orig, 30*time.Second)
+
+	ctx := context.Background()
+	h, err := stack.Store.History(ctx, orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork := pipeline.Run{ID: "r-orphan", Agent: "assistant", Tenant: pipeline.DefaultTenant, Model: json.RawMessage(threeSteps),
+		ForkedFrom: &pipeline.ForkPoint{RunID: orig, Step: 1}}
+	now := time.Now()
+	if _, _, err := stack.Store.StartRun(ctx, fork, h.Messages[:h.Turns[2]], now, now); err != nil {
+		t.Fatal(err)
+	}
+	assertNaturalEnd(t, waitDone(t, base, "r-orphan", 30*time.Second), 2)
+	events, err := stack.Store.Events(ctx, "r-orphan", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stepsRun(t, events); !slices.Equal(got, []int{2}) {
+		t.Fatalf("the swept fork ran steps %v, want only step 2", got)
+	}
+}
