@@ -255,6 +255,7 @@ func TestConsole_rerun_a_batchs_failed_runs(t *testing.T) {
 	rerunBatch := strings.TrimPrefix(link, "1 runs requested again: follow batch ")
 	var list struct {
 		Runs []struct {
+			RunID   string `json:"run_id"`
 			RerunOf string `json:"rerun_of"`
 		} `json:"runs"`
 	}
@@ -266,5 +267,16 @@ func TestConsole_rerun_a_batchs_failed_runs(t *testing.T) {
 	}
 	if len(list.Runs) != 1 || list.Runs[0].RerunOf != "rerun-broken" {
 		t.Fatalf("the re-run's runs: %+v, want one re-running rerun-broken", list.Runs)
+	}
+
+	// The new run's page links to the run it re-runs.
+	var origin string
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(base+"/#/runs/"+list.Runs[0].RunID),
+		chromedp.WaitVisible(`#run-rerun-of a`, chromedp.ByQuery),
+		chromedp.Text(`#run-rerun-of a`, &origin, chromedp.ByQuery),
+	)
+	if err != nil || origin != "rerun-broken" {
+		t.Fatalf("the re-run's page: %v, links to %q", err, origin)
 	}
 }

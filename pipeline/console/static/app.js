@@ -206,6 +206,9 @@ function runPage(id) {
       h('span', { class: 'muted' }, 'created'), h('span', {}, when(run.created_at)),
       ...(run.parent_run_id ? [h('span', { class: 'muted' }, 'parent'), h('span', { id: 'run-parent', class: 'mono' },
         runLink(run.parent_run_id), h('span', { class: 'muted' }, ` → ${run.parent_call_id}`))] : []),
+      ...(run.forked_from ? [h('span', { class: 'muted' }, 'forked from'),
+        h('span', { id: 'run-forked-from' }, runLink(run.forked_from.run_id), ` after step ${run.forked_from.step}`)] : []),
+      ...(run.rerun_of ? [h('span', { class: 'muted' }, 're-run of'), h('span', { id: 'run-rerun-of' }, runLink(run.rerun_of))] : []),
       ...(run.metadata ? [h('span', { class: 'muted' }, 'metadata'), h('pre', { id: 'run-metadata' }, json(run.metadata))] : []));
     tree.hidden = !run.children;
     children.replaceChildren(...(run.children || []).map((c) => h('tr', { 'data-child': c.run_id },
