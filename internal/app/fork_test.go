@@ -10,14 +10,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/internal/cli"
 	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
 // stepsRun lists the steps the run's events show started, in order.
-func stepsRun(t *testing.T, events []pipeline.Event) []int {
+func stepsRun(t *testing.T, stack *app.Stack, runID string) []int {
 	t.Helper()
+	events, err := stack.Store.Events(context.Background(), runID, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []int
 	for _, e := range events {
 		if e.Type == pipeline.EventStepStarted {
@@ -27,12 +32,21 @@ func stepsRun(t *testing.T, events []pipeline.Event) []int {
 	return out
 }
 
-func TestFork_from_step_1_of_a_finished_3_step_run_replays_steps_0_and_1_and_runs_step_2_anew(t *testing.T) {
+// finishedOriginal runs a stack and on it run r-orig of threeSteps to its
+// end; it returns the stack and the gateway's base URL.
+func finishedOriginal(t *testing.T) (*app.Stack, string) {
+	t.Helper()
 	stack := connect(t, newInfra(t), parseConfig(t, testConfig))
 	workers(t, stack)
 	base := serve(t, stack)
-	orig := createRun(t, base, "r-orig", "assistant", threeSteps)
-	assertNaturalEnd(t, waitDone(t, base, orig, 30*time.Second), 2)
+	createRun(t, base, "r-orig", "assistant", threeSteps)
+	assertNaturalEnd(t, waitDone(t, base, "r-orig", 30*time.Second), 2)
+	return stack, base
+}
+
+func TestFork_from_step_1_of_a_finished_3_step_run_replays_steps_0_and_1_and_runs_step_2_anew(t *testing.T) {
+	stack, base := finishedOriginal(t)
+	orig := "r-orig"
 	origMsgs := getMessages(t, base, orig)
 
 	body := map[string]any{"from_step": 1, "run_id": "r-fork"}
@@ -50,12 +64,8 @@ func TestFork_from_step_1_of_a_finished_3_step_run_replays_steps_0_and_1_and_run
 	if len(msgs) != len(origMsgs) || !slices.EqualFunc(msgs[:7], origMsgs[:7], sameMessage) || msgs[7].Content != "done" {
 		t.Fatalf("fork's conversation:\n%+v\nwant the original's through step 1, then step 2 anew:\n%+v", msgs, origMsgs)
 	}
-	events, err := stack.Store.Events(context.Background(), "r-fork", "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := stepsRun(t, events); !slices.Equal(got, []int{2}) {
-		t.Fatalf("the fork ran steps %v, want only step 2: %v", got, eventTypes(events))
+	if got := stepsRun(t, stack, "r-fork"); !slices.Equal(got, []int{2}) {
+		t.Fatalf("the fork ran steps %v, want only step 2", got)
 	}
 	if v := getRun(t, base, "r-fork"); v.ForkedFrom == nil || *v.ForkedFrom != (pipeline.ForkPoint{RunID: orig, Step: 1}) {
 		t.Fatalf("forked_from = %+v, want %s at step 1", v.ForkedFrom, orig)
@@ -72,11 +82,8 @@ func TestFork_from_step_1_of_a_finished_3_step_run_replays_steps_0_and_1_and_run
 }
 
 func TestFork_with_an_edited_input_runs_on_from_the_step_after_with_the_new_text(t *testing.T) {
-	stack := connect(t, newInfra(t), parseConfig(t, testConfig))
-	workers(t, stack)
-	base := serve(t, stack)
-	orig := createRun(t, base, "r-orig", "assistant", threeSteps)
-	waitDone(t, base, orig, 30*time.Second)
+	stack, base := finishedOriginal(t)
+	orig := "r-orig"
 	origMsgs := getMessages(t, base, orig)
 
 	body := map[string]any{"from_step": 0, "run_id": "r-edited", "input": "go further", "metadata": map[string]string{"why": "edit"}}
@@ -88,11 +95,7 @@ func TestFork_with_an_edited_input_runs_on_from_the_step_after_with_the_new_text
 	if msgs[0].Content != "go further" || !slices.EqualFunc(msgs[1:4], origMsgs[1:4], sameMessage) || msgs[4].Content != "step two" {
 		t.Fatalf("edited fork's conversation: %+v", msgs)
 	}
-	events, err := stack.Store.Events(context.Background(), "r-edited", "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := stepsRun(t, events); !slices.Equal(got, []int{1, 2}) {
+	if got := stepsRun(t, stack, "r-edited"); !slices.Equal(got, []int{1, 2}) {
 		t.Fatalf("the fork ran steps %v, want 1 and 2", got)
 	}
 	if v := getRun(t, base, "r-edited"); string(v.Metadata) != `{"why":"edit"}` {
@@ -187,11 +190,8 @@ func TestRerun_of_a_batchs_failed_runs_starts_each_once_even_when_the_request_is
 // A gateway that dies between a fork's write and its publish leaves a
 // created fork: the sweeper starts it, at the step after its fork point.
 func TestFork_whose_gateway_died_before_the_publish_is_started_by_the_sweeper_after_its_fork_point(t *testing.T) {
-	stack := connect(t, newInfra(t), parseConfig(t, testConfig))
-	workers(t, stack)
-	base := serve(t, stack)
-	orig := createRun(t, base, "r-orig", "assistant", threeSteps)
-	waitDone(t, base, orig, 30*time.Second)
+	stack, base := finishedOriginal(t)
+	orig := "r-orig"
 
 	ctx := context.Background()
 	h, err := stack.Store.History(ctx, orig)
@@ -205,11 +205,7 @@ func TestFork_whose_gateway_died_before_the_publish_is_started_by_the_sweeper_af
 		t.Fatal(err)
 	}
 	assertNaturalEnd(t, waitDone(t, base, "r-orphan", 30*time.Second), 2)
-	events, err := stack.Store.Events(ctx, "r-orphan", "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := stepsRun(t, events); !slices.Equal(got, []int{2}) {
+	if got := stepsRun(t, stack, "r-orphan"); !slices.Equal(got, []int{2}) {
 		t.Fatalf("the swept fork ran steps %v, want only step 2", got)
 	}
 }
