@@ -19,6 +19,16 @@ type Agent struct {
 	System string   `json:"system,omitempty"`
 	Tools  []string `json:"tools,omitempty"` // names of tools in Config.Tools (built-ins included)
 
+	// Description says what the agent is for; an agent that may hand a run
+	// to this one offers the handoff with it (handoff.go). Optional.
+	Description string `json:"description,omitempty"`
+	// Handoffs names the agents this one may hand a run to, each offered
+	// to the model as the tool transfer_to_<name> (HandoffTool). Optional.
+	Handoffs []string `json:"handoffs,omitempty"`
+	// HandoffHistory is what this agent sees of the conversation when a
+	// run is handed to it: "all" (default) or "last_user".
+	HandoffHistory string `json:"handoff_history,omitempty"`
+
 	// ToolExecution is "parallel" (default) or "sequential".
 	ToolExecution string `json:"tool_execution,omitempty"`
 	Stop          Stop   `json:"stop,omitzero"`
@@ -47,9 +57,13 @@ func (a *Agent) setDefaults() {
 	if a.ToolExecution == "" {
 		a.ToolExecution = ToolExecutionParallel
 	}
+	if a.HandoffHistory == "" {
+		a.HandoffHistory = HandoffHistoryAll
+	}
 }
 
-func (a Agent) check(ps *problems, path string, tools map[string]Tool) {
+func (a Agent) check(ps *problems, path, name string, cfg *Config) {
+	tools := cfg.Tools
 	a.Model.check(ps, field(path, "model"))
 	switch a.ToolExecution {
 	case ToolExecutionParallel, ToolExecutionSequential:
@@ -69,6 +83,7 @@ func (a Agent) check(ps *problems, path string, tools map[string]Tool) {
 		}
 	}
 	a.Stop.check(ps, field(path, "stop"))
+	a.checkHandoffs(ps, path, name, cfg.Agents)
 }
 
 func (s Stop) check(ps *problems, path string) {

@@ -75,7 +75,7 @@ func (c *Config) Validate() error {
 	c.Limits.check(&ps, "limits")
 	c.Budgets.check(&ps, "budgets")
 	for _, name := range sortedKeys(c.Agents) {
-		c.Agents[name].check(&ps, field("agents", name), c.Tools)
+		c.Agents[name].check(&ps, field("agents", name), name, c)
 	}
 	for _, name := range sortedKeys(c.Tools) {
 		c.Tools[name].check(&ps, field("tools", name), c)

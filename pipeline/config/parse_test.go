@@ -254,7 +254,7 @@ tools:
     queeu: q
 `,
 			want: []string{
-				"agents.a.modle: unknown field (known: model, plugins, stop, system, tool_execution, tools)",
+				"agents.a.modle: unknown field (known: description, handoff_history, handoffs, model, plugins, stop, system, tool_execution, tools)",
 				"agents.a.stop.max_round: unknown field (known: consecutive_errors, content_match, loop_detection, max_rounds, stop_on_tool, timeout, token_budget)",
 				"kafak: unknown field (known: agents, auth, budgets, decisions, gateway, kafka, limits, mcp_servers, run_requests, runs, stepworker, tools, toolworker)",
 				"tools.t.executor.frontend.x: unknown field (this mapping takes no fields)",

@@ -51,6 +51,11 @@ type Runs struct {
 	MaxScriptDelay Duration `json:"max_script_delay,omitzero"`
 	// Children bounds child runs (tools with an agent executor).
 	Children Children `json:"children,omitzero"`
+	// MaxHandoffs is how many times one run may be handed from an agent to
+	// another (agents' handoffs); default 10. A handoff past it is
+	// refused: its call fails with an error the model reads, and the run
+	// stays with the agent that holds it. ADR 0061.
+	MaxHandoffs int `json:"max_handoffs,omitempty"`
 }
 
 // KeepFor returns the retention with the default applied: how long an
@@ -76,6 +81,9 @@ func (r *Runs) setDefaults() {
 	if r.Children.MaxPerRun == 0 {
 		r.Children.MaxPerRun = DefaultMaxChildrenPerRun
 	}
+	if r.MaxHandoffs == 0 {
+		r.MaxHandoffs = DefaultMaxHandoffs
+	}
 }
 
 func (r Runs) check(ps *problems, path string) {
@@ -85,4 +93,5 @@ func (r Runs) check(ps *problems, path string) {
 	nonNegativeDuration(ps, field(path, "max_script_delay"), r.MaxScriptDelay)
 	nonNegative(ps, field(field(path, "children"), "max_depth"), int64(r.Children.MaxDepth))
 	nonNegative(ps, field(field(path, "children"), "max_per_run"), int64(r.Children.MaxPerRun))
+	nonNegative(ps, field(path, "max_handoffs"), int64(r.MaxHandoffs))
 }
