@@ -29,6 +29,7 @@ const (
 	EventDecisionApplied  EventType = "decision.applied"
 	EventDecisionRejected EventType = "decision.rejected"
 	EventDecisionHeld     EventType = "decision.held"
+	EventRunHandoff       EventType = "run.handoff" // the step's commit handed the run to another agent; data {"from", "to"}
 )
 
 // Event is one entry of a run's event log. ID is the log position the store

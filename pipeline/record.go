@@ -48,6 +48,13 @@ type Run struct {
 	// Where the run comes from, when it was made from another run.
 	ForkedFrom *ForkPoint `json:"forked_from,omitempty"` // the run and step it was forked from (POST /v1/runs/{id}/fork)
 	RerunOf    string     `json:"rerun_of,omitempty"`    // the run it re-runs (POST /v1/runs/rerun)
+
+	// CurrentAgent holds the run now: Agent until a handoff hands it to
+	// another agent, whose instructions, model and tools its next steps
+	// use. The store fills it with Agent for a run never handed off.
+	CurrentAgent string `json:"current_agent,omitempty"`
+	Handoffs     int    `json:"-"` // how many times it was handed off (runs.max_handoffs bounds them)
+	HandoffCall  string `json:"-"` // the call of its latest handoff ("" before any)
 }
 
 // ForkPoint is where a fork branched off: the original run, and its last

@@ -27,6 +27,19 @@ type StepCommit struct {
 	// call fans in; otherwise only the last of the calls in flight does
 	// (FinishCall).
 	Sequential bool
+	// Handoff, when set, hands the run to another agent with the commit:
+	// nil for a step that hands nothing off.
+	Handoff *Handoff
+}
+
+// Handoff is a run handed from one agent to another by one of its step's
+// calls (config.Agent.Handoffs): the run's holder becomes To, its
+// handoff count goes up by one, and the event run.handoff {"from", "to"}
+// names both.
+type Handoff struct {
+	From   string // the agent that held the run
+	To     string // the agent that holds it from the next step on
+	CallID string // the call of the step that handed it off
 }
 
 // StepEnd is what the StepEnd handler commits once every call of the step is

@@ -96,6 +96,10 @@ func decodeRun(runID string, h fields) (pipeline.Run, error) {
 	if fork := h.get("fork_of"); fork != "" {
 		r.ForkedFrom = &pipeline.ForkPoint{RunID: fork, Step: int(d.int("fork_step"))}
 	}
+	// holder: the agent a handoff gave the run to (commit_step.lua writes
+	// it); none before the first.
+	r.CurrentAgent = cmp.Or(h.get("holder"), r.Agent)
+	r.Handoffs, r.HandoffCall = int(d.int("handoffs")), h.get("handoff_call")
 	if reason := h.get("term_reason"); reason != "" {
 		r.Termination = &pipeline.Termination{
 			Reason: pipeline.TerminationReason(reason),

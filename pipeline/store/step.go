@@ -193,6 +193,12 @@ func (s *Store) AppendDelta(ctx context.Context, runID string, step int, owner, 
 // AsksApproval). Suspended calls enter the pending index after the script; if that write fails the commit stands and the
 // error says so (ListPending with a run filter still finds them).
 //
+// With c.Handoff the commit also hands the run to c.Handoff.To: the run's
+// holder (Run.CurrentAgent) and handoff count change, and run.handoff
+// (data {"from","to"}, the handing call's id as its call) follows the
+// calls' events. The commit is the handoff: a commit refused or redone
+// hands nothing off twice.
+//
 // A new call with DispatchedBy set (one its committer publishes right
 // after the commit) is marked as being sent by that worker at now: other
 // reconciles leave it to that worker while it is alive (Heartbeat).
@@ -300,6 +306,10 @@ func (s *Store) commitStepCmd(runID string, step int, owner string, c StepCommit
 		}
 		written = append(written, w)
 	}
+	handoff, err := handoffOf(step, c.Handoff, now)
+	if err != nil {
+		return script{}, nil, err
+	}
 	cmd, err := callOf(s.scripts.commitStep,
 		[]string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step), s.stateKey(runID)},
 		struct {
@@ -318,10 +328,41 @@ func (s *Store) commitStepCmd(runID string, step int, owner string, c StepCommit
 			InFlight  []pipeline.ToolCallStatus `json:"in_flight"`
 			Calls     []writtenCall             `json:"calls"`
 			State     []stateUpdate             `json:"state"`
+			Handoff   *handoffArg               `json:"handoff,omitempty"`
 		}{step, owner, toMillis(now), pipeline.RunRunning, pipeline.StepInferring, moved(pipeline.StepInferring, pipeline.StepTools),
 			c.Usage.InputTokens, c.Usage.OutputTokens, pipeline.MicroUSD(c.Usage.CostUSD), string(msg), assistant,
-			pipeline.EventTextDelta, counted, written, stateUpdates(c.State)})
+			pipeline.EventTextDelta, counted, written, stateUpdates(c.State), handoff})
 	return cmd, written, err
+}
+
+// handoffArg is a handoff as commit_step.lua takes it: the agent that
+// holds the run next, the call that handed it off and its run.handoff
+// entry.
+type handoffArg struct {
+	To    string `json:"to"`
+	Call  string `json:"call"`
+	Event entry  `json:"event"`
+}
+
+// handoffOf is h as commit_step.lua takes it; nil for none.
+func handoffOf(step int, h *Handoff, now time.Time) (*handoffArg, error) {
+	if h == nil {
+		return nil, nil
+	}
+	if h.To == "" || h.From == h.To {
+		return nil, fmt.Errorf("%w: a handoff from %q to %q", ErrInvalid, h.From, h.To)
+	}
+	if err := checkCallID(h.CallID); err != nil {
+		return nil, fmt.Errorf("handoff: %w", err)
+	}
+	ev, err := newEntry(step, h.CallID, pipeline.EventRunHandoff, now, struct {
+		From string `json:"from"`
+		To   string `json:"to"`
+	}{h.From, h.To})
+	if err != nil {
+		return nil, err
+	}
+	return &handoffArg{To: h.To, Call: h.CallID, Event: ev}, nil
 }
 
 // writtenCall is a call a commit writes: its id and status, its hash's

@@ -2,7 +2,8 @@
 -- ToolGate decided (new, suspended or terminal) and move the step to the
 -- state Go computed, if the caller still holds the step. The step's
 -- streamed deltas leave the event stream: the assistant message holds
--- their text (lib.lua's trim_deltas).
+-- their text (lib.lua's trim_deltas). A step that hands the run to
+-- another agent gives the run to it here, with the commit.
 -- KEYS: 1 run hash, 2 events stream, 3 messages list, 4 step list, 5 the
 --       run's plugin state hash; each call's hash is part(run hash,
 --       'call:<id>')
@@ -20,7 +21,10 @@
 --           hash as HSET arguments), events (its tool_call.created entry
 --           and what follows it), ask (a parked call's approval request,
 --           lib.lua's ask_approval; absent for the others)}),
---           state (the plugin state updates: {key, value}, "" deletes)}
+--           state (the plugin state updates: {key, value}, "" deletes),
+--           handoff (absent unless the step hands the run to another
+--           agent: {to (the agent), call (the call that hands it off),
+--           event (its run.handoff entry)})}
 -- Returns the run hash as the commit leaves it; the calls are as the
 -- caller wrote them.
 local run_key, events_key, msgs_key, step_key, state_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -71,6 +75,12 @@ local set = {'step_state', a.to, 'lease_owner', '', 'lease_until', '0', 'updated
 if a.cost ~= 0 then
   set[#set + 1], set[#set + 2] = 'cost', (tonumber(run.cost) or 0) + a.cost
 end
+-- holder: the agent the run is handed to (the run's agent until then).
+if a.handoff then
+  set[#set + 1], set[#set + 2] = 'holder', a.handoff.to
+  set[#set + 1], set[#set + 2] = 'handoffs', (tonumber(run.handoffs) or 0) + 1
+  set[#set + 1], set[#set + 2] = 'handoff_call', a.handoff.call
+end
 -- open: how many calls of a step that runs them in parallel are in flight
 -- (finish_call counts down, a resume counts up); the call that brings it
 -- to 0 fans in, and the others need not. A step of one call needs no
@@ -114,4 +124,7 @@ for i, c in ipairs(a.calls) do
   end
 end
 rpush(step_key, ids, 1, #ids)
+if a.handoff then
+  emit(events_key, a.handoff.event)
+end
 return fields_reply(run)
