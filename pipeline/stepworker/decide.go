@@ -153,7 +153,7 @@ func (w *Worker) prepare(ctx context.Context, d topics.Decision, signedBy string
 			return sd, before, err
 		}
 		w.checkResume(ctx, run, call, &sd)
-		if agent, _ := w.cfg.Agent(run.Agent); !agent.Sequential() {
+		if agent, _ := w.cfg.Agent(run.CurrentAgent); !agent.Sequential() {
 			sd.Dispatcher = w.instance // a resumed call of a parallel step is published at once
 		}
 	} else if err := w.store.ScheduleSweep(ctx, d.RunID, before); err != nil {

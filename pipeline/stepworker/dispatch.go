@@ -15,7 +15,7 @@ import (
 // call that is not terminal, if it waits (while it runs or is suspended,
 // the ones after it wait).
 func (w *Worker) dispatchable(run pipeline.Run, calls []pipeline.ToolCall) []int {
-	agent, _ := w.cfg.Agent(run.Agent)
+	agent, _ := w.cfg.Agent(run.CurrentAgent)
 	var out []int
 	for i, c := range calls {
 		waits := c.Status == pipeline.CallNew || c.Status == pipeline.CallResuming

@@ -34,19 +34,26 @@ func compileConditions(cfg *config.Config) (conditions, error) {
 // and those plugins schedule for the call combine by priority —, and sets the calls' initial
 // state accordingly: allowed calls stay new (to be published), suspended
 // ones are parked, set_result ones finish at once, and a block fails its
-// call, cancels the calls after it and ends the run. Gate decisions depend
-// only on the configuration, the arguments and the child runs the run
-// started in earlier steps, so replaying a step decides the same. A call
-// of an agent tool parks until its child run answers (startChildren), or
-// fails at once over the limits of runs.children.
+// call, cancels the calls after it and ends the run. A call of one of the
+// agent's handoffs is answered by the worker alone (answerHandoff): no
+// plugin or permission gates it. A call of an agent tool parks until its
+// child run answers (startChildren), or fails at once over the limits of
+// runs.children. Gate decisions depend only on the configuration, the
+// arguments and the run as claimed (its handoff count, the child runs it
+// started in earlier steps), so replaying a step decides the same.
 func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, agent config.Agent, params map[string]json.RawMessage, calls []pipeline.ToolCall, now time.Time) ([]pipeline.ToolCall, error) {
 	out := make([]pipeline.ToolCall, len(calls))
-	blocked := ""
+	blocked, handing := "", false
 	children := len(run.Children) // the child runs it has, and those the calls before start
 	for i, c := range calls {
 		if blocked != "" {
 			c.Status, c.Error = pipeline.CallCancelled, "not run: the run was blocked at call "+blocked
 			out[i] = c
+			continue
+		}
+		if to, ok := agent.HandoffTarget(c.Tool); ok {
+			out[i] = w.answerHandoff(run, c, to, handing)
+			handing = handing || out[i].Status == pipeline.CallSucceeded
 			continue
 		}
 		fromPlugins, err := ph.gateCall(ctx, c)

@@ -15,7 +15,8 @@ import (
 
 // models resolves the model of a run: its own script model when it brought
 // one (runs may only bring scripts; other providers come from the
-// configuration), else its agent's, built once at start. An agent whose model cannot be
+// configuration), else that of the agent holding it (Run.CurrentAgent: a
+// handoff changes it), built once at start. An agent whose model cannot be
 // built fails its runs with the reason, not the worker's start: one bad agent
 // must not stop the others.
 type models struct {
@@ -63,9 +64,9 @@ func (m *models) forRun(run pipeline.Run) (model.Model, error) {
 	if len(run.Model) > 0 {
 		return m.script(run.Model)
 	}
-	r, ok := m.byAgent[run.Agent]
+	r, ok := m.byAgent[run.CurrentAgent]
 	if !ok {
-		return nil, fmt.Errorf("agent %q is not configured", run.Agent)
+		return nil, fmt.Errorf("agent %q is not configured", run.CurrentAgent)
 	}
 	return r.model, r.err
 }
@@ -103,7 +104,7 @@ func (m *models) keyOf(run pipeline.Run) string {
 	if len(run.Model) > 0 {
 		return config.ProviderScript
 	}
-	return m.byAgent[run.Agent].key
+	return m.byAgent[run.CurrentAgent].key
 }
 
 func fromConfig(c config.Model) (model.Model, error) { return providers.New(c) }

@@ -18,7 +18,7 @@ type phases struct {
 }
 
 func (w *Worker) phases(ctx context.Context, run pipeline.Run, msgs []pipeline.Message) (*phases, error) {
-	set := w.plugins[run.Agent]
+	set := w.plugins[run.CurrentAgent]
 	state := plugin.State{}
 	if !set.Empty() { // without hooks nothing reads or writes the state: spare the round trip
 		var err error
@@ -71,7 +71,7 @@ func (ph *phases) updates() []pipeline.StateUpdate { return ph.set.PersistentUpd
 // stepEnd runs the StepEnd phase over a step's terminal calls and returns
 // its persistent state updates.
 func (w *Worker) stepEnd(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) ([]pipeline.StateUpdate, error) {
-	if w.plugins[run.Agent].Empty() {
+	if w.plugins[run.CurrentAgent].Empty() {
 		return nil, nil // no hook, so nothing to run: no action can be scheduled
 	}
 	ph, err := w.phases(ctx, run, nil)
@@ -88,7 +88,7 @@ func (w *Worker) stepEnd(ctx context.Context, run pipeline.Run, calls []pipeline
 // runEnd runs the RunEnd phase of a done run. Its hooks observe; the run is
 // done, so state they set is not kept.
 func (w *Worker) runEnd(ctx context.Context, run pipeline.Run) error {
-	if w.plugins[run.Agent].Empty() {
+	if w.plugins[run.CurrentAgent].Empty() {
 		return nil
 	}
 	ph, err := w.phases(ctx, run, nil)

@@ -215,7 +215,7 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 	}
 	w.metrics.Redriven("call", len(redrive))
 
-	agent, _ := w.cfg.Agent(run.Agent)
+	agent, _ := w.cfg.Agent(run.CurrentAgent)
 	switch pipeline.DeriveRunStatus(pipeline.CallStatuses(ahead(agent, calls))) {
 	case pipeline.RunRunning:
 		if err := w.startChildren(ctx, run, calls); err != nil {

@@ -27,7 +27,7 @@ func (w *Worker) checkResume(ctx context.Context, run pipeline.Run, c pipeline.T
 	if mode == pipeline.ResumeUseDecisionAsResult {
 		return
 	}
-	agent, _ := w.cfg.Agent(run.Agent)
+	agent, _ := w.cfg.Agent(run.CurrentAgent)
 	params := paramsOf(w.toolSpecs(ctx, []string{c.Tool}))
 	if mode == pipeline.ResumePassDecisionToTool && len(d.Payload) > 0 {
 		if err := w.schemas.check(params[c.Tool], d.Payload); err != nil {

@@ -199,7 +199,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	defer lost(nil)
 	ctx, span := tracing.Start(ctx, run.Trace, oteltrace.SpanKindConsumer, func() (string, []attribute.KeyValue) {
 		return "step " + strconv.Itoa(run.Step), []attribute.KeyValue{tracing.RunID(run.ID), tracing.Step(run.Step),
-			tracing.Agent(run.Agent), attribute.Int("stepwise.attempt", run.Attempts)}
+			tracing.Agent(run.CurrentAgent), attribute.Int("stepwise.attempt", run.Attempts)}
 	})
 	defer span.End()
 	log = tracing.Log(log, span)
@@ -211,7 +211,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 			w.abandonStep(run, log)
 		}
 	}()
-	agent, _ := w.cfg.Agent(run.Agent)
+	agent, _ := w.cfg.Agent(run.CurrentAgent)
 	mdl, err := w.models.forRun(run)
 	if err != nil {
 		w.logErr(log, "end run", w.giveUp(ctx, run, err.Error()))
@@ -239,12 +239,12 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 		func(err error) bool { return errors.Is(err, store.ErrLeaseLost) },
 		func() { lost(errLeaseLost) })
 	defer stopRenewing()
-	ph, err := w.phases(ctx, run, msgs)
+	ph, err := w.phases(ctx, run, seenBy(agent, run, msgs))
 	if err != nil {
 		log.Error("load plugin state; the sweeper will retry the step", "error", err)
 		return
 	}
-	specs := w.toolSpecs(ctx, agent.Tools)
+	specs := append(w.toolSpecs(ctx, agent.Tools), w.handoffSpecs(agent)...)
 	resp, err := w.infer(ctx, ph, run, agent, mdl, specs, log)
 	stopRenewing() // the commit checks the lease; renewing past it would only fail
 	if err != nil {
@@ -283,10 +283,11 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 		assistant.ToolCalls = append(assistant.ToolCalls, pipeline.ToolCallRequest{ID: c.ID, Name: c.Tool, Arguments: c.Arguments})
 	}
 	w.markOutgoing(run, calls) // published by the commit's reconcile, marked by the commit (marks.go)
-	commit := store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates(), Sequential: agent.Sequential()}
+	commit := store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates(), Sequential: agent.Sequential(),
+		Handoff: handoffOf(run, agent, calls)}
 	var held []store.HeldDecision
 	runID, commitAt := run.ID, w.now() // the commit's reply replaces run and calls, with nothing on an error
-	if len(calls) == 0 && w.plugins[run.Agent].Empty() {
+	if len(calls) == 0 && w.plugins[run.CurrentAgent].Empty() {
 		// No call to wait for and no StepEnd hook to run: the step ends as
 		// it commits (endStep would find just this).
 		end := store.StepEnd{Finish: finishOf(nil), CallIDs: []string{}}
@@ -312,7 +313,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 		return
 	}
 	committed = true
-	w.metrics.StepCommitted(run.Agent, time.Since(started))
+	w.metrics.StepCommitted(run.CurrentAgent, time.Since(started))
 	// A cancel or a lost renewal that lands now stops nothing: the outcome
 	// is committed, and its follow-ups go on.
 	w.logErr(log, "reconcile after commit", w.reconcileCommitted(context.WithoutCancel(ctx), run, calls, held))

@@ -26,7 +26,7 @@ func compileStops(cfg *config.Config) (map[string]*stop.Conditions, error) {
 // current step, whose calls are given; it reads only the history the
 // conditions need. nil: the run goes on.
 func (w *Worker) stopped(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) (*pipeline.Termination, error) {
-	conds := w.stops[run.Agent]
+	conds := w.stops[run.CurrentAgent]
 	if !conds.Enabled() {
 		return nil, nil
 	}
@@ -39,7 +39,7 @@ func (w *Worker) stopped(ctx context.Context, run pipeline.Run, calls []pipeline
 		history = all
 	}
 	steps := stop.History(history, run.Step, max(conds.NeedsHistory(), 1))
-	if agent, _ := w.cfg.Agent(run.Agent); agent.Stop.ContentMatch != "" {
+	if agent, _ := w.cfg.Agent(run.CurrentAgent); agent.Stop.ContentMatch != "" {
 		text, err := w.lastAssistantText(ctx, run.ID)
 		if err != nil {
 			return nil, err

@@ -31,7 +31,7 @@ func (w *Worker) withPhases(call pipeline.ToolCall, execute func() (store.CallOu
 	if err != nil {
 		return failed(fmt.Sprintf("load the run's plugin state: %v", err)), false
 	}
-	set := w.plugins[run.Agent]
+	set := w.plugins[run.CurrentAgent]
 	pc := &plugin.Context{Phase: pipeline.PhaseBeforeToolExecute, Run: run, Call: &call, State: state}
 	if _, err := set.Run(ctx, pc, nil); err != nil {
 		return failed(fmt.Sprintf("%s: %v", pipeline.PhaseBeforeToolExecute, err)), ctx.Err() == nil
