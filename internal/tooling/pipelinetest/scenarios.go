@@ -1,6 +1,10 @@
 package pipelinetest
 
-import "github.com/stepwise-run/stepwise/topics"
+import (
+	"strings"
+
+	"github.com/stepwise-run/stepwise/topics"
+)
 
 // scenarioConfig has leases of 10s (the driver moves its clock past them
 // when nothing is in flight), a retry budget no crash series exhausts, and
@@ -37,6 +41,19 @@ tools:
   ask_helper: {executor: {agent: helper, input: "about {{.topic}}"}}
 `
 
+// handoffConfig is scenarioConfig with two more agents: triage, which may
+// hand a run to refunds, and refunds, which alone offers sleep.
+var handoffConfig = strings.Replace(scenarioConfig, "\nagents:\n", `
+agents:
+  triage:
+    model: {provider: script, turns: [{text: "hi"}]}
+    tools: [echo]
+    handoffs: [refunds]
+  refunds:
+    model: {provider: script, turns: [{text: "hi"}]}
+    tools: [sleep]
+`, 1)
+
 // budgetConfig is scenarioConfig with a token budget for the runs' tenant
 // (the keyless gateway's): every step reserves from it and settles.
 const budgetConfig = scenarioConfig + `
@@ -52,7 +69,8 @@ budgets:
 // itself, steps that reserve and settle a budget, a run cancelled while it
 // waits, a decision still held when the run ends (rejected then, before
 // the RunEnd hook and the result), a parked call resumed by its
-// on_timeout, and a call answered by the child run it starts.
+// on_timeout, a call answered by the child run it starts (Child), and a
+// run handed from one agent to another (Handoff).
 func Scenarios() []Scenario {
 	resume := func(call string, payload string) *topics.Decision {
 		return &topics.Decision{DecisionID: "d-" + call, CallID: call, Action: topics.ActionResume,
@@ -85,6 +103,7 @@ func Scenarios() []Scenario {
 			{"text":"approve or go","tool_calls":[{"name":"approve_or_go","arguments":{"x":1}}]},
 			{"text":"done"}]}`},
 		Child(),
+		Handoff(),
 	}
 }
 
@@ -94,6 +113,16 @@ func Scenarios() []Scenario {
 func Child() Scenario {
 	return Scenario{Name: "child_run", Config: scenarioConfig, Agent: "parent", Script: `{"provider":"script","turns":[
 		{"text":"ask","tool_calls":[{"name":"ask_helper","arguments":{"topic":"x"}}]},
+		{"text":"done"}]}`}
+}
+
+// Handoff is the scenario whose first step hands the run from triage to
+// refunds, whose tool its next step calls: the run is handed off once
+// (run.handoff is a commit's event), whatever was redone.
+func Handoff() Scenario {
+	return Scenario{Name: "handoff", Config: handoffConfig, Agent: "triage", Script: `{"provider":"script","turns":[
+		{"text":"over to refunds","tool_calls":[{"name":"transfer_to_refunds","arguments":{}},{"name":"echo","arguments":{"x":1}}]},
+		{"text":"refunding","tool_calls":[{"name":"sleep","arguments":{"ms":1}}]},
 		{"text":"done"}]}`}
 }
 
