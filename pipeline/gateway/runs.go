@@ -30,6 +30,9 @@ type RunSummary struct {
 	// ForkedFrom and RerunOf name the run it was made from, if any.
 	ForkedFrom *pipeline.ForkPoint `json:"forked_from,omitempty"`
 	RerunOf    string              `json:"rerun_of,omitempty"`
+	// CurrentAgent is the agent that holds the run now: Agent until a
+	// handoff gave it to another (agents' handoffs).
+	CurrentAgent string `json:"current_agent,omitempty"`
 }
 
 // RunView is the answer of GET /v1/runs/{id}: the summary and every tool
@@ -117,7 +120,7 @@ func summaryOf(r pipeline.Run) RunSummary {
 	return RunSummary{
 		RunID: r.ID, Agent: r.Agent, Status: r.Status, Step: r.Step,
 		Termination: r.Termination, Usage: r.Usage, Metadata: r.Metadata, BatchID: r.Batch, ParentRunID: r.ParentRunID,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ForkedFrom: r.ForkedFrom, RerunOf: r.RerunOf,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ForkedFrom: r.ForkedFrom, RerunOf: r.RerunOf, CurrentAgent: r.CurrentAgent,
 	}
 }
 
