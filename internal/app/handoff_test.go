@@ -1,0 +1,147 @@
+package app_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// handoffConfig has triage, which answers by handing the run to refunds,
+// and refunds, which alone offers issue_refund and calls it; and two
+// agents that hand a run to each other at every turn, under a limit of
+// two handoffs a run and four rounds.
+const handoffConfig = `
+kafka: {partitions: 4}
+stepworker: {lease: 2s, sweep_interval: 100ms, dispatch_timeout: 3s}
+toolworker: {lease: 2s}
+runs: {max_handoffs: 2}
+agents:
+  triage:
+    model: {provider: script, turns: [{text: "over to refunds", tool_calls: [{name: transfer_to_refunds, arguments: {}}]}]}
+    system: You sort requests.
+    tools: [echo]
+    handoffs: [refunds]
+  refunds:
+    description: Refunds orders.
+    model:
+      provider: script
+      turns:
+        - {text: "refunds never answers step 0"}
+        - {text: "refunding", tool_calls: [{name: issue_refund, arguments: {order: 7}}]}
+        - {text: "refunded order 7"}
+    system: You refund orders.
+    tools: [issue_refund]
+  ping:
+    model: {provider: script, loop_last: true, turns: [{text: "to pong", tool_calls: [{name: transfer_to_pong, arguments: {}}]}]}
+    handoffs: [pong]
+    stop: {max_rounds: 4}
+  pong:
+    model: {provider: script, loop_last: true, turns: [{text: "to ping", tool_calls: [{name: transfer_to_ping, arguments: {}}]}]}
+    handoffs: [ping]
+    stop: {max_rounds: 4}
+tools:
+  issue_refund: {executor: {builtin: echo}}
+`
+
+// startAgent creates a run of agent with the configuration's model.
+func startAgent(t *testing.T, base, runID, agent string) {
+	t.Helper()
+	body := map[string]any{"run_id": runID, "agent": agent, "input": "refund order 7"}
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs", body, nil); code != http.StatusCreated {
+		t.Fatalf("create run: status %d", code)
+	}
+}
+
+// heldBy is GET /v1/runs/{id}'s agents: the one it started with and the
+// one that holds it.
+func heldBy(t *testing.T, base, id string) (agent, current string) {
+	t.Helper()
+	var v struct {
+		Agent        string `json:"agent"`
+		CurrentAgent string `json:"current_agent"`
+	}
+	if code := httpDo(t, http.MethodGet, base+"/v1/runs/"+id, nil, &v); code != http.StatusOK {
+		t.Fatalf("get run %s: status %d", id, code)
+	}
+	return v.Agent, v.CurrentAgent
+}
+
+// handoffsOf is the {from, to} of each run.handoff event, in order.
+func handoffsOf(t *testing.T, events []pipeline.Event) [][2]string {
+	t.Helper()
+	var out [][2]string
+	for _, e := range eventsOf(events, pipeline.EventRunHandoff) {
+		var d struct{ From, To string }
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			t.Fatalf("run.handoff data %s: %v", e.Data, err)
+		}
+		out = append(out, [2]string{d.From, d.To})
+	}
+	return out
+}
+
+func TestHandoff_triage_hands_the_run_to_refunds_which_goes_on_with_its_own_tools(t *testing.T) {
+	stack := connect(t, newInfra(t), parseConfig(t, handoffConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+	startAgent(t, base, "r-handoff", "triage")
+
+	v := waitDone(t, base, "r-handoff", 30*time.Second)
+	assertNaturalEnd(t, v, 2)
+	if agent, current := heldBy(t, base, "r-handoff"); agent != "triage" || current != "refunds" {
+		t.Fatalf("agent %q, current_agent %q; want the run of triage held by refunds", agent, current)
+	}
+	if len(v.ToolCalls) != 2 {
+		t.Fatalf("tool calls %+v; want the handoff and the refund", v.ToolCalls)
+	}
+	handoff, refund := v.ToolCalls[0], v.ToolCalls[1]
+	if handoff.Tool != "transfer_to_refunds" || handoff.Step != 0 || handoff.Status != pipeline.CallSucceeded {
+		t.Fatalf("handoff call %+v", handoff)
+	}
+	if got, want := canonical(t, handoff.Result), canonical(t, json.RawMessage(`{"assistant":"refunds"}`)); got != want {
+		t.Fatalf("handoff result %s; want %s", got, want)
+	}
+	// triage does not offer issue_refund: it ran because refunds held step 1.
+	if refund.Tool != "issue_refund" || refund.Step != 1 || refund.Status != pipeline.CallSucceeded {
+		t.Fatalf("refund call %+v; want issue_refund run at step 1", refund)
+	}
+	msgs := getMessages(t, base, "r-handoff")
+	if last := msgs[len(msgs)-1]; last.Content != "refunded order 7" {
+		t.Fatalf("last message %+v; want refunds' answer", last)
+	}
+	events := runEvents(t, stack, "r-handoff")
+	if got := handoffsOf(t, events); len(got) != 1 || got[0] != [2]string{"triage", "refunds"} {
+		t.Fatalf("run.handoff events %v; want one, from triage to refunds", got)
+	}
+	if e := eventsOf(events, pipeline.EventRunHandoff)[0]; e.Step != 0 || e.CallID != handoff.CallID {
+		t.Fatalf("run.handoff %+v; want step 0, call %s", e, handoff.CallID)
+	}
+}
+
+func TestHandoff_past_max_handoffs_is_refused_and_max_rounds_counts_across_holders(t *testing.T) {
+	stack := connect(t, newInfra(t), parseConfig(t, handoffConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+	startAgent(t, base, "r-pingpong", "ping")
+
+	v := waitDone(t, base, "r-pingpong", 30*time.Second)
+	if v.Termination.Reason != pipeline.ReasonStopped || v.Termination.Code != "max_rounds" || v.Step != 3 {
+		t.Fatalf("run ended %+v at step %d; want stopped by max_rounds at step 3", v.Termination, v.Step)
+	}
+	got := handoffsOf(t, runEvents(t, stack, "r-pingpong"))
+	if len(got) != 2 || got[0] != [2]string{"ping", "pong"} || got[1] != [2]string{"pong", "ping"} {
+		t.Fatalf("run.handoff events %v; want ping→pong, pong→ping and no more", got)
+	}
+	if _, current := heldBy(t, base, "r-pingpong"); current != "ping" {
+		t.Fatalf("current_agent %q; want ping, whom the last handoff allowed gave it to", current)
+	}
+	for _, c := range v.ToolCalls[2:] {
+		if c.Status != pipeline.CallFailed || !strings.Contains(c.Error, "runs.max_handoffs") {
+			t.Fatalf("call %+v past the limit; want it failed, naming runs.max_handoffs", c)
+		}
+	}
+}
