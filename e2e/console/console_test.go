@@ -211,6 +211,35 @@ func TestConsole_a_runs_page_shows_its_child_runs_and_its_parent(t *testing.T) {
 	}
 }
 
+// A run handed from triage to refunds names, on its page, the agent that
+// holds it and who held each step: its calls' and its events'.
+func TestConsole_a_handed_off_run_names_who_held_each_step(t *testing.T) {
+	ctx := browser(t)
+	base := startDev(t)
+	model := `{"provider":"script","turns":[{"text":"over to refunds","tool_calls":[` + call("H", "transfer_to_refunds", `{}`) + `]},
+		{"text":"refunding","tool_calls":[` + call("E", "echo", `{"order":7}`) + `]},{"text":"done"}]}`
+	run := map[string]any{"run_id": "console-handoff", "agent": "triage", "input": "refund order 7", "model": json.RawMessage(model)}
+	if code := keyDo(t, "POST", base+"/v1/runs", run, nil); code != 201 {
+		t.Fatalf("create the run: %d", code)
+	}
+	var page struct{ Holder, Calls, Events string }
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(base+"/#/runs/console-handoff"),
+		chromedp.WaitVisible(`#key-input`, chromedp.ByQuery),
+		chromedp.SendKeys(`#key-input`, consoleKey, chromedp.ByQuery),
+		chromedp.Click(`#key-form button[type=submit]`, chromedp.ByQuery),
+		chromedp.Poll(`(() => {
+			const status = document.querySelector('#run-status'), holder = document.querySelector('#run-holder');
+			const held = (sel) => document.querySelector(sel)?.querySelector('.held-by')?.textContent;
+			if (status?.textContent !== 'done' || held('#calls tr[data-call="H"]') !== 'triage' || held('#calls tr[data-call="E"]') !== 'refunds') return null;
+			return {Holder: holder?.textContent || '', Calls: document.querySelector('#calls').innerText, Events: document.querySelector('.events').innerText};
+		})()`, &page, chromedp.WithPollingTimeout(30*time.Second)),
+	)
+	if err != nil || page.Holder != "refunds" || !strings.Contains(page.Events, "run.handoff") {
+		t.Fatalf("the run's page: %v, held by %q, calls:\n%s\nevents:\n%s", err, page.Holder, page.Calls, page.Events)
+	}
+}
+
 // script is a script model whose first turn proposes calls and whose
 // second answers.
 func script(calls ...string) string {

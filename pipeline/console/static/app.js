@@ -189,10 +189,15 @@ function runPage(id) {
     h('table', {}, h('thead', {}, h('tr', {}, ['run', 'call', 'status'].map((c) => h('th', {}, c)))), children));
   view.append(h('h1', {}, 'Run ', h('span', { class: 'mono' }, id)), head, h('p', {}, cancel), tree,
     h('h2', {}, 'Tool calls'),
-    h('table', { id: 'calls' }, h('thead', {}, h('tr', {}, ['call', 'step', 'tool', 'status', 'arguments', 'result', 'approval'].map((c) => h('th', {}, c)))), calls),
+    h('table', { id: 'calls' }, h('thead', {}, h('tr', {}, ['call', 'step', 'agent', 'tool', 'status', 'arguments', 'result', 'approval'].map((c) => h('th', {}, c)))), calls),
     h('h2', {}, 'Messages'), messages,
     h('h2', {}, 'Events'), h('div', { class: 'events' }, h('table', {}, events)));
 
+  // Who held the run at each step: the agent it was created for, then, from
+  // the step after each run.handoff, the agent that handoff gave it to.
+  let created = '';
+  const handoffs = [];
+  const heldAt = (step) => handoffs.reduce((who, ho) => (ho.step < step ? ho.to : who), created);
   let pending = null;
   const refresh = async () => {
     const [run, { messages: msgs }] = await Promise.all([api(`/v1/runs/${enc(id)}`), api(`/v1/runs/${enc(id)}/messages`)]);
@@ -200,6 +205,7 @@ function runPage(id) {
     head.replaceChildren(
       h('span', { class: 'muted' }, 'status'), h('span', { id: 'run-status' }, status(run.status)),
       h('span', { class: 'muted' }, 'agent'), h('span', {}, run.agent),
+      ...(run.current_agent && run.current_agent !== run.agent ? [h('span', { class: 'muted' }, 'held by'), h('span', { id: 'run-holder' }, run.current_agent)] : []),
       h('span', { class: 'muted' }, 'step'), h('span', {}, run.step),
       h('span', { class: 'muted' }, 'termination'), h('span', {}, run.termination ? `${run.termination.reason}${run.termination.code ? ` (${run.termination.code})` : ''}${run.termination.detail ? `: ${run.termination.detail}` : ''}` : '—'),
       h('span', { class: 'muted' }, 'usage'), h('span', {}, usage(run.usage)),
@@ -215,7 +221,7 @@ function runPage(id) {
       h('td', { class: 'mono' }, runLink(c.run_id)), h('td', { class: 'mono' }, c.call_id),
       h('td', {}, status(c.status)))));
     calls.replaceChildren(...(run.tool_calls || []).map((c) => h('tr', { 'data-call': c.call_id },
-      h('td', { class: 'mono' }, c.call_id), h('td', {}, c.step), h('td', {}, c.tool), h('td', {}, status(c.status)),
+      h('td', { class: 'mono' }, c.call_id), h('td', {}, c.step), h('td', { class: 'held-by' }, heldAt(c.step)), h('td', {}, c.tool), h('td', {}, status(c.status)),
       h('td', {}, h('pre', {}, json(c.arguments))), h('td', {}, h('pre', {}, c.error || json(c.result))),
       h('td', {}, c.decision ? `${c.decision.action} by ${c.decision.decided_by || '?'}${c.decision.reason ? `: ${c.decision.reason}` : ''}`
         : c.status === 'suspended' ? h('a', { href: '#/inbox' }, 'waiting: decide in Approvals') : ''))));
@@ -230,7 +236,9 @@ function runPage(id) {
   };
   refresh().catch((err) => flash(err.message));
   follow(id, (ev) => {
-    events.prepend(h('tr', {}, h('td', { class: 'muted' }, when(ev.at)), h('td', {}, ev.type), h('td', {}, ev.step),
+    if (ev.type === 'run.created') created = ev.data?.agent || '';
+    if (ev.type === 'run.handoff') handoffs.push({ step: ev.step, to: ev.data.to });
+    events.prepend(h('tr', {}, h('td', { class: 'muted' }, when(ev.at)), h('td', {}, ev.type), h('td', {}, ev.step), h('td', { class: 'held-by' }, heldAt(ev.step)),
       h('td', { class: 'mono' }, ev.call_id || ''), h('td', {}, h('pre', {}, ev.data ? JSON.stringify(ev.data) : ''))));
     soon();
   }, page.signal);
