@@ -2,8 +2,13 @@ package app_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,5 +148,95 @@ func TestHandoff_past_max_handoffs_is_refused_and_max_rounds_counts_across_holde
 		if c.Status != pipeline.CallFailed || !strings.Contains(c.Error, "runs.max_handoffs") {
 			t.Fatalf("call %+v past the limit; want it failed, naming runs.max_handoffs", c)
 		}
+	}
+}
+
+// inference is one request a fake OpenAI endpoint received: the model it
+// names, its messages and the names and descriptions of its tools.
+type inference struct {
+	Model    string
+	Messages []map[string]any
+	Tools    map[string]string // name → description
+}
+
+// fakeOpenAI is an OpenAI-compatible endpoint that answers each request
+// with answer(model) as the assistant message, and keeps the requests.
+func fakeOpenAI(t *testing.T, answer func(model string) string) (url string, got func() []inference) {
+	t.Helper()
+	var mu sync.Mutex
+	var reqs []inference
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Model    string           `json:"model"`
+			Messages []map[string]any `json:"messages"`
+			Tools    []struct {
+				Function struct{ Name, Description string } `json:"function"`
+			} `json:"tools"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		in := inference{Model: body.Model, Messages: body.Messages, Tools: map[string]string{}}
+		for _, tool := range body.Tools {
+			in.Tools[tool.Function.Name] = tool.Function.Description
+		}
+		mu.Lock()
+		reqs = append(reqs, in)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":%q,"choices":[{"index":0,"message":%s,"finish_reason":"stop"}],`+
+			`"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, body.Model, answer(body.Model))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1", func() []inference {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(reqs)
+	}
+}
+
+func TestHandoff_the_agent_handed_a_run_is_asked_with_its_instructions_tools_and_the_history_it_takes(t *testing.T) {
+	t.Setenv("STEPWISE_TEST_HANDOFF_KEY", "k")
+	url, requests := fakeOpenAI(t, func(model string) string {
+		if model == "triage-model" {
+			return `{"role":"assistant","content":"","tool_calls":[{"id":"h1","type":"function","function":{"name":"transfer_to_refunds","arguments":"{}"}}]}`
+		}
+		return `{"role":"assistant","content":"refunded"}`
+	})
+	model := func(name string) string {
+		return fmt.Sprintf("{provider: openai, name: %s, base_url: %q, api_key_env: STEPWISE_TEST_HANDOFF_KEY, stream: false}", name, url)
+	}
+	stack := connect(t, newInfra(t), parseConfig(t, `
+kafka: {partitions: 4}
+stepworker: {lease: 2s, sweep_interval: 100ms, dispatch_timeout: 3s}
+agents:
+  triage: {model: `+model("triage-model")+`, system: You sort requests., tools: [echo], handoffs: [refunds]}
+  refunds: {model: `+model("refunds-model")+`, system: You refund orders., description: Refunds orders.,
+            tools: [issue_refund], handoff_history: last_user}
+tools:
+  issue_refund: {executor: {builtin: echo}}
+`))
+	workers(t, stack)
+	base := serve(t, stack)
+	startAgent(t, base, "r-asked", "triage")
+	assertNaturalEnd(t, waitDone(t, base, "r-asked", 30*time.Second), 1)
+
+	reqs := requests()
+	if len(reqs) != 2 || reqs[0].Model != "triage-model" || reqs[1].Model != "refunds-model" {
+		t.Fatalf("requests %+v; want triage's model asked, then refunds'", reqs)
+	}
+	triage, refunds := reqs[0], reqs[1]
+	if want := map[string]string{"echo": triage.Tools["echo"], "transfer_to_refunds": "Handoff to the refunds agent to handle the request. Refunds orders."}; !maps.Equal(triage.Tools, want) {
+		t.Errorf("triage was offered %v; want %v", triage.Tools, want)
+	}
+	if _, ok := refunds.Tools["issue_refund"]; !ok || len(refunds.Tools) != 1 {
+		t.Errorf("refunds was offered %v; want its issue_refund alone", refunds.Tools)
+	}
+	// last_user: the system prompt of refunds and the user's message, not
+	// the turn that handed the run off.
+	want := `[{"content":"You refund orders.","role":"system"},{"content":"refund order 7","role":"user"}]`
+	if got := canonical(t, refunds.Messages); got != canonical(t, json.RawMessage(want)) {
+		t.Errorf("refunds was asked with\n%s\nwant\n%s", got, want)
 	}
 }
