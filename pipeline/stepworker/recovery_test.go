@@ -1,6 +1,7 @@
 package stepworker_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stepwise-run/stepwise/internal/tooling/pipelinetest"
@@ -59,4 +60,19 @@ func TestStepWorker_a_crash_anywhere_never_starts_a_child_twice_nor_loses_its_an
 // answer.
 func TestStepWorker_a_failed_operation_between_a_childs_end_and_its_parent_is_repaired(t *testing.T) {
 	pipelinetest.FailEach(t, pipelinetest.Child(), pipelinetest.StepWorker)
+}
+
+// The handoff scenario, undisturbed, hands its run from triage to refunds
+// once, by its first call, and refunds' tool runs at the next step: what
+// every crash, failure and disorder of it above is compared with.
+func TestStepWorker_the_handoff_scenario_hands_its_run_off_once(t *testing.T) {
+	want := pipelinetest.New(t, pipelinetest.Handoff()).Undisturbed()
+	if want.Run.Agent != "triage" || want.Run.CurrentAgent != "refunds" || want.Commits["run.handoff 0 call_0_0"] != 1 {
+		t.Fatalf("run %s held by %s, commits %v; want triage's run held by refunds after one run.handoff", want.Run.Agent, want.Run.CurrentAgent, want.Commits)
+	}
+	for _, m := range want.Messages {
+		if m.ToolCallID == "call_1_0" && !strings.Contains(m.Content, "slept_ms") {
+			t.Fatalf("step 1's sleep answered %q; want it run, as refunds offers it", m.Content)
+		}
+	}
 }
