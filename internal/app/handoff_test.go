@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
@@ -20,10 +21,10 @@ import (
 // agents that hand a run to each other at every turn, under a limit of
 // two handoffs a run and four rounds.
 const handoffConfig = `
+runs: {max_handoffs: 2}
 kafka: {partitions: 4}
 stepworker: {lease: 2s, sweep_interval: 100ms, dispatch_timeout: 3s}
 toolworker: {lease: 2s}
-runs: {max_handoffs: 2}
 agents:
   triage:
     model: {provider: script, turns: [{text: "over to refunds", tool_calls: [{name: transfer_to_refunds, arguments: {}}]}]}
@@ -89,13 +90,18 @@ func handoffsOf(t *testing.T, events []pipeline.Event) [][2]string {
 	return out
 }
 
-func TestHandoff_triage_hands_the_run_to_refunds_which_goes_on_with_its_own_tools(t *testing.T) {
+// handedOff runs a run of agent on handoffConfig to its end.
+func handedOff(t *testing.T, runID, agent string) (*app.Stack, string, runView) {
+	t.Helper()
 	stack := connect(t, newInfra(t), parseConfig(t, handoffConfig))
 	workers(t, stack)
 	base := serve(t, stack)
-	startAgent(t, base, "r-handoff", "triage")
+	startAgent(t, base, runID, agent)
+	return stack, base, waitDone(t, base, runID, 30*time.Second)
+}
 
-	v := waitDone(t, base, "r-handoff", 30*time.Second)
+func TestHandoff_triage_hands_the_run_to_refunds_which_goes_on_with_its_own_tools(t *testing.T) {
+	stack, base, v := handedOff(t, "r-handoff", "triage")
 	assertNaturalEnd(t, v, 2)
 	if agent, current := heldBy(t, base, "r-handoff"); agent != "triage" || current != "refunds" {
 		t.Fatalf("agent %q, current_agent %q; want the run of triage held by refunds", agent, current)
@@ -128,12 +134,7 @@ func TestHandoff_triage_hands_the_run_to_refunds_which_goes_on_with_its_own_tool
 }
 
 func TestHandoff_past_max_handoffs_is_refused_and_max_rounds_counts_across_holders(t *testing.T) {
-	stack := connect(t, newInfra(t), parseConfig(t, handoffConfig))
-	workers(t, stack)
-	base := serve(t, stack)
-	startAgent(t, base, "r-pingpong", "ping")
-
-	v := waitDone(t, base, "r-pingpong", 30*time.Second)
+	stack, base, v := handedOff(t, "r-pingpong", "ping")
 	if v.Termination.Reason != pipeline.ReasonStopped || v.Termination.Code != "max_rounds" || v.Step != 3 {
 		t.Fatalf("run ended %+v at step %d; want stopped by max_rounds at step 3", v.Termination, v.Step)
 	}
