@@ -81,6 +81,8 @@ class RunSummary(Model):
     termination: Termination | None = None
     metadata: Any = None
     batch_id: str | None = None
+    current_agent: str | None = None
+    """The agent that holds the run now: ``agent`` until a handoff gave it to another."""
 
 
 class Parking(Model):
