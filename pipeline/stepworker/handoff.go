@@ -64,6 +64,15 @@ func handoffOf(run pipeline.Run, agent config.Agent, calls []pipeline.ToolCall) 
 	return nil
 }
 
+// heldAfter is run as the commit of handoff leaves it: held by the agent
+// handoff hands it to; run itself when handoff is nil.
+func heldAfter(run pipeline.Run, handoff *store.Handoff) pipeline.Run {
+	if handoff != nil {
+		run.CurrentAgent = handoff.To
+	}
+	return run
+}
+
 // seenBy is the conversation msgs as agent, holding run, sees it: all of
 // it, or with handoff_history last_user what pipeline.SinceHandoff keeps
 // of it since the handoff that gave agent the run.

@@ -282,9 +282,14 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	for _, c := range calls {
 		assistant.ToolCalls = append(assistant.ToolCalls, pipeline.ToolCallRequest{ID: c.ID, Name: c.Tool, Arguments: c.Arguments})
 	}
-	w.markOutgoing(run, calls) // published by the commit's reconcile, marked by the commit (marks.go)
-	commit := store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates(), Sequential: agent.Sequential(),
-		Handoff: handoffOf(run, agent, calls)}
+	// From its commit on, a step that hands the run off runs its calls as
+	// the agent it hands the run to runs them.
+	handoff := handoffOf(run, agent, calls)
+	after := heldAfter(run, handoff)
+	mode, _ := w.cfg.Agent(after.CurrentAgent)
+	w.markOutgoing(after, calls) // published by the commit's reconcile, marked by the commit (marks.go)
+	commit := store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates(), Sequential: mode.Sequential(),
+		Handoff: handoff}
 	var held []store.HeldDecision
 	runID, commitAt := run.ID, w.now() // the commit's reply replaces run and calls, with nothing on an error
 	if len(calls) == 0 && w.plugins[run.CurrentAgent].Empty() {
