@@ -42,7 +42,8 @@ tools:
 `
 
 // handoffConfig is scenarioConfig with two more agents: triage, which may
-// hand a run to refunds, and refunds, which alone offers sleep.
+// hand a run to refunds, and refunds, which alone offers sleep and runs its
+// calls one after the other.
 var handoffConfig = strings.Replace(scenarioConfig, "\nagents:\n", `
 agents:
   triage:
@@ -52,6 +53,7 @@ agents:
   refunds:
     model: {provider: script, turns: [{text: "hi"}]}
     tools: [sleep]
+    tool_execution: sequential
 `, 1)
 
 // budgetConfig is scenarioConfig with a token budget for the runs' tenant
@@ -118,10 +120,11 @@ func Child() Scenario {
 
 // Handoff is the scenario whose first step hands the run from triage to
 // refunds, whose tool its next step calls: the run is handed off once
-// (run.handoff is a commit's event), whatever was redone.
+// (run.handoff is a commit's event), whatever was redone. The handing
+// step's other calls run as refunds runs calls, one after the other.
 func Handoff() Scenario {
 	return Scenario{Name: "handoff", Config: handoffConfig, Agent: "triage", Script: `{"provider":"script","turns":[
-		{"text":"over to refunds","tool_calls":[{"name":"transfer_to_refunds","arguments":{}},{"name":"echo","arguments":{"x":1}}]},
+		{"text":"over to refunds","tool_calls":[{"name":"transfer_to_refunds","arguments":{}},{"name":"echo","arguments":{"x":1}},{"name":"echo","arguments":{"x":2}}]},
 		{"text":"refunding","tool_calls":[{"name":"sleep","arguments":{"ms":1}}]},
 		{"text":"done"}]}`}
 }
