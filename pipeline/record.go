@@ -26,12 +26,15 @@ type Run struct {
 	Attempts    int             `json:"attempts,omitempty"` // claims of the current step
 	LeaseOwner  string          `json:"-"`
 	LeaseUntil  time.Time       `json:"-"`
-	Published   bool            `json:"-"`                  // a done run's result is on run-results
-	RequestedAt time.Time       `json:"-"`                  // when StepRequested for the current step was last published (zero: not yet)
-	DeferUntil  time.Time       `json:"-"`                  // the current step waits for a limit of its model until then (zero: it does not)
-	Batch       string          `json:"batch_id,omitempty"` // the batch it was created in (POST /v1/runs/batch)
-	BatchBudget bool            `json:"-"`                  // its batch has a token budget (store.SetBatchBudget)
-	Trace       string          `json:"-"`                  // the W3C traceparent of the run's trace ("" when tracing is off; package tracing)
+	Published   bool            `json:"-"`                     // a done run's result is on run-results
+	RequestedAt time.Time       `json:"-"`                     // when StepRequested for the current step was last published (zero: not yet)
+	DeferUntil  time.Time       `json:"-"`                     // the current step waits for a limit of its model until then (zero: it does not)
+	Batch       string          `json:"batch_id,omitempty"`    // the batch it was created in (POST /v1/runs/batch)
+	BatchBudget bool            `json:"-"`                     // its batch has a token budget (store.SetBatchBudget)
+	Trace       string          `json:"-"`                     // the W3C traceparent of the run's trace ("" when tracing is off; package tracing)
+	StartAt     time.Time       `json:"start_at,omitzero"`     // its first step is not requested before then (zero: at once)
+	ScheduleID  string          `json:"schedule_id,omitempty"` // the schedule that started it, if one did
+	TickAt      time.Time       `json:"tick_at,omitzero"`      // the tick of ScheduleID it was started for
 	// A child run (a call of a tool whose executor is an agent started
 	// it): the run and the call that wait for its answer, and how deep it
 	// is (a run nobody started: 0; its child: 1; ...).

@@ -93,7 +93,10 @@ func (s *Server) refusal(ctx context.Context, runID string, err error) *apiError
 
 // start lists the run, schedules its first sweep and writes the run (or
 // finds the same request's run; StartRun, one round trip) and publishes StepRequested for
-// its first step when the run still waits for it, then marks it requested. The
+// its first step when the run still waits for it, then marks it requested.
+// A run whose start_at is still ahead is only written, its first sweep
+// scheduled at start_at: the sweeper requests its first step then
+// (reconcile). The
 // indexes come first, so a gateway that dies after the write leaves a run
 // that is listed and that the sweeper will start; entries for a run that
 // was never written are dropped by the sweeper. created is false for an idempotent replay. Errors are *apiError
@@ -109,7 +112,11 @@ func (s *Server) start(ctx context.Context, nr newRun) (_ pipeline.Run, _ bool, 
 	run.StepState = pipeline.StepPending
 	run.CreatedAt = now
 	run.UpdatedAt = now
-	got, created, err := s.cfg.Store.StartRun(ctx, run, nr.input, now.Add(s.cfg.SweepAfter), now)
+	sweepAt := now.Add(s.cfg.SweepAfter)
+	if run.StartAt.After(now) {
+		sweepAt = run.StartAt // the sweeper requests its first step then
+	}
+	got, created, err := s.cfg.Store.StartRun(ctx, run, nr.input, sweepAt, now)
 	if errors.Is(err, store.ErrConflict) {
 		return pipeline.Run{}, false, apiErr(http.StatusConflict, CodeConflict,
 			fmt.Sprintf("run_id %q exists with a different request; choose another run_id or send the same request", run.ID))
@@ -122,6 +129,9 @@ func (s *Server) start(ctx context.Context, nr newRun) (_ pipeline.Run, _ bool, 
 	// StepRequested is a no-op for the step worker.
 	if !created && (got.Status != pipeline.RunCreated || got.Step != got.FirstStep() || got.StepState != pipeline.StepPending) {
 		return got, false, nil
+	}
+	if got.StartAt.After(now) {
+		return got, created, nil // delayed: the sweeper starts it at start_at
 	}
 	if err := s.publishStep(got); err != nil {
 		s.log.WarnContext(ctx, "publish StepRequested failed", "run_id", run.ID, "err", err)

@@ -126,6 +126,7 @@ func TestCreate_the_same_run_id_with_another_request_is_a_conflict(t *testing.T)
 		"other agent":    `{"run_id": "r-1", "agent": "helper", "input": "one"}`,
 		"other metadata": `{"run_id": "r-1", "agent": "assistant", "input": "one", "metadata": {"x": 1}}`,
 		"other model":    `{"run_id": "r-1", "agent": "assistant", "input": "one", "model": {"provider": "script"}}`,
+		"other start_at": `{"run_id": "r-1", "agent": "assistant", "input": "one", "start_at": "2030-01-01T00:00:00Z"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			h.post("/v1/runs", body).wantError(t, http.StatusConflict, "conflict", "r-1")
@@ -192,6 +193,7 @@ func TestCreate_refuses_each_kind_of_bad_request_with_a_reason(t *testing.T) {
 		{"no agent", `{"input": "hi"}`, []string{"agent is missing"}},
 		{"agent not a string", `{"agent": 7, "input": "hi"}`, []string{"agent is a number, want a string"}},
 		{"no input", `{"agent": "assistant"}`, []string{"input is missing"}},
+		{"start_at not a time", `{"agent": "assistant", "input": "hi", "start_at": "tomorrow"}`, []string{`start_at "tomorrow" is not an RFC 3339 time`}},
 		{"null input", `{"agent": "assistant", "input": null}`, []string{"input is missing"}},
 		{"empty text", `{"agent": "assistant", "input": ""}`, []string{"input is empty text"}},
 		{"empty messages", `{"agent": "assistant", "input": []}`, []string{"input is an empty array"}},

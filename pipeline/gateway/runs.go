@@ -24,6 +24,9 @@ type RunSummary struct {
 	Metadata    json.RawMessage       `json:"metadata,omitempty"`
 	BatchID     string                `json:"batch_id,omitempty"`
 	ParentRunID string                `json:"parent_run_id,omitempty"` // a child run's parent (ADR 0060)
+	StartAt     time.Time             `json:"start_at,omitzero"`
+	ScheduleID  string                `json:"schedule_id,omitempty"`
+	TickAt      time.Time             `json:"tick_at,omitzero"`
 	CreatedAt   time.Time             `json:"created_at"`
 	UpdatedAt   time.Time             `json:"updated_at"`
 
@@ -120,6 +123,7 @@ func summaryOf(r pipeline.Run) RunSummary {
 	return RunSummary{
 		RunID: r.ID, Agent: r.Agent, Status: r.Status, Step: r.Step,
 		Termination: r.Termination, Usage: r.Usage, Metadata: r.Metadata, BatchID: r.Batch, ParentRunID: r.ParentRunID,
+		StartAt: r.StartAt, ScheduleID: r.ScheduleID, TickAt: r.TickAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ForkedFrom: r.ForkedFrom, RerunOf: r.RerunOf, CurrentAgent: r.CurrentAgent,
 	}
 }

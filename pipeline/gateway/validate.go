@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 )
@@ -21,16 +22,18 @@ var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]+$`)
 // CreateRunRequest is the body of POST /v1/runs and one item of
 // POST /v1/runs/batch. Input is a JSON string (one user message) or an array
 // of messages; Model is a run's own script model; Metadata is any JSON
-// object, returned as given.
+// object, returned as given. StartAt (RFC 3339) delays the run's first
+// step: the run is created at once and stays created until then.
 type CreateRunRequest struct {
 	RunID    string          `json:"run_id,omitempty"`
 	Agent    string          `json:"agent"`
 	Input    json.RawMessage `json:"input"`
 	Model    json.RawMessage `json:"model,omitempty"`
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	StartAt  string          `json:"start_at,omitempty"`
 }
 
-var createFields = []string{"run_id", "agent", "input", "model", "metadata"}
+var createFields = []string{"run_id", "agent", "input", "model", "metadata", "start_at"}
 
 // newRun is a validated create request: the run to write and its input.
 type newRun struct {
@@ -125,6 +128,16 @@ func (s *Server) parseCreate(body []byte, item bool) (newRun, []string) {
 		nr.run.Metadata = compact(raw)
 	}
 
+	startAt, p := stringField(fields, "start_at")
+	problems = append(problems, p...)
+	if startAt != "" {
+		at, err := time.Parse(time.RFC3339, startAt)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("start_at %q is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z)", startAt))
+		}
+		nr.run.StartAt = at.UTC()
+	}
+
 	if len(problems) > 0 {
 		return newRun{}, problems
 	}
@@ -135,7 +148,7 @@ func (s *Server) parseCreate(body []byte, item bool) (newRun, []string) {
 // hash, so the same request from another tenant is another request.
 func (nr newRun) ownedBy(tenant string) newRun {
 	nr.run.Tenant = tenant
-	nr.run.RequestHash = requestHash(tenant, nr.run.Agent, nr.input, nr.run.Model, nr.run.Metadata)
+	nr.run.RequestHash = requestHash(tenant, nr.run.Agent, nr.input, nr.run.Model, nr.run.Metadata, nr.run.StartAt)
 	return nr
 }
 

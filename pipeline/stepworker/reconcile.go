@@ -159,8 +159,8 @@ func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*vie
 	}
 	switch run.StepState {
 	case pipeline.StepPending:
-		if sentWithin(run.RequestedAt, now, w.settings.DispatchTimeout.Duration) || run.DeferUntil.After(now) {
-			return nil, nil // requested; or deferred by a limit, and the sweeper comes back then
+		if sentWithin(run.RequestedAt, now, w.settings.DispatchTimeout.Duration) || run.DeferUntil.After(now) || run.StartAt.After(now) {
+			return nil, nil // requested; or deferred by a limit or its start_at, and the sweeper comes back then
 		}
 		if v.written && v.here {
 			return nil, w.stepHere(ctx, run) // this worker just ended the step before it

@@ -41,13 +41,16 @@ func runFields(r pipeline.Run) []any {
 		"parent", r.ParentRunID,
 		"parent_call", r.ParentCallID,
 		"depth", depthField(r.Depth),
+		"start_at", toMillis(r.StartAt),
+		"schedule", r.ScheduleID,
+		"tick", toMillis(r.TickAt),
 		"attempts", r.Attempts,
 		"lease_owner", r.LeaseOwner,
 		"lease_until", toMillis(r.LeaseUntil),
 		"created_at", toMillis(r.CreatedAt),
 		"updated_at", toMillis(r.UpdatedAt),
 		"rerun_of", r.RerunOf,
-	}, originFields(r.ForkedFrom)...))
+	}, originFields(r.ForkedFrom)...), "start_at", "tick")
 }
 
 // originFields are the hash fields of a fork's origin, none for another
@@ -89,6 +92,9 @@ func decodeRun(runID string, h fields) (pipeline.Run, error) {
 		RequestedAt:  sentAt(h.get("step_sent"), h.get("step")),
 		DeferUntil:   sentAt(h.get("defer"), h.get("step")),
 		LeaseUntil:   d.time("lease_until"),
+		StartAt:      d.time("start_at"),
+		ScheduleID:   h.get("schedule"),
+		TickAt:       d.time("tick"),
 		CreatedAt:    d.time("created_at"),
 		UpdatedAt:    d.time("updated_at"),
 	}
