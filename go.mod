@@ -12,6 +12,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/moby/moby/client v0.5.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/netresearch/go-cron v0.9.1
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9

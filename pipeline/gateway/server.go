@@ -14,6 +14,7 @@ import (
 	"github.com/stepwise-run/stepwise/contracts"
 	"github.com/stepwise-run/stepwise/pipeline/console"
 	"github.com/stepwise-run/stepwise/pipeline/metrics"
+	"github.com/stepwise-run/stepwise/pipeline/scheduler"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -218,6 +219,8 @@ type Server struct {
 	hosts   hosts
 	streams *streamCounter
 	openapi []byte // GET /v1/openapi.json
+	// schedules fires a schedule now (POST /v1/schedules/{id}/trigger).
+	schedules *scheduler.Firer
 }
 
 // New checks cfg, fills its defaults and returns a Server.
@@ -231,7 +234,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, keys: keys, origins: newOrigins(cfg.CORSOrigins), hosts: newHosts(cfg.AllowedHosts),
-		streams: newStreamCounter(cfg.MaxStreamsPerKey)}
+		streams: newStreamCounter(cfg.MaxStreamsPerKey), schedules: &scheduler.Firer{Store: cfg.Store, Now: cfg.Now, Log: cfg.Logger}}
 	if s.openapi, err = contracts.OpenAPIJSON(); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -266,6 +269,13 @@ func (s *Server) table() []route {
 		{"POST /v1/ag-ui/run", need(ScopeRunsWrite, s.aguiRun)},
 		{"GET /v1/batches/{id}", need(ScopeRunsRead, s.getBatch)},
 		{"POST /v1/batches/{id}/cancel", need(ScopeRunsWrite, s.cancelBatch)},
+		{"POST /v1/schedules", need(ScopeRunsWrite, s.createSchedule)},
+		{"GET /v1/schedules", need(ScopeRunsRead, s.listSchedules)},
+		{"GET /v1/schedules/{id}", need(ScopeRunsRead, s.getSchedule)},
+		{"DELETE /v1/schedules/{id}", need(ScopeRunsWrite, s.deleteSchedule)},
+		{"POST /v1/schedules/{id}/pause", need(ScopeRunsWrite, s.pauseSchedule)},
+		{"POST /v1/schedules/{id}/resume", need(ScopeRunsWrite, s.resumeSchedule)},
+		{"POST /v1/schedules/{id}/trigger", need(ScopeRunsWrite, s.triggerSchedule)},
 		{"GET /v1/dead-letters", need(ScopeAdmin, s.listDeadLetters)},
 		{"GET /v1/openapi.json", http.HandlerFunc(s.serveOpenAPI)},
 		{"GET /{$}", console.Handler()},

@@ -17,13 +17,19 @@ const (
 	SweepBatches = 64
 )
 
-// RunSweeper sweeps, then trims the indexes of expired runs, every
+// RunSweeper fires the schedules that are due (scheduler.Firer.Pass),
+// sweeps, then trims the indexes of expired runs, every
 // StepWorker.SweepInterval until ctx ends. Any number of step workers may
-// sweep at once: each due run goes to one of them.
+// sweep at once: each due run goes to one of them, and each tick of a
+// schedule fires once. The runs the schedules start are due at once, so
+// the sweep that follows requests their first steps.
 func (w *Worker) RunSweeper(ctx context.Context) {
 	t := time.NewTicker(w.settings.SweepInterval.Duration)
 	defer t.Stop()
 	for {
+		if n, err := w.schedules.Pass(ctx, w.settings.Lease.Duration); err != nil {
+			w.log.Error("fire schedules", "error", err, "schedules", n)
+		}
 		if n, err := w.Sweep(ctx); err != nil {
 			w.log.Error("sweep", "error", err, "runs", n)
 		}

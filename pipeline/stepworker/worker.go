@@ -11,6 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/limits"
 	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
+	"github.com/stepwise-run/stepwise/pipeline/scheduler"
 	"github.com/stepwise-run/stepwise/pipeline/secrets"
 	"github.com/stepwise-run/stepwise/pipeline/stop"
 	"github.com/stepwise-run/stepwise/pipeline/store"
@@ -54,6 +55,7 @@ type Worker struct {
 	instance   string                          // this run of the process, for marks and heartbeats (marks.go)
 	live       atomic.Pointer[map[string]bool] // the instances alive at the last heartbeat
 	unsent     unsent                          // marks to take back
+	schedules  *scheduler.Firer                // fires the schedules' ticks in RunSweeper
 }
 
 // New returns a worker whose background work (inference on the pool) lives
@@ -118,6 +120,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		catalog:    cfg.Catalog,
 		stops:      stops,
 		plugins:    plugins,
+		schedules:  &scheduler.Firer{Store: cfg.Store, Now: cfg.Now, Poll: s.SweepInterval.Duration, Log: cfg.Logger},
 	}, nil
 }
 

@@ -34,6 +34,9 @@ import (
 //	<p>:batch:{<batch>}        STRING the run ids of a batch, JSON (batch.go)
 //	<p>:alive                  ZSET   step worker instances scored by their last
 //	                                  heartbeat (unix ms; alive.go)
+//	<p>:schedule:{<schedule>}  HASH   a schedule's record (schedules.go)
+//	<p>:schedules              ZSET   schedule ids scored by when the sweepers look
+//	                                  at them next (unix ms; paused: +inf)
 
 func (s *Store) runKey(runID string) string    { return s.prefix + ":{" + runID + "}:run" }
 func (s *Store) msgsKey(runID string) string   { return s.prefix + ":{" + runID + "}:msgs" }
@@ -54,6 +57,9 @@ func (s *Store) runsKey() string    { return s.prefix + ":runs" }
 func (s *Store) activeKey() string  { return s.prefix + ":active" }
 func (s *Store) pendingKey() string { return s.prefix + ":pending" }
 func (s *Store) aliveKey() string   { return s.prefix + ":alive" }
+
+func (s *Store) scheduleKey(id string) string { return s.prefix + ":schedule:{" + id + "}" }
+func (s *Store) schedulesKey() string         { return s.prefix + ":schedules" }
 
 // liveKey is the index of the runs that have not ended and been retired,
 // scored as the run index is; liveIndexedKey marks the runs created before

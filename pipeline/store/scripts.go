@@ -42,6 +42,7 @@ type scripts struct {
 	outcomesSent                                                                      *redis.Script
 	budgetReserve, budgetSettle                                                       *redis.Script
 	admitRun, growBatch                                                               *redis.Script
+	putSchedule                                                                       *redis.Script
 }
 
 // loadScripts prepares the scripts, each the same way: the constants
@@ -80,5 +81,6 @@ func loadScripts(consts string) scripts {
 		budgetSettle:   load("budget_settle"),
 		admitRun:       load("admit_run"),
 		growBatch:      load("grow_batch"),
+		putSchedule:    load("put_schedule"),
 	}
 }

@@ -31,10 +31,16 @@ func (s *Store) ScheduleSweep(ctx context.Context, runID string, at time.Time) e
 // recheck. A run stays in the index until its result is published
 // (MarkPublished), the sweeper reschedules it, or it is forgotten (Forget).
 func (s *Store) DueRuns(ctx context.Context, now time.Time, limit int64, recheck time.Time) ([]string, error) {
+	return s.due(ctx, s.activeKey(), "due runs", now, limit, recheck)
+}
+
+// due runs due_runs on the index key: the members due by now, each pushed
+// to recheck.
+func (s *Store) due(ctx context.Context, key, what string, now time.Time, limit int64, recheck time.Time) ([]string, error) {
 	if limit <= 0 {
 		limit = DefaultDueLimit
 	}
-	v, err := s.call(ctx, s.scripts.dueRuns, "due runs", []string{s.activeKey()}, struct {
+	v, err := s.call(ctx, s.scripts.dueRuns, what, []string{key}, struct {
 		Now     int64 `json:"now"`
 		Limit   int64 `json:"limit"`
 		Recheck int64 `json:"recheck"`
@@ -44,13 +50,13 @@ func (s *Store) DueRuns(ctx context.Context, now time.Time, limit int64, recheck
 	}
 	list, err := replyList(v, 0)
 	if err != nil {
-		return nil, fmt.Errorf("due runs: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	ids := make([]string, 0, len(list))
 	for _, x := range list {
 		id, ok := x.(string)
 		if !ok {
-			return nil, fmt.Errorf("due runs: unexpected member %T", x)
+			return nil, fmt.Errorf("%s: unexpected member %T", what, x)
 		}
 		ids = append(ids, id)
 	}
