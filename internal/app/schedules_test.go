@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/internal/cli"
 	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/schedule"
@@ -271,5 +272,33 @@ func TestSchedule_is_paused_resumed_triggered_and_deleted_over_HTTP(t *testing.T
 	}
 	if got := runsOf(t, base, "manual"); len(got) != 1 {
 		t.Errorf("the deleted schedule's runs: %+v, want its one run kept", got)
+	}
+}
+
+// TestCLI_schedules_create_list_trigger_pause_resume_and_delete drives a
+// schedule through `stepwise schedules` against a gateway.
+func TestCLI_schedules_create_list_trigger_pause_resume_and_delete(t *testing.T) {
+	base, _, _ := scheduleStacks(t)
+	t.Setenv(cli.EnvGateway, base)
+	for _, step := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"schedules", "create", "--id", "nightly", "--cron", "0 3 * * *", "--timezone", "Asia/Tokyo", "--agent", "assistant", "--input", "report"}, cli.ExitOK, "schedule nightly: 0 3 * * * (Asia/Tokyo), next tick"},
+		{[]string{"schedules", "create", "--id", "bad", "--every", "1ms", "--agent", "assistant", "--input", "x"}, cli.ExitFail, ""},
+		{[]string{"schedules", "list"}, cli.ExitOK, "nightly   0 3 * * * (Asia/Tokyo)  skip     assistant"},
+		{[]string{"schedules", "trigger", "nightly"}, cli.ExitOK, "schedule nightly started run nightly-now-"},
+		{[]string{"schedules", "pause", "nightly"}, cli.ExitOK, "schedule nightly is paused"},
+		{[]string{"schedules", "resume", "nightly"}, cli.ExitOK, "schedule nightly is running, next tick"},
+		{[]string{"schedules", "get", "nightly"}, cli.ExitOK, `"last_run_id": "nightly-now-`},
+		{[]string{"schedules", "delete", "nightly"}, cli.ExitOK, "schedule nightly deleted"},
+		{[]string{"schedules", "get", "nightly"}, cli.ExitFail, ""},
+		{[]string{"schedules", "rename", "nightly"}, cli.ExitUsage, ""},
+	} {
+		code, out, errs := stepwiseCLI(t, step.args...)
+		if code != step.code || !strings.Contains(out, step.out) {
+			t.Errorf("stepwise %s: exit %d, out %q, errors %q; want exit %d and %q", strings.Join(step.args, " "), code, out, errs, step.code, step.out)
+		}
 	}
 }

@@ -27,13 +27,16 @@ or http://127.0.0.1:8080; $STEPWISE_API_KEY is sent as the bearer key):
   decide RUN CALL --resume|--cancel [--payload JSON] [--args-hash H] [--reason R]
   rerun --batch ID [--termination error] [--status S] [--agent A] [--since T] [--until T] [--runs IDS]
                                                re-run the runs the filter selects, each once, as new linked runs
+  schedules list | get S | pause S | resume S | trigger S | delete S
+  schedules create (--cron EXPR [--timezone TZ] | --every D) [--id S] [--overlap skip|buffer_one|allow_all]
+                   [--catchup-window D] (--agent A --input TEXT | --run JSON)
 `
 
 // errUsage marks a usage error: exit code 2.
 var errUsage = errors.New("usage")
 
 // Commands are the names Main serves.
-var Commands = []string{"submit", "runs", "pending", "decide", "rerun"}
+var Commands = []string{"submit", "runs", "pending", "decide", "rerun", "schedules"}
 
 // Main runs one client command (args begin with its name) and returns the
 // exit code. Results go to stdout, progress and errors to stderr.
@@ -43,7 +46,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	run := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"submit": submit, "runs": runs, "pending": pending, "decide": decide, "rerun": rerun,
+		"submit": submit, "runs": runs, "pending": pending, "decide": decide, "rerun": rerun, "schedules": schedules,
 	}[args[0]]
 	if run == nil {
 		fmt.Fprintf(stderr, "stepwise: unknown command %q\n\n%s", args[0], Usage)
