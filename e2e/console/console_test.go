@@ -309,3 +309,34 @@ func TestConsole_rerun_a_batchs_failed_runs(t *testing.T) {
 		t.Fatalf("the re-run's page: %v, links to %q", err, origin)
 	}
 }
+
+// The schedules page lists a schedule, pauses and resumes it, and starts
+// a run of it now, whose page names the schedule.
+func TestConsole_schedules_are_listed_paused_resumed_and_run_now(t *testing.T) {
+	ctx := browser(t)
+	base := startDev(t)
+	body := map[string]any{"schedule_id": "nightly", "cron": "0 3 * * *", "timezone": "Asia/Tokyo",
+		"run": map[string]any{"agent": "approvals", "input": "report"}}
+	if code := keyDo(t, "POST", base+"/v1/schedules", body, nil); code != 201 {
+		t.Fatalf("create schedule: %d", code)
+	}
+	row := `#schedules tr[data-schedule="nightly"]`
+	var next string
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(base+"/#/schedules"),
+		chromedp.SendKeys(`#key-input`, consoleKey, chromedp.ByQuery),
+		chromedp.Click(`#key-form button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(row, chromedp.ByQuery),
+		chromedp.Click(row+` .actions button`, chromedp.ByQuery), // Pause
+		chromedp.WaitVisible(row+` .next .status.paused`, chromedp.ByQuery),
+		chromedp.Click(row+` .actions button`, chromedp.ByQuery), // Resume
+		chromedp.Poll(`document.querySelector('`+row+` .next')?.textContent.match(/\d/) ? document.querySelector('`+row+` .next').textContent : null`, &next, chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Click(row+` .actions button:nth-child(2)`, chromedp.ByQuery), // Run now
+		chromedp.WaitVisible(row+` td a[href^="#/runs/nightly-now-"]`, chromedp.ByQuery),
+		chromedp.Click(row+` td a[href^="#/runs/nightly-now-"]`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('#run-schedule')?.textContent.startsWith('nightly, tick')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+	)
+	if err != nil {
+		t.Fatalf("the schedules page: %v (next tick %q)", err, next)
+	}
+}

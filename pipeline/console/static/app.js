@@ -111,6 +111,7 @@ const routes = [
   [/^#\/inbox$/, () => inboxPage()],
   [/^#\/batches\/(.+)$/, (id) => batchPage(decodeURIComponent(id))],
   [/^#\/batches$/, () => batchesPage()],
+  [/^#\/schedules$/, () => schedulesPage()],
   [/^#\/dead-letters$/, () => deadLettersPage()],
   [/^/, () => runsPage()],
 ];
@@ -215,6 +216,8 @@ function runPage(id) {
       ...(run.forked_from ? [h('span', { class: 'muted' }, 'forked from'),
         h('span', { id: 'run-forked-from' }, runLink(run.forked_from.run_id), ` after step ${run.forked_from.step}`)] : []),
       ...(run.rerun_of ? [h('span', { class: 'muted' }, 're-run of'), h('span', { id: 'run-rerun-of' }, runLink(run.rerun_of))] : []),
+      ...(run.start_at ? [h('span', { class: 'muted' }, 'starts'), h('span', {}, when(run.start_at))] : []),
+      ...(run.schedule_id ? [h('span', { class: 'muted' }, 'schedule'), h('span', { id: 'run-schedule' }, `${run.schedule_id}, tick ${when(run.tick_at)}`)] : []),
       ...(run.metadata ? [h('span', { class: 'muted' }, 'metadata'), h('pre', { id: 'run-metadata' }, json(run.metadata))] : []));
     tree.hidden = !run.children;
     children.replaceChildren(...(run.children || []).map((c) => h('tr', { 'data-child': c.run_id },
@@ -355,6 +358,38 @@ function batchPage(id) {
         h('span', { class: 'muted' }, 'usage'), h('span', { id: 'batch-usage' }, usage(b.usage))),
       h('p', {}, h('a', { href: `#/runs` }, 'All runs')));
   });
+}
+
+// schedulesPage: the schedules, live, each with its next tick and last
+// run, to pause, resume, trigger or delete.
+function schedulesPage() {
+  const body = h('tbody');
+  view.append(h('h1', {}, 'Schedules'),
+    h('p', { class: 'muted' }, 'Runs started from a cron expression or an interval. Create them with POST /v1/schedules or `stepwise schedules create`.'),
+    h('table', { id: 'schedules' }, h('thead', {}, h('tr', {}, ['schedule', 'when', 'overlap', 'agent', 'next tick', 'last run', ''].map((c) => h('th', {}, c)))), body));
+  const act = (id, verb, method = 'POST') => async () => {
+    if (verb === 'delete' && !confirm(`Delete schedule ${id}? Its runs stay.`)) return;
+    try {
+      const out = await api(`/v1/schedules/${enc(id)}${verb === 'delete' ? '' : `/${verb}`}`, { method });
+      flash(verb === 'trigger' ? `Started run ${out.run_id}.` : `Schedule ${id}: ${verb} done.`, 'info');
+      await load(page.signal);
+    } catch (err) { flash(err.message); }
+  };
+  const load = async (signal) => {
+    const { schedules } = await api('/v1/schedules', { signal });
+    body.replaceChildren(...schedules.map((s) => h('tr', { 'data-schedule': s.schedule_id },
+      h('td', { class: 'mono' }, s.schedule_id),
+      h('td', {}, s.every ? `every ${s.every}` : `${s.cron}${s.timezone ? ` (${s.timezone})` : ''}`),
+      h('td', {}, s.overlap), h('td', {}, s.run.agent),
+      h('td', { class: 'next' }, s.paused ? status('paused') : when(s.next_tick)),
+      h('td', { class: 'mono' }, s.last_run_id ? runLink(s.last_run_id) : ''),
+      h('td', { class: 'actions' },
+        h('button', { onclick: act(s.schedule_id, s.paused ? 'resume' : 'pause') }, s.paused ? 'Resume' : 'Pause'),
+        h('button', { onclick: act(s.schedule_id, 'trigger') }, 'Run now'),
+        h('button', { class: 'danger', onclick: act(s.schedule_id, 'delete', 'DELETE') }, 'Delete')))));
+    if (!schedules.length) body.append(h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No schedule yet.')));
+  };
+  every(3000, load);
 }
 
 // deadLettersPage: the dead-letter topic, newest first.
