@@ -144,11 +144,12 @@ func (s *Server) parseSchedule(body []byte, tenant string) (schedule.Schedule, *
 		v, err := time.ParseDuration(d.text)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf(`%s %q is not a duration like "30s", "5m" or "1h"`, d.name, d.text))
+			v = time.Minute // checked above: the timer checks the rest as if it were valid
 		}
 		*d.into = v
 	}
 	timer, err := schedule.NewTimer(spec)
-	if err != nil && len(problems) == 0 {
+	if err != nil {
 		problems = append(problems, strings.Split(err.Error(), "\n")...)
 	}
 	tmpl, p := s.parseTemplate(req.Run, tenant)
