@@ -195,6 +195,8 @@ type runView struct {
 	Termination pipeline.Termination `json:"termination"`
 	Usage       pipeline.Usage       `json:"usage"`
 	BatchID     string               `json:"batch_id"`
+	StartAt     time.Time            `json:"start_at"`
+	UpdatedAt   time.Time            `json:"updated_at"`
 	ToolCalls   []callView           `json:"tool_calls"`
 	Metadata    json.RawMessage      `json:"metadata"`
 	ForkedFrom  *pipeline.ForkPoint  `json:"forked_from"`

@@ -48,6 +48,18 @@ func createSchedule(t *testing.T, base, id, model string, spec map[string]any) {
 	}
 }
 
+// everySecond creates a schedule every second per id → overlap policy,
+// of runs of model, and waits until each has started n runs, all done.
+func everySecond(t *testing.T, base, model string, n int, overlaps map[string]string) {
+	t.Helper()
+	for id, overlap := range overlaps {
+		createSchedule(t, base, id, model, map[string]any{"every": "1s", "overlap": overlap})
+	}
+	for id := range overlaps {
+		waitRunsOf(t, base, id, n)
+	}
+}
+
 // runsOf lists the runs schedule id started, oldest tick first.
 func runsOf(t *testing.T, base, id string) []scheduledRun {
 	t.Helper()
@@ -169,10 +181,7 @@ const slowModel = `{"provider": "script", "turns": [{"text": "done", "delay_ms":
 // previous run's end), and runs never overlap under either.
 func TestSchedule_overlap_skip_drops_and_buffer_one_delays_the_ticks_of_a_busy_run(t *testing.T) {
 	base, _, _ := scheduleStacks(t)
-	createSchedule(t, base, "skip", slowModel, map[string]any{"every": "1s", "overlap": "skip"})
-	createSchedule(t, base, "buffer", slowModel, map[string]any{"every": "1s", "overlap": "buffer_one"})
-	waitRunsOf(t, base, "skip", 3)
-	waitRunsOf(t, base, "buffer", 3)
+	everySecond(t, base, slowModel, 3, map[string]string{"skip": "skip", "buffer": "buffer_one"})
 	skipped, buffered := pause(t, base, "skip"), pause(t, base, "buffer")
 
 	for i := 1; i < len(skipped); i++ {
@@ -201,10 +210,7 @@ func TestSchedule_overlap_skip_drops_and_buffer_one_delays_the_ticks_of_a_busy_r
 // latest.
 func TestSchedule_catches_up_after_the_step_workers_stop_as_its_overlap_says(t *testing.T) {
 	base, stack, stops := scheduleStacks(t)
-	createSchedule(t, base, "all", quickModel, map[string]any{"every": "1s", "overlap": "allow_all"})
-	createSchedule(t, base, "latest", quickModel, map[string]any{"every": "1s", "overlap": "skip"})
-	waitRunsOf(t, base, "all", 2)
-	waitRunsOf(t, base, "latest", 2)
+	everySecond(t, base, quickModel, 2, map[string]string{"all": "allow_all", "latest": "skip"})
 	for _, stop := range stops {
 		stop()
 	}

@@ -10,23 +10,6 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
-// delayedView is what GET /v1/runs/{id} says of a delayed run.
-type delayedView struct {
-	Status    pipeline.RunStatus `json:"status"`
-	StartAt   time.Time          `json:"start_at"`
-	UpdatedAt time.Time          `json:"updated_at"`
-}
-
-// getDelayed reads run id as delayedView.
-func getDelayed(t *testing.T, base, id string) delayedView {
-	t.Helper()
-	var v delayedView
-	if code := httpDo(t, http.MethodGet, base+"/v1/runs/"+id, nil, &v); code != http.StatusOK {
-		t.Fatalf("get run %s: status %d", id, code)
-	}
-	return v
-}
-
 // TestStartAt_delays_the_first_step_of_a_run_created_over_HTTP_and_Kafka
 // creates runs whose start_at is a few seconds ahead, by POST /v1/runs and
 // on the run-requests topic: each is created at once, stays created, and
@@ -44,14 +27,14 @@ func TestStartAt_delays_the_first_step_of_a_run_created_over_HTTP_and_Kafka(t *t
 		testinfra.Eventually(t, 20*time.Second, func() bool {
 			return httpDo(t, http.MethodGet, base+"/v1/runs/"+id, nil, nil) == http.StatusOK
 		}, func() string { return "run " + id + " is not created" })
-		v, read := getDelayed(t, base, id), time.Now()
+		v, read := getRun(t, base, id), time.Now()
 		if read.Before(at) && (v.Status != pipeline.RunCreated || !v.StartAt.Equal(at)) {
 			t.Fatalf("run %s before its start_at: %s with start_at %s, want created with %s", id, v.Status, v.StartAt, at)
 		}
 	}
 	for _, id := range []string{"later-http", "later-kafka"} {
 		waitDone(t, base, id, 30*time.Second)
-		if v := getDelayed(t, base, id); v.UpdatedAt.Before(at) {
+		if v := getRun(t, base, id); v.UpdatedAt.Before(at) {
 			t.Errorf("run %s was done at %s, before its start_at %s", id, v.UpdatedAt, at)
 		}
 	}

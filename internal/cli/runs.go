@@ -83,13 +83,19 @@ func runsList(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func runsGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, gw := flags("runs get", stderr)
-	pos, err := parse(fs, args, 1, "RUN")
+	return getOne(ctx, "runs get", "RUN", "/v1/runs/", args, stdout, stderr)
+}
+
+// getOne is a command that takes one id (what) and prints what the gateway
+// answers to GET prefix+id, indented.
+func getOne(ctx context.Context, name, what, prefix string, args []string, stdout, stderr io.Writer) error {
+	fs, gw := flags(name, stderr)
+	pos, err := parse(fs, args, 1, what)
 	if err != nil {
 		return err
 	}
 	var v json.RawMessage
-	if err := newClient(*gw).json(ctx, "GET", "/v1/runs/"+url.PathEscape(pos[0]), nil, &v); err != nil {
+	if err := newClient(*gw).json(ctx, "GET", prefix+url.PathEscape(pos[0]), nil, &v); err != nil {
 		return err
 	}
 	return writeIndented(stdout, v)

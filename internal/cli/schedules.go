@@ -76,16 +76,7 @@ func schedulesList(ctx context.Context, args []string, stdout, stderr io.Writer)
 }
 
 func schedulesGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, gw := flags("schedules get", stderr)
-	pos, err := parse(fs, args, 1, "SCHEDULE")
-	if err != nil {
-		return err
-	}
-	var v json.RawMessage
-	if err := newClient(*gw).json(ctx, "GET", "/v1/schedules/"+url.PathEscape(pos[0]), nil, &v); err != nil {
-		return err
-	}
-	return writeIndented(stdout, v)
+	return getOne(ctx, "schedules get", "SCHEDULE", "/v1/schedules/", args, stdout, stderr)
 }
 
 // schedulesCreate posts a schedule: its timer from the flags, its run
