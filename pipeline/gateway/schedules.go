@@ -266,7 +266,6 @@ func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 		}
 		now := s.cfg.Now()
 		sc.Paused, sc.UpdatedAt = paused, now
-		lookAt := now
 		if !paused {
 			timer, err := schedule.NewTimer(sc.Spec)
 			if err != nil {
@@ -274,9 +273,10 @@ func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 				return
 			}
 			sc.Next = timer.Next(now)
-			lookAt = sc.Next
 		}
-		got, written, err := s.cfg.Store.PutSchedule(r.Context(), sc, lookAt)
+		// A tick that waits for its last run is looked at at once (poll 0):
+		// the sweepers' look sets its next poll.
+		got, written, err := s.cfg.Store.PutSchedule(r.Context(), sc, sc.LookAt(now, 0))
 		if err != nil {
 			s.fail(w, r, "schedule "+id, err)
 			return

@@ -111,3 +111,23 @@ func TestNewTimer_refuses_each_bad_spec_with_a_reason(t *testing.T) {
 		})
 	}
 }
+
+func TestLookAt_is_at_once_for_a_firing_never_while_paused_and_else_the_next_tick_or_a_poll(t *testing.T) {
+	next, now := minutes(5)[0], t0
+	for _, tc := range []struct {
+		name string
+		sc   schedule.Schedule
+		want time.Time
+	}{
+		{"a firing to complete", schedule.Schedule{Next: next, Paused: true, Firing: []schedule.Firing{{RunID: "r"}}}, now},
+		{"paused", schedule.Schedule{Next: next, Paused: true}, time.Time{}},
+		{"a tick waiting", schedule.Schedule{Next: next, Buffered: t0}, now.Add(time.Second)},
+		{"nothing to do", schedule.Schedule{Next: next}, next},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.sc.LookAt(now, time.Second); !got.Equal(tc.want) {
+				t.Errorf("look at %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -49,6 +49,22 @@ type Firing struct {
 	Tick  time.Time `json:"tick"`
 }
 
+// LookAt is when the sweepers look at sc next, at now: at once with a
+// firing to complete, after poll with a tick waiting for the last run,
+// else at its next tick; never (the zero time) while it is paused with
+// nothing to complete.
+func (sc Schedule) LookAt(now time.Time, poll time.Duration) time.Time {
+	switch {
+	case len(sc.Firing) > 0:
+		return now
+	case sc.Paused:
+		return time.Time{}
+	case !sc.Buffered.IsZero():
+		return now.Add(poll)
+	}
+	return sc.Next
+}
+
 // FiringOf is the firing of tick of schedule id: its run is
 // "<id>-<tick in unix seconds>", or "<id>-now-<unix ms>" for a trigger
 // (a tick of no timer).

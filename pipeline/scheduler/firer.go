@@ -84,7 +84,7 @@ func (f *Firer) step(ctx context.Context, sc schedule.Schedule, now time.Time) (
 		return got, false, err
 	}
 	if sc.Paused {
-		_, _, err := f.Store.PutSchedule(ctx, sc, time.Time{}) // unlisted until resumed
+		_, _, err := f.Store.PutSchedule(ctx, sc, sc.LookAt(now, f.poll())) // unlisted until resumed
 		return sc, true, err
 	}
 	timer, err := schedule.NewTimer(sc.Spec)
@@ -104,7 +104,7 @@ func (f *Firer) step(ctx context.Context, sc schedule.Schedule, now time.Time) (
 	if len(plan.Fire) > 0 {
 		claim.LastRun = claim.Firing[len(claim.Firing)-1].RunID
 	}
-	got, written, err := f.Store.PutSchedule(ctx, claim, f.lookAt(claim, now))
+	got, written, err := f.Store.PutSchedule(ctx, claim, claim.LookAt(now, f.poll()))
 	if err != nil || !written {
 		return got, false, err // another look took it first: look at what it wrote
 	}
@@ -121,7 +121,7 @@ func (f *Firer) complete(ctx context.Context, sc schedule.Schedule) (schedule.Sc
 	}
 	done := sc
 	done.Firing, done.UpdatedAt = nil, f.Now()
-	return f.Store.PutSchedule(ctx, done, f.lookAt(done, done.UpdatedAt))
+	return f.Store.PutSchedule(ctx, done, done.LookAt(done.UpdatedAt, f.poll()))
 }
 
 // create creates fr's run of sc, due for the sweepers at once: their
@@ -154,18 +154,6 @@ func (f *Firer) busy(ctx context.Context, sc schedule.Schedule) (bool, error) {
 	return run.Status != pipeline.RunDone, nil
 }
 
-// lookAt is when sc is looked at next: at once with a firing to complete,
-// after Poll with a tick waiting for the last run, else at its next tick.
-func (f *Firer) lookAt(sc schedule.Schedule, now time.Time) time.Time {
-	switch {
-	case len(sc.Firing) > 0:
-		return now
-	case !sc.Buffered.IsZero():
-		return now.Add(f.poll())
-	}
-	return sc.Next
-}
-
 // Trigger fires sc now, whatever its timer and overlap policy say, and
 // returns the run it started: the run is taken as firing, then created,
 // as a tick's.
@@ -178,7 +166,7 @@ func (f *Firer) Trigger(ctx context.Context, id string) (string, error) {
 		now := f.Now()
 		fr := schedule.FiringOf(id, now, true)
 		sc.Firing, sc.LastRun, sc.UpdatedAt = append(sc.Firing, fr), fr.RunID, now
-		got, written, err := f.Store.PutSchedule(ctx, sc, now)
+		got, written, err := f.Store.PutSchedule(ctx, sc, sc.LookAt(now, f.poll()))
 		if err != nil {
 			return "", err
 		}

@@ -30,7 +30,7 @@ func (s *Store) CreateSchedule(ctx context.Context, sc schedule.Schedule, now ti
 		return schedule.Schedule{}, false, err
 	}
 	sc.CreatedAt, sc.UpdatedAt, sc.Rev = now, now, 0
-	if err := s.rdb.ZAddNX(ctx, s.schedulesKey(), redis.Z{Score: lookScore(sc, sc.Next), Member: sc.ID}).Err(); err != nil {
+	if err := s.rdb.ZAddNX(ctx, s.schedulesKey(), redis.Z{Score: lookScore(sc.Next), Member: sc.ID}).Err(); err != nil {
 		return schedule.Schedule{}, false, fmt.Errorf("list schedule %s: %w", sc.ID, err)
 	}
 	got, written, err := s.putSchedule(ctx, sc)
@@ -44,7 +44,8 @@ func (s *Store) CreateSchedule(ctx context.Context, sc schedule.Schedule, now ti
 }
 
 // PutSchedule writes sc if the record is still at revision sc.Rev, and
-// lists it to be looked at at lookAt (paused: never). It returns the
+// lists it to be looked at at lookAt (the zero time: never;
+// schedule.Schedule.LookAt says when). It returns the
 // record as stored and whether it wrote it: false when another write came
 // between (the caller reads again). A schedule deleted meanwhile is
 // ErrNotFound. The index is written after the record: if that write is
@@ -57,7 +58,7 @@ func (s *Store) PutSchedule(ctx context.Context, sc schedule.Schedule, lookAt ti
 	if err != nil || !written {
 		return got, written, err
 	}
-	if err := s.rdb.ZAdd(ctx, s.schedulesKey(), redis.Z{Score: lookScore(got, lookAt), Member: sc.ID}).Err(); err != nil {
+	if err := s.rdb.ZAdd(ctx, s.schedulesKey(), redis.Z{Score: lookScore(lookAt), Member: sc.ID}).Err(); err != nil {
 		return got, true, fmt.Errorf("list schedule %s: %w", sc.ID, err)
 	}
 	return got, true, nil
@@ -89,10 +90,10 @@ func (s *Store) putSchedule(ctx context.Context, sc schedule.Schedule) (schedule
 	return got, reply[0] == int64(1), err
 }
 
-// lookScore is the index score of sc looked at at `at`: never while it is
-// paused.
-func lookScore(sc schedule.Schedule, at time.Time) float64 {
-	if sc.Paused {
+// lookScore is the index score of a schedule looked at at `at` (the zero
+// time: never).
+func lookScore(at time.Time) float64 {
+	if at.IsZero() {
 		return neverScore
 	}
 	return float64(toMillis(at))

@@ -66,7 +66,7 @@ var scheduleCases = []contractCase{
 			t.Fatal(err)
 		}
 		paused.Paused = true
-		if _, written, err := f.st.PutSchedule(f.ctx, paused, at(20)); err != nil || !written {
+		if _, written, err := f.st.PutSchedule(f.ctx, paused, paused.LookAt(at(20), 0)); err != nil || !written {
 			t.Fatalf("pause: %v, %v", written, err)
 		}
 		if err := f.st.DeleteSchedule(f.ctx, "s3"); err != nil {
