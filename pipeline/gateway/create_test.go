@@ -293,3 +293,25 @@ func TestNew_refuses_a_config_without_store_publisher_or_agents(t *testing.T) {
 		}
 	}
 }
+
+// A run whose start_at is ahead is stored, created, and its first step is
+// not published: the sweeper requests it at start_at. Over POST /v1/runs
+// and as a batch's item alike; a start_at in the past starts it at once.
+func TestCreate_a_run_with_start_at_ahead_is_stored_and_not_started(t *testing.T) {
+	h := newHarness(t)
+	later := time.Now().Add(time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
+	h.createRun(`{"run_id": "later", "agent": "assistant", "input": "hi", "start_at": "` + later + `"}`)
+	h.post("/v1/runs/batch", `[{"run_id": "later-item", "agent": "assistant", "input": "hi", "start_at": "`+later+`"}]`).want(t, http.StatusCreated, nil)
+	h.createRun(`{"run_id": "past", "agent": "assistant", "input": "hi", "start_at": "2020-01-01T00:00:00Z"}`)
+	h.steps.waitCount(t, "past", 1)
+	for _, id := range []string{"later", "later-item"} {
+		var v gateway.RunView
+		h.get("/v1/runs/"+id).want(t, http.StatusOK, &v)
+		if v.Status != pipeline.RunCreated || v.StartAt.Format(time.RFC3339) != later {
+			t.Errorf("run %s: %s, start_at %s; want created, start_at %s", id, v.Status, v.StartAt, later)
+		}
+		if n, _ := h.steps.count(id); n != 0 {
+			t.Errorf("run %s: step 0 published %d times before its start_at", id, n)
+		}
+	}
+}
