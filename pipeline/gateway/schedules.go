@@ -149,8 +149,11 @@ func (s *Server) parseSchedule(body []byte, tenant string) (schedule.Schedule, *
 		*d.into = v
 	}
 	timer, err := schedule.NewTimer(spec)
-	if err != nil {
+	switch {
+	case err != nil:
 		problems = append(problems, strings.Split(err.Error(), "\n")...)
+	case timer.Next(s.cfg.Now()).IsZero():
+		problems = append(problems, fmt.Sprintf("cron %q matches no time in the next five years", spec.Cron))
 	}
 	tmpl, p := s.parseTemplate(req.Run, tenant)
 	problems = append(problems, p...)

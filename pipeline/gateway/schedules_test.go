@@ -26,6 +26,7 @@ func TestSchedules_a_create_reports_every_problem_at_once(t *testing.T) {
 	for name, tc := range map[string]struct{ body, mention string }{
 		"no timer":      {`{"run": {"agent": "assistant", "input": "hi"}}`, `give "cron" or "every"`},
 		"a bad cron":    {`{"cron": "99 * * * *", "run": {"agent": "assistant", "input": "hi"}}`, `cron "99 * * * *"`},
+		"no time":       {`{"cron": "0 0 30 2 *", "run": {"agent": "assistant", "input": "hi"}}`, "matches no time"},
 		"a bad zone":    {`{"cron": "@daily", "timezone": "Mars/Olympus", "run": {"agent": "assistant", "input": "hi"}}`, `timezone "Mars/Olympus"`},
 		"a bad overlap": {`{"every": "1m", "overlap": "queue", "run": {"agent": "assistant", "input": "hi"}}`, `overlap "queue"`},
 		"no run":        {`{"every": "1m"}`, "run is missing"},

@@ -49,13 +49,13 @@ func (t *Timer) Plan(st State, now time.Time) Plan {
 
 // due lists the ticks from next on that are at or before now and within
 // the catch-up window (the latest MaxCatchup), and the first tick after
-// now.
+// now (zero for a cron expression that matches no time: it never ticks).
 func (t *Timer) due(next, now time.Time) ([]time.Time, time.Time) {
 	if oldest := now.Add(-t.spec.CatchupWindow); next.Before(oldest) {
 		next = t.Next(oldest.Add(-time.Millisecond))
 	}
 	var due []time.Time
-	for ; !next.After(now); next = t.Next(next) {
+	for ; !next.IsZero() && !next.After(now); next = t.Next(next) {
 		if len(due) == MaxCatchup {
 			due = append(due[:0], due[1:]...)
 		}

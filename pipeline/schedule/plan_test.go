@@ -131,3 +131,10 @@ func TestLookAt_is_at_once_for_a_firing_never_while_paused_and_else_the_next_tic
 		})
 	}
 }
+
+func TestPlan_a_cron_that_matches_no_time_fires_nothing_and_has_no_next_tick(t *testing.T) {
+	p := timer(t, schedule.Spec{Cron: "0 0 30 2 *"}).Plan(schedule.State{Next: t0}, t0.Add(time.Hour))
+	if len(p.Fire) != 1 || !p.Next.IsZero() {
+		t.Errorf("plan %+v, want the one due tick fired and no next tick", p)
+	}
+}

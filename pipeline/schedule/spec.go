@@ -115,7 +115,8 @@ func NewTimer(spec Spec) (*Timer, error) {
 // Spec is the timer's spec, its defaults set.
 func (t *Timer) Spec() Spec { return t.spec }
 
-// Next is the first tick strictly after after.
+// Next is the first tick strictly after after; the zero time when a cron
+// expression matches no time within five years of it (30 February).
 func (t *Timer) Next(after time.Time) time.Time {
 	if t.spec.Every > 0 {
 		ms, every := after.UnixMilli(), t.spec.Every.Milliseconds()
