@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
 
 	"github.com/stepwise-run/stepwise/internal/embedded"
 )
@@ -57,12 +60,21 @@ func KafkaFake(t testing.TB) []string {
 // brokers of EnvKafka, which every test shares: the test's name and this
 // test process's nonce, so neither another test nor an earlier run of the
 // same one (its committed offsets, its records) is in the way. Consumer
-// groups take the same prefix.
+// groups take the same prefix. On EnvKafka's brokers the topics under it
+// are deleted when t ends (deleteTopics).
 func TopicPrefix(t testing.TB) string {
 	t.Helper()
 	if os.Getenv(EnvKafka) == "" {
 		return "stepwise."
 	}
+	prefix := "t" + processNonce() + "." + testName(t) + "."
+	t.Cleanup(func() { deleteTopics(t, prefix) })
+	return prefix
+}
+
+// testName is t's name as a topic name may hold it, at most 120
+// characters (a topic name is at most 249).
+func testName(t testing.TB) string {
 	name := strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
@@ -70,11 +82,39 @@ func TopicPrefix(t testing.TB) string {
 		}
 		return '_'
 	}, t.Name())
-	const keep = 120 // a topic name is at most 249 characters
+	const keep = 120
 	if len(name) > keep {
 		name = name[:keep]
 	}
-	return "t" + processNonce() + "." + name + "."
+	return name
+}
+
+// deleteTopics deletes the topics under prefix on EnvKafka's brokers, so
+// the shared cluster holds the topics of the tests running, not of every
+// test run so far: with ten topics a stack, a package's tests made
+// thousands of partitions, and a broker of scripts/kafka's 384 MB heap ran
+// out of memory. A failure is logged: the topics stay, the test stands.
+func deleteTopics(t testing.TB, prefix string) {
+	cfg := sarama.NewConfig()
+	cfg.Admin.Timeout = 30 * time.Second
+	admin, err := sarama.NewClusterAdmin(strings.Split(os.Getenv(EnvKafka), ","), cfg)
+	if err != nil {
+		t.Logf("delete the topics of %s: %v", prefix, err)
+		return
+	}
+	defer admin.Close()
+	names, err := admin.ListTopics()
+	if err != nil {
+		t.Logf("delete the topics of %s: %v", prefix, err)
+		return
+	}
+	for name := range names {
+		if strings.HasPrefix(name, prefix) {
+			if err := admin.DeleteTopic(name); err != nil {
+				t.Logf("delete topic %s: %v", name, err)
+			}
+		}
+	}
 }
 
 // processNonce tells apart the test processes that share EnvKafka's
