@@ -22,7 +22,7 @@ from pydantic import TypeAdapter
 from .errors import APIError, WaitTimeout, error_for
 from .models import (
     AcceptedCancel, AcceptedDecision, Batch, CancelledBatch, CreatedBatch, CreatedRun, Event, Message,
-    PendingCall, Run, RunList,
+    PendingCall, RerunAccepted, Run, RunList, Schedule, TriggeredRun,
 )
 
 DEFAULT_URL = "http://localhost:8080"
@@ -112,7 +112,7 @@ def decode(response: httpx.Response, call: Call) -> Any:
     """decode returns the model of a successful answer to call, or raises
     its APIError."""
     if response.is_success:
-        return call.into(response.json())
+        return call.into(response.json() if response.content else None)
     raise error_of(response)
 
 
@@ -129,6 +129,7 @@ def error_of(response: httpx.Response) -> APIError:
 
 _MESSAGES = TypeAdapter(list[Message])
 _PENDING = TypeAdapter(list[PendingCall])
+_SCHEDULES = TypeAdapter(list[Schedule])
 
 
 def create_run(
@@ -163,6 +164,56 @@ def list_runs(status: str | None, agent: str | None, limit: int | None, cursor: 
 def cancel_run(run_id: str, reason: str | None, decided_by: str | None) -> Call:
     return Call("POST", f"/v1/runs/{seg(run_id)}/cancel", AcceptedCancel.model_validate,
                 json=cancel_body(reason, decided_by))
+
+
+def fork_run(
+    run_id: str, from_step: int, new_run_id: str | None, input: str | None, model: Any, metadata: Any,
+) -> Call:
+    body: dict[str, Any] = {"from_step": from_step}
+    for k, v in (("run_id", new_run_id), ("input", input), ("model", model), ("metadata", metadata)):
+        if v is not None:
+            body[k] = v
+    return Call("POST", f"/v1/runs/{seg(run_id)}/fork", CreatedRun.model_validate, json=body)
+
+
+def rerun(filter: Mapping[str, Any], request_id: str | None) -> Call:
+    body: dict[str, Any] = {"filter": {k: v for k, v in filter.items() if v is not None}}
+    if request_id is not None:
+        body["request_id"] = request_id
+    return Call("POST", "/v1/runs/rerun", RerunAccepted.model_validate, json=body)
+
+
+def create_schedule(
+    run: Mapping[str, Any], cron: str | None, every: str | None, schedule_id: str | None,
+    timezone: str | None, overlap: str | None, catchup_window: str | None,
+) -> Call:
+    body: dict[str, Any] = {"run": dict(run)}
+    for k, v in (("cron", cron), ("every", every), ("schedule_id", schedule_id), ("timezone", timezone),
+                 ("overlap", overlap), ("catchup_window", catchup_window)):
+        if v is not None:
+            body[k] = v
+    return Call("POST", "/v1/schedules", Schedule.model_validate, json=body)
+
+
+def list_schedules() -> Call:
+    return Call("GET", "/v1/schedules", lambda j: _SCHEDULES.validate_python(j["schedules"]))
+
+
+def get_schedule(schedule_id: str) -> Call:
+    return Call("GET", f"/v1/schedules/{seg(schedule_id)}", Schedule.model_validate)
+
+
+def change_schedule(schedule_id: str, action: str) -> Call:
+    """change_schedule is POST /v1/schedules/{id}/pause or resume."""
+    return Call("POST", f"/v1/schedules/{seg(schedule_id)}/{action}", Schedule.model_validate)
+
+
+def trigger_schedule(schedule_id: str) -> Call:
+    return Call("POST", f"/v1/schedules/{seg(schedule_id)}/trigger", TriggeredRun.model_validate)
+
+
+def delete_schedule(schedule_id: str) -> Call:
+    return Call("DELETE", f"/v1/schedules/{seg(schedule_id)}", lambda _: None)
 
 
 def submit_batch(

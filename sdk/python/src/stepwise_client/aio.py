@@ -13,14 +13,15 @@ from . import _core
 from ._core import Call
 from .models import (
     AcceptedCancel, AcceptedDecision, Batch, CancelledBatch, CreatedBatch, CreatedRun,
-    DecisionAction, Event, Message, PendingCall, Run, RunList, RunStatus, RunSummary,
+    DecisionAction, Event, Message, PendingCall, RerunAccepted, Run, RunList, RunStatus, RunSummary,
+    Schedule, TriggeredRun,
 )
 
 
 class AsyncClient(_core.Base):
     """AsyncClient calls a stepwise gateway's HTTP API from asyncio.
 
-    Its resources (``runs``, ``batches``) and methods are
+    Its resources (``runs``, ``batches``, ``schedules``) and methods are
     :class:`~stepwise_client.Client`'s, with the same arguments, defaults
     and errors, awaited; ``runs.events``, ``runs.iter`` and
     ``batches.follow`` are async iterators. Close it with ``await
@@ -38,6 +39,7 @@ class AsyncClient(_core.Base):
         super().__init__(base_url, api_key, http, lambda: httpx.AsyncClient(timeout=timeout))
         self.runs = AsyncRuns(self)
         self.batches = AsyncBatches(self)
+        self.schedules = AsyncSchedules(self)
 
     async def aclose(self) -> None:
         """aclose releases the connections (not those of an ``http`` passed in)."""
@@ -125,6 +127,23 @@ class AsyncRuns:
         """cancel: see Runs.cancel."""
         return await self._client._call(_core.cancel_run(run_id, reason, decided_by))
 
+    async def fork(
+        self, run_id: str, from_step: int, *, new_run_id: str | None = None, input: str | None = None,
+        model: Mapping[str, Any] | None = None, metadata: Any = None,
+    ) -> CreatedRun:
+        """fork: see Runs.fork."""
+        return await self._client._call(_core.fork_run(run_id, from_step, new_run_id, input, model, metadata))
+
+    async def rerun(
+        self, *, run_ids: list[str] | None = None, batch_id: str | None = None, agent: str | None = None,
+        status: RunStatus | None = None, termination: str | None = None, since: str | None = None,
+        until: str | None = None, request_id: str | None = None,
+    ) -> RerunAccepted:
+        """rerun: see Runs.rerun."""
+        f = {"run_ids": run_ids, "batch_id": batch_id, "agent": agent, "status": status,
+             "termination": termination, "since": since, "until": until}
+        return await self._client._call(_core.rerun(f, request_id))
+
     async def events(self, run_id: str, *, last_event_id: str | None = None, reconnects: int = 5) -> AsyncIterator[Event]:
         """events: see Runs.events."""
         c, books = self._client, _core.Resumption(last_event_id, reconnects)
@@ -185,3 +204,43 @@ class AsyncBatches:
     async def cancel(self, batch_id: str, *, reason: str | None = None, decided_by: str | None = None) -> CancelledBatch:
         """cancel: see Batches.cancel."""
         return await self._client._call(_core.cancel_batch(batch_id, reason, decided_by))
+
+
+class AsyncSchedules:
+    """AsyncSchedules is ``AsyncClient.schedules``: see :class:`~stepwise_client.client.Schedules`."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def create(
+        self, run: Mapping[str, Any], *, cron: str | None = None, every: str | None = None,
+        schedule_id: str | None = None, timezone: str | None = None, overlap: str | None = None,
+        catchup_window: str | None = None,
+    ) -> Schedule:
+        """create: see Schedules.create."""
+        return await self._client._call(
+            _core.create_schedule(run, cron, every, schedule_id, timezone, overlap, catchup_window))
+
+    async def list(self) -> list[Schedule]:
+        """list: see Schedules.list."""
+        return await self._client._call(_core.list_schedules())
+
+    async def get(self, schedule_id: str) -> Schedule:
+        """get: see Schedules.get."""
+        return await self._client._call(_core.get_schedule(schedule_id))
+
+    async def pause(self, schedule_id: str) -> Schedule:
+        """pause: see Schedules.pause."""
+        return await self._client._call(_core.change_schedule(schedule_id, "pause"))
+
+    async def resume(self, schedule_id: str) -> Schedule:
+        """resume: see Schedules.resume."""
+        return await self._client._call(_core.change_schedule(schedule_id, "resume"))
+
+    async def trigger(self, schedule_id: str) -> TriggeredRun:
+        """trigger: see Schedules.trigger."""
+        return await self._client._call(_core.trigger_schedule(schedule_id))
+
+    async def delete(self, schedule_id: str) -> None:
+        """delete: see Schedules.delete."""
+        await self._client._call(_core.delete_schedule(schedule_id))

@@ -12,7 +12,8 @@ from . import _core
 from ._core import Call
 from .models import (
     AcceptedCancel, AcceptedDecision, Batch, CancelledBatch, CreatedBatch, CreatedRun,
-    DecisionAction, Event, Message, PendingCall, Run, RunList, RunStatus, RunSummary,
+    DecisionAction, Event, Message, PendingCall, RerunAccepted, Run, RunList, RunStatus, RunSummary,
+    Schedule, TriggeredRun,
 )
 
 
@@ -29,8 +30,8 @@ class Client(_core.Base):
     :class:`~stepwise_client.APIError` carrying the envelope's code.
 
     Runs are under ``runs`` (:class:`Runs`), batches under ``batches``
-    (:class:`Batches`); :meth:`pending` and :meth:`decide` answer parked
-    calls.
+    (:class:`Batches`), schedules under ``schedules`` (:class:`Schedules`);
+    :meth:`pending` and :meth:`decide` answer parked calls.
     """
 
     def __init__(
@@ -44,6 +45,7 @@ class Client(_core.Base):
         super().__init__(base_url, api_key, http, lambda: httpx.Client(timeout=timeout))
         self.runs = Runs(self)
         self.batches = Batches(self)
+        self.schedules = Schedules(self)
 
     def close(self) -> None:
         """close releases the connections (not those of an ``http`` passed in)."""
@@ -152,6 +154,29 @@ class Runs:
         """cancel asks for the run to end cancelled; ConflictError when it is done."""
         return self._client._call(_core.cancel_run(run_id, reason, decided_by))
 
+    def fork(
+        self, run_id: str, from_step: int, *, new_run_id: str | None = None, input: str | None = None,
+        model: Mapping[str, Any] | None = None, metadata: Any = None,
+    ) -> CreatedRun:
+        """fork makes a new run whose history is run_id's through step
+        from_step (``input`` replacing the text of its last user message,
+        ``model`` and ``metadata`` the original's) and which runs on from
+        the next step. new_run_id makes it idempotent."""
+        return self._client._call(_core.fork_run(run_id, from_step, new_run_id, input, model, metadata))
+
+    def rerun(
+        self, *, run_ids: list[str] | None = None, batch_id: str | None = None, agent: str | None = None,
+        status: RunStatus | None = None, termination: str | None = None, since: str | None = None,
+        until: str | None = None, request_id: str | None = None,
+    ) -> RerunAccepted:
+        """rerun requests again, as new linked runs, the runs the filter
+        selects (``GET /v1/runs``'s filter; at least one field), in a batch
+        of their own. The same filter and request_id again re-run nothing
+        more."""
+        f = {"run_ids": run_ids, "batch_id": batch_id, "agent": agent, "status": status,
+             "termination": termination, "since": since, "until": until}
+        return self._client._call(_core.rerun(f, request_id))
+
     def events(self, run_id: str, *, last_event_id: str | None = None, reconnects: int = 5) -> Iterator[Event]:
         """events yields the run's event log, strictly after last_event_id.
 
@@ -231,3 +256,46 @@ class Batches:
     def cancel(self, batch_id: str, *, reason: str | None = None, decided_by: str | None = None) -> CancelledBatch:
         """cancel cancels every run of the batch that is not done."""
         return self._client._call(_core.cancel_batch(batch_id, reason, decided_by))
+
+
+class Schedules:
+    """Schedules is ``Client.schedules``: schedules that start runs on a
+    cron expression or an interval."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def create(
+        self, run: Mapping[str, Any], *, cron: str | None = None, every: str | None = None,
+        schedule_id: str | None = None, timezone: str | None = None, overlap: str | None = None,
+        catchup_window: str | None = None,
+    ) -> Schedule:
+        """create makes a schedule starting run (a ``runs.create`` body) at
+        each tick of ``cron`` (in ``timezone``) or ``every`` (a duration such
+        as ``"1h"``). overlap is skip, buffer_one or allow_all. With a
+        schedule_id it is idempotent."""
+        return self._client._call(_core.create_schedule(run, cron, every, schedule_id, timezone, overlap, catchup_window))
+
+    def list(self) -> list[Schedule]:
+        """list returns the schedules of the key's tenant."""
+        return self._client._call(_core.list_schedules())
+
+    def get(self, schedule_id: str) -> Schedule:
+        """get returns the schedule, with its next tick."""
+        return self._client._call(_core.get_schedule(schedule_id))
+
+    def pause(self, schedule_id: str) -> Schedule:
+        """pause stops the schedule's ticks until resume."""
+        return self._client._call(_core.change_schedule(schedule_id, "pause"))
+
+    def resume(self, schedule_id: str) -> Schedule:
+        """resume restarts the ticks from the next one."""
+        return self._client._call(_core.change_schedule(schedule_id, "resume"))
+
+    def trigger(self, schedule_id: str) -> TriggeredRun:
+        """trigger starts a run of the schedule now."""
+        return self._client._call(_core.trigger_schedule(schedule_id))
+
+    def delete(self, schedule_id: str) -> None:
+        """delete removes the schedule; its runs stay."""
+        self._client._call(_core.delete_schedule(schedule_id))

@@ -149,6 +149,51 @@ class CreatedRun(Model):
     status: RunStatus
 
 
+class RerunAccepted(Model):
+    """The answer of ``POST /v1/runs/rerun``: the batch the new runs join
+    and how many were requested."""
+
+    batch_id: str
+    requested: int
+    status: Literal["accepted"]
+
+
+class ScheduledRun(Model):
+    """The run a schedule starts at each tick: a ``POST /v1/runs`` body."""
+
+    agent: str
+    input: Any
+    model: Any = None
+    metadata: Any = None
+
+
+class Schedule(Model):
+    """A schedule, as ``GET /v1/schedules/{id}`` answers it: ``cron`` (in
+    ``timezone``) or ``every``, its overlap policy and catch-up window, the
+    run it starts, and ``next_tick`` unless paused."""
+
+    schedule_id: str
+    overlap: Literal["skip", "buffer_one", "allow_all"]
+    catchup_window: str
+    run: ScheduledRun
+    paused: bool
+    created_at: str
+    updated_at: str
+    cron: str | None = None
+    every: str | None = None
+    timezone: str | None = None
+    next_tick: str | None = None
+    buffered_tick: str | None = None
+    last_run_id: str | None = None
+
+
+class TriggeredRun(Model):
+    """The answer of ``POST /v1/schedules/{id}/trigger``: the run started now."""
+
+    schedule_id: str
+    run_id: str
+
+
 class MessageToolCall(Model):
     """A tool call an assistant message proposes."""
 
