@@ -56,3 +56,31 @@ def test_the_async_client_raises_the_envelope(dev: Dev):
     e = run(go())
 
     assert (e.status, e.code) == (404, "not_found")
+
+
+def test_the_async_client_forks_a_run_and_triggers_a_schedule(dev: Dev, run_id: str):
+    async def go():
+        async with AsyncClient(dev.url, api_key=dev.key) as c:
+            await c.runs.create(agent="quick", input="Say hello", run_id=run_id)
+            await c.runs.wait(run_id, timeout=30)
+            fork = await c.runs.wait((await c.runs.fork(run_id, 0)).run_id, timeout=30)
+            schedule = await c.schedules.create({"agent": "quick", "input": "Say hello"}, cron="0 3 * * *",
+                                                timezone="Asia/Tokyo", schedule_id=f"sched-{run_id}")
+            started = await c.schedules.trigger(schedule.schedule_id)
+            scheduled = await c.runs.wait(started.run_id, timeout=30)
+            paused = await c.schedules.pause(schedule.schedule_id)
+            await c.schedules.delete(schedule.schedule_id)
+            try:
+                await c.schedules.get(schedule.schedule_id)
+                gone = False
+            except NotFoundError:
+                gone = True
+            return fork, schedule, scheduled, paused, gone
+
+    fork, schedule, scheduled, paused, gone = run(go())
+
+    assert fork.forked_from == {"run_id": run_id, "step": 0}
+    assert fork.termination.reason == "natural_end"
+    assert (schedule.cron, schedule.timezone) == ("0 3 * * *", "Asia/Tokyo")
+    assert scheduled.schedule_id == schedule.schedule_id
+    assert paused.paused and gone
