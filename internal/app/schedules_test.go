@@ -253,10 +253,24 @@ func TestSchedule_is_paused_resumed_triggered_and_deleted_over_HTTP(t *testing.T
 	if len(runs) != 1 || runs[0].RunID != trig.RunID || !strings.HasPrefix(trig.RunID, "manual-now-") {
 		t.Errorf("runs %+v after a trigger answered %q", runs, trig.RunID)
 	}
+	for range 2 { // a trigger that names its run, and the same again (a client's retry)
+		var again struct {
+			RunID string `json:"run_id"`
+		}
+		if code := httpDo(t, http.MethodPost, base+"/v1/schedules/manual/trigger", map[string]any{"run_id": "manual-by-hand"}, &again); code != http.StatusAccepted || again.RunID != "manual-by-hand" {
+			t.Fatalf("trigger with run_id: status %d, run %q", code, again.RunID)
+		}
+	}
+	if code := httpDo(t, http.MethodPost, base+"/v1/schedules/manual/trigger", map[string]any{"run_id": "a/b"}, nil); code != http.StatusBadRequest {
+		t.Errorf("trigger with run_id a/b: status %d, want 400", code)
+	}
+	if runs := waitRunsOf(t, base, "manual", 2); len(runs) != 2 {
+		t.Errorf("runs %+v after a trigger and a named trigger twice, want two", runs)
+	}
 
 	var v scheduleView
-	if httpDo(t, http.MethodPost, base+"/v1/schedules/manual/pause", nil, &v); !v.Paused || !v.NextTick.IsZero() || v.LastRunID != trig.RunID {
-		t.Errorf("paused: %+v, want paused, no next tick, last run %s", v, trig.RunID)
+	if httpDo(t, http.MethodPost, base+"/v1/schedules/manual/pause", nil, &v); !v.Paused || !v.NextTick.IsZero() || v.LastRunID != "manual-by-hand" {
+		t.Errorf("paused: %+v, want paused, no next tick, last run manual-by-hand", v)
 	}
 	if httpDo(t, http.MethodPost, base+"/v1/schedules/manual/resume", nil, &v); v.Paused || v.NextTick.Month() != time.December {
 		t.Errorf("resumed: %+v, want its next tick on 1 January at midnight in Paris (31 December UTC)", v)
@@ -276,8 +290,8 @@ func TestSchedule_is_paused_resumed_triggered_and_deleted_over_HTTP(t *testing.T
 			t.Errorf("%s %s after delete: status %d, want 404", method, path, code)
 		}
 	}
-	if got := runsOf(t, base, "manual"); len(got) != 1 {
-		t.Errorf("the deleted schedule's runs: %+v, want its one run kept", got)
+	if got := runsOf(t, base, "manual"); len(got) != 2 {
+		t.Errorf("the deleted schedule's runs: %+v, want its two runs kept", got)
 	}
 }
 
@@ -295,9 +309,11 @@ func TestCLI_schedules_create_list_trigger_pause_resume_and_delete(t *testing.T)
 		{[]string{"schedules", "create", "--id", "bad", "--every", "1ms", "--agent", "assistant", "--input", "x"}, cli.ExitFail, ""},
 		{[]string{"schedules", "list"}, cli.ExitOK, "nightly   0 3 * * * (Asia/Tokyo)  skip     assistant"},
 		{[]string{"schedules", "trigger", "nightly"}, cli.ExitOK, "schedule nightly started run nightly-now-"},
+		{[]string{"schedules", "trigger", "--run-id", "nightly-by-hand", "nightly"}, cli.ExitOK, "schedule nightly started run nightly-by-hand"},
+		{[]string{"schedules", "trigger", "--run-id", "nightly-by-hand", "nightly"}, cli.ExitOK, "schedule nightly started run nightly-by-hand"},
 		{[]string{"schedules", "pause", "nightly"}, cli.ExitOK, "schedule nightly is paused"},
 		{[]string{"schedules", "resume", "nightly"}, cli.ExitOK, "schedule nightly is running, next tick"},
-		{[]string{"schedules", "get", "nightly"}, cli.ExitOK, `"last_run_id": "nightly-now-`},
+		{[]string{"schedules", "get", "nightly"}, cli.ExitOK, `"last_run_id": "nightly-by-hand"`},
 		{[]string{"schedules", "delete", "nightly"}, cli.ExitOK, "schedule nightly deleted"},
 		{[]string{"schedules", "get", "nightly"}, cli.ExitFail, ""},
 		{[]string{"schedules", "rename", "nightly"}, cli.ExitUsage, ""},

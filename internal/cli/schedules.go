@@ -125,15 +125,23 @@ func schedulesCreate(ctx context.Context, args []string, stdout, stderr io.Write
 func scheduleAction(verb string) func(context.Context, []string, io.Writer, io.Writer) error {
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs, gw := flags("schedules "+verb, stderr)
+		var runID *string
+		if verb == "trigger" {
+			runID = fs.String("run-id", "", "the `id` of the run it starts: the same trigger again starts no other (default: the gateway picks one)")
+		}
 		pos, err := parse(fs, args, 1, "SCHEDULE")
 		if err != nil {
 			return err
+		}
+		var body any
+		if runID != nil && *runID != "" {
+			body = map[string]string{"run_id": *runID}
 		}
 		var out struct {
 			scheduleSummary
 			RunID string `json:"run_id"`
 		}
-		if err := newClient(*gw).json(ctx, "POST", "/v1/schedules/"+url.PathEscape(pos[0])+"/"+verb, nil, &out); err != nil {
+		if err := newClient(*gw).json(ctx, "POST", "/v1/schedules/"+url.PathEscape(pos[0])+"/"+verb, body, &out); err != nil {
 			return err
 		}
 		switch {

@@ -106,8 +106,19 @@ func jsonBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiEr
 // unknown fields (decodeStrict); on a bad one it answers, saying it is an
 // invalid what, and returns false.
 func (s *Server) strictBody(w http.ResponseWriter, r *http.Request, v any, what string) bool {
+	return s.decodeBody(w, r, v, what, false)
+}
+
+// optionalBody reads an optional JSON body into v as strictBody does; a
+// request with no body (with or without a Content-Type) leaves v as it is.
+func (s *Server) optionalBody(w http.ResponseWriter, r *http.Request, v any, what string) bool {
+	return bodyless(r) || s.decodeBody(w, r, v, what, true)
+}
+
+// decodeBody is strictBody; with emptyOK an empty body leaves v as it is.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any, what string, emptyOK bool) bool {
 	body, ae := jsonBody(w, r, s.cfg.MaxBodyBytes)
-	if ae == nil {
+	if ae == nil && (!emptyOK || firstByte(body) != 0) {
 		if err := decodeStrict(body, v, false); err != nil {
 			ae = invalid("invalid %s: %v", what, err)
 		}
@@ -117,6 +128,12 @@ func (s *Server) strictBody(w http.ResponseWriter, r *http.Request, v any, what 
 		return false
 	}
 	return true
+}
+
+// bodyless reports whether r comes with no body and no Content-Type, as a
+// request whose body is optional may.
+func bodyless(r *http.Request) bool {
+	return r.ContentLength == 0 && r.Header.Get("Content-Type") == ""
 }
 
 // jsonProblem says where and what is wrong with data, a JSON document that

@@ -89,13 +89,11 @@ type chatStream struct {
 
 // checkThreadID refuses a thread id that cannot name runs.
 func checkThreadID(field, id string) *apiError {
-	switch {
-	case id == "":
+	if id == "" {
 		return invalid("%s is missing: it names the chat, and its first turn's run", field)
-	case len(id) > maxThreadIDLength:
-		return invalid("%s is %d characters long, at most %d allowed", field, len(id), maxThreadIDLength)
-	case !runIDPattern.MatchString(id), id == "." || id == "..":
-		return invalid("%s %q holds characters outside [A-Za-z0-9._:-]", field, id)
+	}
+	if p := idProblem(field, id, maxThreadIDLength); p != "" {
+		return invalid("%s", p)
 	}
 	return nil
 }

@@ -151,7 +151,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 // cancelRequest reads the optional body of a cancel; on a bad one it
 // answers and returns false.
 func (s *Server) cancelRequest(w http.ResponseWriter, r *http.Request) (CancelRequest, bool) {
-	if bodyless := r.ContentLength == 0 && r.Header.Get("Content-Type") == ""; !bodyless {
+	if !bodyless(r) {
 		if _, ae := mediaType(r, mediaJSON); ae != nil {
 			writeError(w, ae)
 			return CancelRequest{}, false

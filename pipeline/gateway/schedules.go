@@ -63,6 +63,13 @@ type ScheduleList struct {
 	Schedules []ScheduleView `json:"schedules"`
 }
 
+// TriggerRequest is the optional body of POST /v1/schedules/{id}/trigger.
+// RunID names the run, which makes the trigger idempotent as POST
+// /v1/runs's run_id does: the same trigger again answers with that run.
+type TriggerRequest struct {
+	RunID string `json:"run_id,omitempty"`
+}
+
 // TriggerResponse is the answer of POST /v1/schedules/{id}/trigger.
 type TriggerResponse struct {
 	ScheduleID string `json:"schedule_id"`
@@ -125,13 +132,10 @@ func (s *Server) parseSchedule(body []byte, tenant string) (schedule.Schedule, *
 	}
 	var problems []string
 	id := req.ScheduleID
-	switch {
-	case id == "":
+	if id == "" {
 		id = uuid.NewString()
-	case len(id) > MaxScheduleIDLength:
-		problems = append(problems, fmt.Sprintf("schedule_id is %d characters long, at most %d allowed", len(id), MaxScheduleIDLength))
-	case !runIDPattern.MatchString(id) || id == "." || id == "..":
-		problems = append(problems, fmt.Sprintf("schedule_id %q holds characters outside [A-Za-z0-9._:-]", id))
+	} else if p := idProblem("schedule_id", id, MaxScheduleIDLength); p != "" {
+		problems = append(problems, p)
 	}
 	spec := schedule.Spec{Cron: req.Cron, Timezone: req.Timezone, Overlap: schedule.Overlap(req.Overlap)}
 	for _, d := range []struct {
@@ -293,14 +297,26 @@ func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 }
 
 // triggerSchedule serves POST /v1/schedules/{id}/trigger: 202 with the run
-// it starts now, whatever its timer and overlap policy say. The run is
+// it starts now, whatever its timer and overlap policy say (the run the
+// body's run_id names, when it has one: 409 when a run of that id that
+// the schedule did not start exists). The run is
 // due for the sweepers at once, which request its first step.
 func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, ok := s.ownedSchedule(w, r, id); !ok {
 		return
 	}
-	runID, err := s.schedules.Trigger(r.Context(), id)
+	var req TriggerRequest
+	if !s.optionalBody(w, r, &req, "trigger") {
+		return
+	}
+	if req.RunID != "" {
+		if p := idProblem("run_id", req.RunID, MaxRunIDLength); p != "" {
+			writeError(w, invalid("invalid trigger: %s", p))
+			return
+		}
+	}
+	runID, err := s.schedules.Trigger(r.Context(), id, req.RunID)
 	if err != nil {
 		s.fail(w, r, "trigger schedule "+id, err)
 		return

@@ -19,6 +19,21 @@ const MaxRunIDLength = 128
 // the Redis hash tag {run_id}; spaces and slashes would break URLs and keys.
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]+$`)
 
+// idProblem says what is wrong with id, a client-chosen name that run ids
+// are made of (field names it in the answer, max is its longest), or ""
+// when nothing is.
+func idProblem(field, id string, max int) string {
+	switch {
+	case len(id) > max:
+		return fmt.Sprintf("%s is %d characters long, at most %d allowed", field, len(id), max)
+	case !runIDPattern.MatchString(id):
+		return fmt.Sprintf("%s %q holds characters outside [A-Za-z0-9._:-]", field, id)
+	case id == "." || id == "..":
+		return fmt.Sprintf("%s %q cannot be addressed in a URL path", field, id)
+	}
+	return ""
+}
+
 // CreateRunRequest is the body of POST /v1/runs and one item of
 // POST /v1/runs/batch. Input is a JSON string (one user message) or an array
 // of messages; Model is a run's own script model; Metadata is any JSON
@@ -83,14 +98,8 @@ func (s *Server) parseCreate(body []byte, item bool) (newRun, []string) {
 	runID, p := stringField(fields, "run_id")
 	problems = append(problems, p...)
 	if runID != "" {
-		if len(runID) > MaxRunIDLength {
-			problems = append(problems, fmt.Sprintf("run_id is %d characters long, at most %d allowed", len(runID), MaxRunIDLength))
-		}
-		switch {
-		case !runIDPattern.MatchString(runID):
-			problems = append(problems, fmt.Sprintf("run_id %q holds characters outside [A-Za-z0-9._:-]", runID))
-		case runID == "." || runID == "..":
-			problems = append(problems, fmt.Sprintf("run_id %q cannot be addressed in a URL path", runID))
+		if p := idProblem("run_id", runID, MaxRunIDLength); p != "" {
+			problems = append(problems, p)
 		}
 	}
 	nr.run.ID = runID

@@ -156,8 +156,21 @@ func (f *Firer) busy(ctx context.Context, sc schedule.Schedule) (bool, error) {
 
 // Trigger fires sc now, whatever its timer and overlap policy say, and
 // returns the run it started: the run is taken as firing, then created,
-// as a tick's.
-func (f *Firer) Trigger(ctx context.Context, id string) (string, error) {
+// as a tick's. runID, when not empty, names the run, which makes the
+// trigger idempotent: a run of that id that the schedule started already
+// is returned as it is, one that it did not start is store.ErrConflict.
+func (f *Firer) Trigger(ctx context.Context, id, runID string) (string, error) {
+	if runID != "" {
+		run, err := f.Store.GetRun(ctx, runID)
+		switch {
+		case err == nil && run.ScheduleID == id:
+			return runID, nil
+		case err == nil:
+			return "", fmt.Errorf("run %s exists and schedule %s did not start it: %w", runID, id, store.ErrConflict)
+		case !errors.Is(err, store.ErrNotFound):
+			return "", err
+		}
+	}
 	for range lookRounds {
 		sc, err := f.Store.GetSchedule(ctx, id)
 		if err != nil {
@@ -165,6 +178,9 @@ func (f *Firer) Trigger(ctx context.Context, id string) (string, error) {
 		}
 		now := f.Now()
 		fr := schedule.FiringOf(id, now, true)
+		if runID != "" {
+			fr.RunID = runID
+		}
 		sc.Firing, sc.LastRun, sc.UpdatedAt = append(sc.Firing, fr), fr.RunID, now
 		got, written, err := f.Store.PutSchedule(ctx, sc, sc.LookAt(now, f.poll()))
 		if err != nil {

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -153,11 +154,41 @@ func TestFirer_a_paused_schedule_fires_nothing_and_a_trigger_fires_at_once(t *te
 		t.Errorf("a paused schedule fired minutes %v", got)
 	}
 	f.clock.set(minute(3).Add(30 * time.Second))
-	runID, err := f.firers[0].Trigger(ctx, "s")
+	runID, err := f.firers[0].Trigger(ctx, "s", "")
 	if err != nil || runID != fmt.Sprintf("s-now-%d", minute(3).Add(30*time.Second).UnixMilli()) {
 		t.Fatalf("trigger: %q, %v", runID, err)
 	}
 	if _, err := f.st.GetRun(ctx, runID); err != nil {
 		t.Errorf("the triggered run: %v", err)
+	}
+}
+
+// A trigger that names its run is idempotent: the same trigger again, at
+// once or later and from another firer, answers with the one run it
+// started; a run the schedule did not start is a conflict.
+func TestFirer_a_trigger_that_names_its_run_starts_it_once(t *testing.T) {
+	f := newFixture(t)
+	f.create(t, "s", schedule.OverlapAllowAll)
+	ctx := context.Background()
+	for i, fr := range []*scheduler.Firer{f.firers[0], f.firers[1], f.firers[0]} {
+		f.clock.set(t0.Add(time.Duration(i) * time.Second))
+		runID, err := fr.Trigger(ctx, "s", "s-manual-1")
+		if err != nil || runID != "s-manual-1" {
+			t.Fatalf("trigger %d: %q, %v", i, runID, err)
+		}
+	}
+	runs, _, err := f.st.ListRuns(ctx, store.ListFilter{Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].ID != "s-manual-1" || runs[0].ScheduleID != "s" || !runs[0].TickAt.Equal(t0) {
+		t.Errorf("three triggers of run s-manual-1 left runs %+v, want that one run of tick t0", runs)
+	}
+	other := pipeline.Run{ID: "other", Agent: "assistant", Tenant: pipeline.DefaultTenant}
+	if _, _, err := f.st.StartRun(ctx, other, []pipeline.Message{{Role: pipeline.RoleUser, Content: "hi"}}, t0, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.firers[0].Trigger(ctx, "s", "other"); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("a trigger naming a run the schedule did not start: %v, want store.ErrConflict", err)
 	}
 }

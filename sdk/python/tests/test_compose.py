@@ -63,6 +63,10 @@ def test_a_schedule_is_created_triggered_paused_resumed_and_deleted(client: Clie
     run = client.runs.wait(started.run_id, timeout=30)
     assert (run.schedule_id, run.termination.reason) == (schedule_id, "natural_end")
 
+    named = [client.schedules.trigger(schedule_id, run_id=f"{schedule_id}-by-hand") for _ in range(2)]
+    assert [t.run_id for t in named] == [f"{schedule_id}-by-hand"] * 2  # the retry starts no other run
+    assert client.runs.wait(named[0].run_id, timeout=30).schedule_id == schedule_id
+
     assert client.schedules.pause(schedule_id).paused is True
     assert client.schedules.get(schedule_id).paused is True
     assert client.schedules.resume(schedule_id).paused is False

@@ -14,7 +14,8 @@ def test_a_parked_call_is_listed_pending_and_a_resume_finishes_the_run(client: C
     assert call.arguments == {"order_id": "A-1001", "amount": 250}
     assert call.resume_mode == "replay"
     assert len(call.args_hash) == 64 and call.deadline and call.ticket
-    assert client.runs.get(run_id).status == "waiting"
+    # the call is listed once parked; the run waits once its step has ended
+    until("the run waits", lambda: client.runs.get(run_id).status == "waiting")
 
     accepted = client.decide(run_id, call.call_id, "resume", args_hash=call.args_hash,
                              decided_by="alice", reason="fine", decision_id=f"{run_id}-d1")

@@ -208,8 +208,9 @@ def change_schedule(schedule_id: str, action: str) -> Call:
     return Call("POST", f"/v1/schedules/{seg(schedule_id)}/{action}", Schedule.model_validate)
 
 
-def trigger_schedule(schedule_id: str) -> Call:
-    return Call("POST", f"/v1/schedules/{seg(schedule_id)}/trigger", TriggeredRun.model_validate)
+def trigger_schedule(schedule_id: str, run_id: str | None) -> Call:
+    return Call("POST", f"/v1/schedules/{seg(schedule_id)}/trigger", TriggeredRun.model_validate,
+                json={"run_id": run_id} if run_id is not None else None)
 
 
 def delete_schedule(schedule_id: str) -> Call:

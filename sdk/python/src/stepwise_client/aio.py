@@ -237,9 +237,9 @@ class AsyncSchedules:
         """resume: see Schedules.resume."""
         return await self._client._call(_core.change_schedule(schedule_id, "resume"))
 
-    async def trigger(self, schedule_id: str) -> TriggeredRun:
+    async def trigger(self, schedule_id: str, run_id: str | None = None) -> TriggeredRun:
         """trigger: see Schedules.trigger."""
-        return await self._client._call(_core.trigger_schedule(schedule_id))
+        return await self._client._call(_core.trigger_schedule(schedule_id, run_id))
 
     async def delete(self, schedule_id: str) -> None:
         """delete: see Schedules.delete."""

@@ -292,9 +292,10 @@ class Schedules:
         """resume restarts the ticks from the next one."""
         return self._client._call(_core.change_schedule(schedule_id, "resume"))
 
-    def trigger(self, schedule_id: str) -> TriggeredRun:
-        """trigger starts a run of the schedule now."""
-        return self._client._call(_core.trigger_schedule(schedule_id))
+    def trigger(self, schedule_id: str, run_id: str | None = None) -> TriggeredRun:
+        """trigger starts a run of the schedule now; ``run_id`` names it, and
+        the same trigger again then answers with that run, starting no other."""
+        return self._client._call(_core.trigger_schedule(schedule_id, run_id))
 
     def delete(self, schedule_id: str) -> None:
         """delete removes the schedule; its runs stay."""
