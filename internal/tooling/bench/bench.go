@@ -34,6 +34,7 @@ type Scenario struct {
 	agent       string // the runs' agent when not the script model's "assistant": no model of their own
 	keys        bool   // the keys of its last run are measured (KeyBytes)
 	requested   bool   // its runs are requested on the run-requests topic, admitted by the gateway under run_requests.max_active
+	stepTimes   bool   // its latencies are its steps' own, from one tool-call publish of a run to the next (stepTimes)
 	latency     time.Duration
 	defaultRuns int
 }
@@ -44,6 +45,8 @@ var Scenarios = []Scenario{
 		model: threeSteps(`{"name":"sleep","arguments":{"ms":30}}`), steps: 3, calls: 4, defaultRuns: 200},
 	{Name: "latency", What: "runs of 3 steps (2 parallel echo calls in each of the first two) one at a time: the unloaded step latency",
 		model: threeSteps(`{"name":"echo","arguments":{"n":4}}`), steps: 3, calls: 4, sequential: true, defaultRuns: 50},
+	{Name: "one-run", What: "one run of an agent of 50 steps (one echo call in each), then its answer, alone: each step's time, as DBOS's latency mode measures it",
+		agent: "fifty", steps: 51, calls: 50, sequential: true, stepTimes: true, defaultRuns: 1},
 	{Name: "ten-steps", What: "runs of an agent of 10 steps (one echo call in each of the first nine) all at once: the hot-path issue's workload",
 		agent: "stepper", steps: 10, calls: 9, keys: true, defaultRuns: 256},
 	{Name: "long-runs", What: "runs of an agent of 300 steps (one echo call in each but the last) all at once: what a step costs deep in a run",
@@ -111,6 +114,9 @@ agents:
   stepper:
     model: {provider: script, turns: [` + oneCallTurns(10) + `]}
     tools: [echo]
+  fifty:
+    model: {provider: script, turns: [` + oneCallTurns(51) + `]}
+    tools: [echo]
   long:
     model: {provider: script, turns: [` + oneCallTurns(300) + `]}
     tools: [echo]
@@ -170,8 +176,9 @@ type Result struct {
 	Seconds                float64 `json:"seconds"`
 	StepsPerS              float64 `json:"steps_per_s"`
 	CallsPerS              float64 `json:"calls_per_s"`
-	P50ms                  float64 `json:"p50_ms"` // of a step: a run's time from request to result over its steps (decisions: from the decision's publish to the result)
+	P50ms                  float64 `json:"p50_ms"` // of a step: a run's time from request to result over its steps (decisions: from the decision's publish to the result; one-run: each step's own)
 	P99ms                  float64 `json:"p99_ms"`
+	Samples                int     `json:"samples"` // how many latencies p50 and p99 are of
 	RedisRoundTripsPerStep float64 `json:"redis_round_trips_per_step"`
 	KafkaPublishesPerStep  float64 `json:"kafka_publishes_per_step"`
 	AllocBytesPerStep      float64 `json:"alloc_bytes_per_step"` // of this whole process: client, workers and broker

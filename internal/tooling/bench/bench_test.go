@@ -91,6 +91,20 @@ func TestBench_reports_every_field_of_each_scenario(t *testing.T) {
 	}
 }
 
+// one-run measures each step of its one run of 50 calls: 49 step times,
+// from one call's publish to the next.
+func TestBench_one_run_reports_the_time_of_each_step(t *testing.T) {
+	rep, err := bench.Run(context.Background(), bench.Options{
+		Scenarios: []string{"one-run"}, Kafka: testinfra.Kafka(t)[0], Redis: testinfra.RedisServer(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one := rep.Scenarios[0]; one.Runs != 1 || one.Steps != 51 || one.Calls != 50 || one.Samples != 49 || one.P50ms <= 0 || one.P99ms < one.P50ms {
+		t.Errorf("one-run: %+v", one)
+	}
+}
+
 // --plot writes the two charts as PNG files.
 func TestBench_plots_throughput_and_the_latency_CDF(t *testing.T) {
 	if testing.Short() {

@@ -2,10 +2,12 @@ package bench
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
@@ -42,15 +44,40 @@ func (c *RoundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 
 // Publishes wraps a publisher and counts its publishes: each is one
 // synchronous produce request (a batch when it carries several messages).
+// It also notes when each publish to the topic it watches (Watch) began.
 type Publishes struct {
 	message.Publisher
 	n atomic.Int64
+
+	mu    sync.Mutex
+	watch string
+	times []time.Time
 }
 
 // Publish counts and publishes.
 func (c *Publishes) Publish(topic string, msgs ...*message.Message) error {
 	c.n.Add(1)
+	c.mu.Lock()
+	if topic == c.watch {
+		c.times = append(c.times, time.Now())
+	}
+	c.mu.Unlock()
 	return c.Publisher.Publish(topic, msgs...)
+}
+
+// Watch starts noting the publishes to topic, forgetting those noted
+// before; "" stops.
+func (c *Publishes) Watch(topic string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.watch, c.times = topic, nil
+}
+
+// Watched returns when each publish to the watched topic began, in order.
+func (c *Publishes) Watched() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.times)
 }
 
 // Count is the publishes so far.

@@ -294,6 +294,9 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	var busy time.Duration // the runs' times in flight, summed
 	var err error
 	sent := make([]time.Time, len(parked)) // when each parked run's decision was published
+	if sc.stepTimes {
+		s.pubs.Watch(s.stack.Names.ToolCalls(topics.DefaultQueue))
+	}
 	if sc.decides {
 		lat, steps, err = s.decide(ctx, sc, parked, sent, progress)
 	} else {
@@ -301,6 +304,10 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	}
 	if err != nil {
 		return Result{}, err
+	}
+	if sc.stepTimes {
+		lat = stepTimes(s.pubs.Watched())
+		s.pubs.Watch("")
 	}
 	elapsed := time.Since(start)
 	maxActive := peak()
@@ -312,7 +319,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	res := Result{
 		Scenario: sc.Name, Runs: n, Steps: steps, Calls: n * sc.calls, Seconds: elapsed.Seconds(),
 		StepsPerS: float64(steps) / elapsed.Seconds(), CallsPerS: float64(n*sc.calls) / elapsed.Seconds(),
-		P50ms: percentile(lat, 0.50), P99ms: percentile(lat, 0.99),
+		P50ms: percentile(lat, 0.50), P99ms: percentile(lat, 0.99), Samples: len(lat),
 		RedisRoundTripsPerStep: per(float64(s.trips.Count())), KafkaPublishesPerStep: per(float64(s.pubs.Count() - int64(n))),
 		AllocBytesPerStep:    per(float64(m1.TotalAlloc - m0.TotalAlloc)),
 		RedisCommandsPerStep: -1, RedisCPUmsPerStep: -1, RedisBusiestCPUmsPerStep: -1, RedisBytesPerParkedCall: -1, LittlesLawFraction: -1,
@@ -404,6 +411,18 @@ func (s *stack) awaitWaiting(ctx context.Context, r run, done func(time.Duration
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// stepTimes are the steps' times of a run of one call a step, alone on
+// the stack: from the publish of one step's call to the next's, the
+// counterpart of DBOS's latency mode (from one step's inference to the
+// next's).
+func stepTimes(calls []time.Time) []time.Duration {
+	out := make([]time.Duration, 0, len(calls))
+	for i := 1; i < len(calls); i++ {
+		out = append(out, calls[i].Sub(calls[i-1]))
+	}
+	return out
 }
 
 func percentile(d []time.Duration, p float64) float64 {
