@@ -23,6 +23,8 @@ func benchCmd(ctx context.Context, args []string) error {
 	kafka := fs.String("kafka", "", "Kafka `brokers` to use instead of an embedded broker")
 	redis := fs.String("redis", "", "Redis `URL` to use instead of an embedded Redis (miniredis, which reports no server-side counts)")
 	toolWorkers := fs.Int("tool-workers", 0, "run the tool calls in `N` separate tool worker processes (this program's toolworker command) instead of in this one")
+	stepWorkers := fs.Int("step-workers", 0, "run the steps in `N` separate step worker processes (this program's stepworker command) instead of in this one")
+	primaries := fs.Int("redis-primaries", 0, "run on a private Redis Cluster of `S` primaries (redis-server and redis-cli installed) instead of one redis-server")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole command to this `file` (go tool pprof reads it)")
 	allocProfile := fs.String("allocprofile", "", "write the allocations of the whole command to this `file` (go tool pprof -sample_index=alloc_space)")
 	if err := fs.Parse(args); err != nil {
@@ -38,7 +40,8 @@ func benchCmd(ctx context.Context, args []string) error {
 	if *allocProfile != "" {
 		defer writeAllocs(*allocProfile)
 	}
-	rep, err := bench.Run(ctx, bench.Options{Scenarios: strings.Split(*scenarios, ","), Runs: *runs, Kafka: *kafka, Redis: *redis, Progress: os.Stderr, PlotDir: *plotDir, ToolWorkers: *toolWorkers})
+	rep, err := bench.Run(ctx, bench.Options{Scenarios: strings.Split(*scenarios, ","), Runs: *runs, Kafka: *kafka, Redis: *redis, Progress: os.Stderr, PlotDir: *plotDir,
+		ToolWorkers: *toolWorkers, StepWorkers: *stepWorkers, RedisPrimaries: *primaries})
 	if err != nil {
 		return err
 	}

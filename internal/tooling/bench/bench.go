@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -49,6 +50,8 @@ var Scenarios = []Scenario{
 		agent: "fifty", steps: 51, calls: 50, sequential: true, stepTimes: true, defaultRuns: 1},
 	{Name: "ten-steps", What: "runs of an agent of 10 steps (one echo call in each of the first nine) all at once: the hot-path issue's workload",
 		agent: "stepper", steps: 10, calls: 9, keys: true, defaultRuns: 256},
+	{Name: "scale-out", What: "1,024 runs of the ten-steps agent at once, for --step-workers, --tool-workers and --redis-primaries: steps per second and the CPU of each part",
+		agent: "stepper", steps: 10, calls: 9, defaultRuns: 1024},
 	{Name: "long-runs", What: "runs of an agent of 300 steps (one echo call in each but the last) all at once: what a step costs deep in a run",
 		agent: "long", steps: 300, calls: 299, defaultRuns: 32},
 	{Name: "fanout", What: "runs of one step of 20 no-op calls all at once: calls per second",
@@ -141,6 +144,15 @@ type Options struct {
 	// --kafka, --redis); by default this program's `toolworker` command.
 	ToolWorkers       int
 	ToolWorkerCommand []string
+	// StepWorkers, when above 0, runs the steps in that many step worker
+	// processes instead of in this one, as ToolWorkers does the calls; by
+	// default this program's `stepworker` command.
+	StepWorkers       int
+	StepWorkerCommand []string
+	// RedisPrimaries, when above 0, runs the stack on a private Redis
+	// Cluster of that many primaries (redis-server and redis-cli
+	// installed) instead of one redis-server; not with Redis.
+	RedisPrimaries int
 }
 
 // Report is what `stepwise bench --json` writes.
@@ -163,6 +175,7 @@ type Machine struct {
 	// and publishes a step are the bench process's alone (the step worker's
 	// and the broker's); Redis's commands and CPU are still all of them.
 	ToolWorkers int `json:"tool_worker_processes"`
+	StepWorkers int `json:"step_worker_processes"` // as ToolWorkers, for the steps
 }
 
 // Result is one scenario's figures. Counts per step are exact; rates and
@@ -187,9 +200,15 @@ type Result struct {
 	// tool worker processes (-1 where the system does not say). With
 	// RedisCPUmsPerStep it is what a step costs the machine, steadier
 	// between runs than the rates when others share the cores.
-	ProcessCPUmsPerStep  float64 `json:"process_cpu_ms_per_step"`
-	RedisCommandsPerStep float64 `json:"redis_commands_per_step"`
-	RedisCPUmsPerStep    float64 `json:"redis_cpu_ms_per_step"` // summed over a cluster's primaries
+	ProcessCPUmsPerStep float64 `json:"process_cpu_ms_per_step"`
+	// CPUmsPerStepByPart is the CPU a step cost each part: "bench" (this
+	// process: the broker, the bench's client and the workers it runs),
+	// "stepworkers" and "toolworkers" (their processes, summed, when
+	// there are any) and "redis" (its primaries, summed), where the
+	// system says (Linux, a redis-server).
+	CPUmsPerStepByPart   map[string]float64 `json:"cpu_ms_per_step_by_part,omitempty"`
+	RedisCommandsPerStep float64            `json:"redis_commands_per_step"`
+	RedisCPUmsPerStep    float64            `json:"redis_cpu_ms_per_step"` // summed over a cluster's primaries
 	// RedisBusiestCPUmsPerStep is the CPU a step cost the primary that
 	// worked most: the one Redis core that bounds the throughput, so
 	// 1000 / it is the most steps a second the Redis can carry.
@@ -240,6 +259,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.ToolWorkers < 0 {
 		return Report{}, fmt.Errorf("%d tool worker processes: give 0 (the tools run in the bench's process) or more", o.ToolWorkers)
 	}
+	if o.StepWorkers < 0 {
+		return Report{}, fmt.Errorf("%d step worker processes: give 0 (the steps run in the bench's process) or more", o.StepWorkers)
+	}
 	cfg, err := config.Parse([]byte(benchConfig))
 	if err != nil {
 		return Report{}, err
@@ -247,8 +269,19 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	rep := Report{Machine: Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
 		Kafka: "embedded", Redis: "embedded", At: time.Now().UTC().Format(time.RFC3339)}}
 	opts := app.Options{Config: cfg, Kafka: o.Kafka, Redis: o.Redis, Logger: app.NewLogger("stepwise-bench")}
-	if o.Redis == "" {
-		if srv, err := startRedisServer(ctx); err == nil {
+	switch {
+	case o.RedisPrimaries > 0 && o.Redis != "":
+		return Report{}, errors.New("give a Redis or the primaries of a private Redis Cluster, not both")
+	case o.RedisPrimaries > 0:
+		c, err := startRedisCluster(ctx, o.RedisPrimaries)
+		if err != nil {
+			return Report{}, err
+		}
+		defer c.close()
+		o.Redis, opts.Redis = c.url, c.url
+		rep.Machine.Redis = fmt.Sprintf("a private Redis Cluster of %d primaries", o.RedisPrimaries)
+	case o.Redis == "":
+		if srv, err := startRedisServer(ctx, false); err == nil {
 			defer srv.close()
 			o.Redis, opts.Redis = srv.url, srv.url
 			rep.Machine.Redis = "a private redis-server"
@@ -271,27 +304,37 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Redis != "" && rep.Machine.Redis == "embedded" {
 		rep.Machine.Redis = o.Redis
 	}
-	s, err := newStack(ctx, opts, o.ToolWorkers == 0, slices.ContainsFunc(chosen, func(sc Scenario) bool { return sc.requested }))
+	s, err := newStack(ctx, opts, o.StepWorkers == 0, o.ToolWorkers == 0, slices.ContainsFunc(chosen, func(sc Scenario) bool { return sc.requested }))
 	if err != nil {
 		return Report{}, err
 	}
 	defer s.close()
-	if o.ToolWorkers > 0 {
-		command := o.ToolWorkerCommand
-		if len(command) == 0 {
+	for _, k := range []struct {
+		kind, topic string
+		n           int
+		command     []string
+	}{
+		{"stepworker", s.stack.Names.RunSteps(), o.StepWorkers, o.StepWorkerCommand},
+		{"toolworker", s.stack.Names.ToolCalls(topics.DefaultQueue), o.ToolWorkers, o.ToolWorkerCommand},
+	} {
+		if k.n == 0 {
+			continue
+		}
+		if len(k.command) == 0 {
 			exe, err := os.Executable()
 			if err != nil {
-				return Report{}, fmt.Errorf("tool worker processes: %w", err)
+				return Report{}, fmt.Errorf("%s processes: %w", k.kind, err)
 			}
-			command = []string{exe, "toolworker"}
+			k.command = []string{exe, k.kind}
 		}
-		w, err := startToolWorkers(ctx, s.stack, command, o.ToolWorkers, opts.Kafka, opts.Redis)
+		w, err := startWorkers(ctx, s.stack, k.kind, k.topic, k.command, k.n, opts.Kafka, opts.Redis)
 		if err != nil {
 			return Report{}, err
 		}
 		defer w.close()
-		rep.Machine.ToolWorkers = o.ToolWorkers
+		s.parts = append(s.parts, part{k.kind + "s", w.cpu})
 	}
+	rep.Machine.StepWorkers, rep.Machine.ToolWorkers = o.StepWorkers, o.ToolWorkers
 	if info, err := s.stack.Redis.Info(ctx, "server").Result(); err == nil {
 		for _, line := range strings.Split(info, "\r\n") {
 			if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
@@ -347,6 +390,9 @@ func (r Report) WriteJSON(w io.Writer) error {
 // WriteText writes the report for people, a line per scenario.
 func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "%d cores, %s, Redis %s (%s), Kafka %s", r.Machine.Cores, r.Machine.GoVersion, orNone(r.Machine.RedisVersion), r.Machine.Redis, r.Machine.Kafka)
+	if r.Machine.StepWorkers > 0 {
+		fmt.Fprintf(w, ", steps in %d step worker processes", r.Machine.StepWorkers)
+	}
 	if r.Machine.ToolWorkers > 0 {
 		fmt.Fprintf(w, ", tools in %d tool worker processes", r.Machine.ToolWorkers)
 	}
@@ -356,6 +402,14 @@ func (r Report) WriteText(w io.Writer) error {
 			s.Scenario, s.Runs, s.StepsPerS, s.CallsPerS, s.P50ms, s.P99ms, s.RedisRoundTripsPerStep, s.KafkaPublishesPerStep, s.RedisCommandsPerStep, s.AllocBytesPerStep)
 		if s.ProcessCPUmsPerStep >= 0 {
 			fmt.Fprintf(w, "  CPU %.3f ms a step", s.ProcessCPUmsPerStep)
+		}
+		if len(s.CPUmsPerStepByPart) > 2 { // more than this process and Redis
+			names := slices.Sorted(maps.Keys(s.CPUmsPerStepByPart))
+			parts := make([]string, len(names))
+			for i, n := range names {
+				parts[i] = fmt.Sprintf("%s %.3f", n, s.CPUmsPerStepByPart[n])
+			}
+			fmt.Fprintf(w, " (by part, ms: %s)", strings.Join(parts, ", "))
 		}
 		if s.RedisBytesPerParkedCall >= 0 {
 			fmt.Fprintf(w, "  %6.0f B of Redis a parked call", s.RedisBytesPerParkedCall)

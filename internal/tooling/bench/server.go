@@ -17,36 +17,42 @@ import (
 // no Redis and one is installed: the embedded miniredis is far slower than
 // the real thing and reports no server-side counts.
 type redisServer struct {
-	cmd *exec.Cmd
-	dir string
-	url string
+	cmd  *exec.Cmd
+	dir  string
+	addr string // host:port
+	url  string
 }
 
 // startRedisServer starts redis-server on a free loopback port, keeping
-// nothing on disk; an error when it is not installed or does not answer.
-func startRedisServer(ctx context.Context) (*redisServer, error) {
+// nothing on disk; a node of a Redis Cluster when cluster is set (its bus
+// on the port 10000 above, free too). An error when it is not installed
+// or does not answer.
+func startRedisServer(ctx context.Context, cluster bool) (*redisServer, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort(cluster)
 	if err != nil {
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
 	dir, err := os.MkdirTemp("", "stepwise-bench-redis-")
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--loglevel", "warning")
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--loglevel", "warning"}
+	if cluster {
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
+	}
+	cmd := exec.Command(bin, args...)
 	if err := cmd.Start(); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &redisServer{cmd: cmd, dir: dir, url: fmt.Sprintf("redis://127.0.0.1:%d/0", port)}
-	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	s := &redisServer{cmd: cmd, dir: dir, addr: addr, url: "redis://" + addr + "/0"}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if rdb.Ping(ctx).Err() == nil {
@@ -57,6 +63,29 @@ func startRedisServer(ctx context.Context) (*redisServer, error) {
 			return nil, errors.New("redis-server did not answer within 5s")
 		}
 	}
+}
+
+// freePort is a free loopback port; with bus, one whose port 10000 above
+// is free too, as a cluster node's bus takes it.
+func freePort(bus bool) (int, error) {
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !bus {
+			return port, nil
+		}
+		if port+10000 <= 65535 {
+			if b, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+10000)); err == nil {
+				_ = b.Close()
+				return port, nil
+			}
+		}
+	}
+	return 0, errors.New("no free port with a free cluster bus port 10000 above it")
 }
 
 func (s *redisServer) close() {

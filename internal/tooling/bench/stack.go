@@ -29,6 +29,14 @@ type stack struct {
 	mu      sync.Mutex
 	waiting map[string]chan ended // run id → gets its result when it arrives
 	last    string                // the run requested last (KeyBytes measures its keys)
+	parts   []part                // the processes whose CPU is measured apart, this one first
+}
+
+// part is a process, or processes, whose CPU time so far cpu says (false:
+// the system does not say).
+type part struct {
+	name string
+	cpu  func() (time.Duration, bool)
 }
 
 // ended is a run's result as it arrived: its steps, and when.
@@ -37,15 +45,15 @@ type ended struct {
 	at    time.Time
 }
 
-// newStack connects the stack under measurement and runs its step worker,
-// its tool worker when tools is set, and a gateway (on a loopback port,
-// for its run-requests consumer) when gateway is set.
-func newStack(ctx context.Context, o app.Options, tools, gateway bool) (*stack, error) {
+// newStack connects the stack under measurement and runs its step worker
+// when steps is set, its tool worker when tools is set, and a gateway (on
+// a loopback port, for its run-requests consumer) when gateway is set.
+func newStack(ctx context.Context, o app.Options, steps, tools, gateway bool) (*stack, error) {
 	st, err := app.Connect(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	s := &stack{stack: st, trips: &RoundTrips{}, waiting: map[string]chan ended{}}
+	s := &stack{stack: st, trips: &RoundTrips{}, waiting: map[string]chan ended{}, parts: []part{{"bench", processCPU}}}
 	st.Redis.AddHook(s.trips)
 	s.pubs = &Publishes{Publisher: st.Publisher}
 	st.Publisher = s.pubs
@@ -73,7 +81,9 @@ func newStack(ctx context.Context, o app.Options, tools, gateway bool) (*stack, 
 			m.Ack()
 		}
 	})
-	s.wg.Go(func() { _ = st.RunStepWorker(ctx) })
+	if steps {
+		s.wg.Go(func() { _ = st.RunStepWorker(ctx) })
+	}
 	if tools {
 		s.wg.Go(func() { _ = st.RunToolWorker(ctx, nil) })
 	}
@@ -286,7 +296,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	before := ReadServerStats(ctx, s.stack.Redis)
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	cpu0, cpuOK := processCPU()
+	cpu0 := s.cpu()
 	start := time.Now()
 	peak := s.sampleActive(ctx, sc)
 	var lat []time.Duration
@@ -311,7 +321,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	}
 	elapsed := time.Since(start)
 	maxActive := peak()
-	cpu1, _ := processCPU()
+	cpu1 := s.cpu()
 	var m1 runtime.MemStats
 	runtime.ReadMemStats(&m1)
 	after := ReadServerStats(ctx, s.stack.Redis)
@@ -327,8 +337,14 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		MaxActiveRuns: -1, AdmissionLimit: -1, LagEnd: -1,
 		samples: lat,
 	}
-	if cpuOK {
-		res.ProcessCPUmsPerStep = per(float64((cpu1 - cpu0).Microseconds()) / 1000)
+	for name, d := range cpu1 {
+		if res.CPUmsPerStepByPart == nil {
+			res.CPUmsPerStepByPart = map[string]float64{}
+		}
+		res.CPUmsPerStepByPart[name] = per(float64((d - cpu0[name]).Microseconds()) / 1000)
+	}
+	if ms, ok := res.CPUmsPerStepByPart["bench"]; ok {
+		res.ProcessCPUmsPerStep = ms
 	}
 	if sc.latency > 0 {
 		res.RunsInFlight = busy.Seconds() / elapsed.Seconds()
@@ -337,6 +353,9 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	if before.OK && after.OK {
 		res.RedisCommandsPerStep = per(float64(after.Commands - before.Commands - 3*int64(len(after.NodeCPU)))) // less the first reading's three INFOs a node
 		res.RedisCPUmsPerStep = per((after.CPU - before.CPU) * 1000)
+		if res.CPUmsPerStepByPart != nil {
+			res.CPUmsPerStepByPart["redis"] = res.RedisCPUmsPerStep
+		}
 		res.RedisPrimaries = len(after.NodeCPU)
 		for node, cpu := range after.NodeCPU {
 			res.RedisBusiestCPUmsPerStep = max(res.RedisBusiestCPUmsPerStep, per((cpu-before.NodeCPU[node])*1000))
@@ -411,6 +430,18 @@ func (s *stack) awaitWaiting(ctx context.Context, r run, done func(time.Duration
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// cpu is the CPU time each part has used so far, of those the system
+// says.
+func (s *stack) cpu() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, p := range s.parts {
+		if d, ok := p.cpu(); ok {
+			out[p.name] = d
+		}
+	}
+	return out
 }
 
 // stepTimes are the steps' times of a run of one call a step, alone on

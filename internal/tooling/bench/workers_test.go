@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -14,22 +15,32 @@ import (
 )
 
 // envToolWorker makes the test binary, re-executed by the bench, run a
-// tool worker (TestMain).
-const envToolWorker = "STEPWISE_BENCH_TEST_TOOLWORKER"
+// tool worker (TestMain); envStepWorker, a step worker, when its first
+// argument is "stepworker".
+const (
+	envToolWorker = "STEPWISE_BENCH_TEST_TOOLWORKER"
+	envStepWorker = "STEPWISE_BENCH_TEST_STEPWORKER"
+)
 
 // TestMain runs the tests, or, when the bench re-executes the test binary
-// as one of its tool worker processes, that tool worker.
+// as one of its worker processes, that worker.
 func TestMain(m *testing.M) {
-	if os.Getenv(envToolWorker) == "1" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-		defer stop()
-		if err := app.ToolWorker(nil).Exec(ctx, os.Args[1:]); err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
-			os.Exit(1)
-		}
-		os.Exit(0)
+	prog, args := app.Program{}, os.Args[1:]
+	switch {
+	case os.Getenv(envStepWorker) == "1" && len(args) > 0 && args[0] == "stepworker":
+		prog, args = app.StepWorker(nil), args[1:]
+	case os.Getenv(envToolWorker) == "1":
+		prog = app.ToolWorker(nil)
+	default:
+		os.Exit(m.Run())
 	}
-	os.Exit(m.Run())
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := prog.Exec(ctx, args); err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 // With --tool-workers, the calls run in that many processes, which join
@@ -72,5 +83,34 @@ func TestBench_says_why_its_tool_worker_processes_did_not_start(t *testing.T) {
 	if _, err := bench.Run(context.Background(), bench.Options{Scenarios: []string{"fanout"}, ToolWorkers: -1}); err == nil ||
 		!strings.Contains(err.Error(), "-1 tool worker processes") {
 		t.Errorf("a negative count of tool workers: %v", err)
+	}
+}
+
+// The scale-out scenario with the steps and the calls each in two
+// processes, on a Redis Cluster of three primaries: every run done, and
+// the CPU of each part reported apart.
+func TestBench_scales_out_to_worker_processes_and_a_Redis_Cluster(t *testing.T) {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Skip("a Redis Cluster needs redis-cli (apt-get install -y redis-tools)")
+	}
+	t.Setenv(envToolWorker, "1")
+	t.Setenv(envStepWorker, "1")
+	rep, err := bench.Run(context.Background(), bench.Options{
+		Scenarios: []string{"scale-out"}, Runs: 8, Kafka: testinfra.Kafka(t)[0],
+		StepWorkers: 2, StepWorkerCommand: []string{os.Args[0], "stepworker"},
+		ToolWorkers: 2, ToolWorkerCommand: []string{os.Args[0]},
+		RedisPrimaries: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	so := rep.Scenarios[0]
+	if rep.Machine.StepWorkers != 2 || rep.Machine.ToolWorkers != 2 || so.Steps != 80 || so.RedisPrimaries != 3 {
+		t.Fatalf("report %+v, %+v", rep.Machine, so)
+	}
+	for _, p := range []string{"bench", "stepworkers", "toolworkers", "redis"} {
+		if ms, ok := so.CPUmsPerStepByPart[p]; !ok || ms < 0 {
+			t.Errorf("the CPU of %s: %v in %v", p, ms, so.CPUmsPerStepByPart)
+		}
 	}
 }
