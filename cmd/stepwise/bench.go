@@ -4,9 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"strings"
+	"sync"
 
 	"github.com/stepwise-run/stepwise/internal/tooling/bench"
 )
@@ -30,15 +32,14 @@ func benchCmd(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	stopProfile := func() {}
 	if *cpuProfile != "" {
 		stop, err := profileCPU(*cpuProfile)
 		if err != nil {
 			return err
 		}
-		defer stop()
-	}
-	if *allocProfile != "" {
-		defer writeAllocs(*allocProfile)
+		stopProfile = sync.OnceFunc(stop)
+		defer stopProfile()
 	}
 	rep, err := bench.Run(ctx, bench.Options{Scenarios: strings.Split(*scenarios, ","), Runs: *runs, Kafka: *kafka, Redis: *redis, Progress: os.Stderr, PlotDir: *plotDir,
 		ToolWorkers: *toolWorkers, StepWorkers: *stepWorkers, RedisPrimaries: *primaries})
@@ -47,6 +48,18 @@ func benchCmd(ctx context.Context, args []string) error {
 	}
 	if err := rep.WriteText(os.Stdout); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stopProfile()
+		if err := writeParts(os.Stdout, *cpuProfile, "cpu", "CPU"); err != nil {
+			return err
+		}
+	}
+	if *allocProfile != "" {
+		writeAllocs(*allocProfile)
+		if err := writeParts(os.Stdout, *allocProfile, "alloc_space", "bytes allocated"); err != nil {
+			return err
+		}
 	}
 	if *jsonPath == "" {
 		return nil
@@ -79,6 +92,25 @@ func profileCPU(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// writeParts writes the share of the profile at path each component took
+// (bench.Parts) of its sampleType, which is what.
+func writeParts(w io.Writer, path, sampleType, what string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	parts, err := bench.Parts(f, sampleType)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s of this process by component (the whole command, warm-ups included):\n", what)
+	for _, p := range parts {
+		fmt.Fprintf(w, "  %5.1f %%  %s\n", 100*p.Share, p.Name)
+	}
+	return nil
 }
 
 // writeAllocs writes the allocations made since the process started into
