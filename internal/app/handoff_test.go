@@ -14,6 +14,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
 // handoffConfig has triage, which answers by handing the run to refunds,
@@ -239,5 +240,33 @@ tools:
 	want := `[{"content":"You refund orders.","role":"system"},{"content":"refund order 7","role":"user"}]`
 	if got := canonical(t, refunds.Messages); got != canonical(t, json.RawMessage(want)) {
 		t.Errorf("refunds was asked with\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A chat whose first turn triage handed to refunds goes on with refunds:
+// the next turn's run is refunds', though the client names triage again,
+// as the OpenAI Agents SDK goes on with a result's last agent.
+func TestHandoff_the_next_chat_turn_is_answered_by_the_agent_that_holds_the_chat(t *testing.T) {
+	stack := connect(t, newInfra(t), parseConfig(t, handoffConfig))
+	workers(t, stack)
+	base := serve(t, stack)
+	url := base + "/v1/ai-sdk/chat?agent=triage"
+	user := func(id, text string) map[string]any {
+		return map[string]any{"id": id, "role": "user", "parts": []any{map[string]any{"type": "text", "text": text}}}
+	}
+	first := []any{user("u1", "refund order 7")}
+	chatResponse(t, url, map[string]any{"id": "c-handoff", "messages": first})
+	turn1 := waitDone(t, base, "c-handoff", 30*time.Second)
+	if agent, current := heldBy(t, base, turn1.RunID); agent != "triage" || current != "refunds" {
+		t.Fatalf("turn 1: agent %q, current_agent %q; want triage's run held by refunds", agent, current)
+	}
+	second := append(first,
+		map[string]any{"id": "a1", "role": "assistant", "parts": []any{map[string]any{"type": "text", "text": "refunded order 7"}}},
+		user("u2", "thanks, and order 8?"))
+	chatResponse(t, url, map[string]any{"id": "c-handoff", "messages": second})
+	turn2 := store.ThreadRunID("c-handoff", 2)
+	waitDone(t, base, turn2, 30*time.Second)
+	if agent, _ := heldBy(t, base, turn2); agent != "refunds" {
+		t.Errorf("turn 2 is agent %q's; want refunds, which held the chat", agent)
 	}
 }

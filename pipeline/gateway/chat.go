@@ -229,7 +229,9 @@ func (s *Server) threadRun(r *http.Request, ctx context.Context, runID string) (
 // nextTurn validates the run of turn t.turn, to be created, as
 // POST /v1/runs would: the first turn's input is the client's
 // conversation; a later one's is the previous turn's, which must have
-// ended, and the new user message.
+// ended, and the new user message, answered by the agent that held the
+// previous turn at its end (as the OpenAI Agents SDK goes on with a
+// result's last_agent) unless the request names another.
 func (s *Server) nextTurn(r *http.Request, ctx context.Context, t chatTurn) (newRun, *apiError) {
 	input := t.input
 	if t.turn > 1 {
@@ -254,7 +256,11 @@ func (s *Server) nextTurn(r *http.Request, ctx context.Context, t chatTurn) (new
 			return newRun{}, s.classify(r, "messages of run "+prevID, err)
 		}
 		input = append(msgs, pipeline.Message{Role: pipeline.RoleUser, Content: t.user})
-		t.agent = orRaw(t.agent, prev.Agent)
+		if t.agent == "" || t.agent == prev.Agent {
+			// The agent that holds the chat answers it: the one the last
+			// turn handed off to, unless the request names another.
+			t.agent = orRaw(prev.CurrentAgent, prev.Agent)
+		}
 		if isNull(t.model) {
 			t.model = prev.Model
 		}
