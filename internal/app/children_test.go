@@ -24,7 +24,7 @@ runs: {children: {max_depth: 1, max_per_run: 25}}
 agents:
   researcher:
     model: {provider: script, turns: [{text: "hi"}]}
-    tools: [summarise, slow_summarise, delegate]
+    tools: [summarise, slow_summarise, delegate, sleep]
   summariser:
     model: {provider: script, turns: [{text: "a summary", usage: {input_tokens: 80, output_tokens: 20}}]}
     tools: [summarise]
@@ -164,6 +164,34 @@ func TestChildren_cancelling_a_parent_cancels_its_children(t *testing.T) {
 			t.Errorf("child %d ended %+v", i, child.Termination)
 		}
 	}
+}
+
+// A call waiting for its child that a person cancels cancels the child
+// too, at the end of its step, while the parent goes on: the child's work
+// is no longer awaited by anyone.
+func TestChildren_a_call_cancelled_by_a_decision_cancels_its_child_while_the_parent_goes_on(t *testing.T) {
+	base := childrenStack(t, childrenConfig)
+	model := `{"provider":"script","turns":[{"text":"ask","tool_calls":[{"id":"c0","name":"slow_summarise","arguments":{}}]},` +
+		`{"text":"wait","tool_calls":[{"id":"s","name":"sleep","arguments":{"ms":20000}}]},{"text":"done"}]}`
+	id := createRun(t, base, "research-orphan", "researcher", model)
+	child := id + ".c0"
+	var v childView
+	testinfra.Eventually(t, 30*time.Second, func() bool {
+		return httpDo(t, http.MethodGet, base+"/v1/runs/"+child, nil, &v) == http.StatusOK && v.Status == pipeline.RunWaiting
+	}, func() string { return fmt.Sprintf("child %s: %+v", child, v) })
+
+	decision := map[string]any{"call_id": "c0", "action": "cancel", "decided_by": "alice", "reason": "not needed"}
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs/"+id+"/decisions", decision, nil); code != http.StatusAccepted {
+		t.Fatalf("decision: %d", code)
+	}
+	got := waitDone(t, base, child, 15*time.Second)
+	if got.Termination.Reason != pipeline.ReasonCancelled || !strings.Contains(got.Termination.Detail, "ended without it") {
+		t.Errorf("the child ended %+v", got.Termination)
+	}
+	if parent := getTree(t, base, id); parent.Status == pipeline.RunDone {
+		t.Errorf("the parent is done (%+v): the child was cancelled by its end, not by its call's", parent.Termination)
+	}
+	httpDo(t, http.MethodPost, base+"/v1/runs/"+id+"/cancel", nil, nil)
 }
 
 // A child may not start a child of its own past runs.children.max_depth

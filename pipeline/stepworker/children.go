@@ -29,7 +29,11 @@ import (
 //     decision child:<child id> to its parent's call, resume with its
 //     final answer, or cancel naming its termination (tellParent);
 //   - a parent that is done: before its result, its end cancels every
-//     child that is not (cancelChildren).
+//     child that is not (cancelChildren);
+//   - a call that ended otherwise than by its child's answer (a person's
+//     decision, its approval timeout): the end of its step cancels the
+//     child (cancelOrphans); a worker that dies first leaves it to the
+//     parent's end.
 
 // decidedByStepwise is who the decisions stepwise applies by itself are
 // decided by.
@@ -191,13 +195,36 @@ func (w *Worker) cancelChildren(ctx context.Context, run pipeline.Run) error {
 	for call := range run.Children {
 		ids = append(ids, pipeline.ChildRunID(run.ID, call))
 	}
-	statuses, err := w.store.RunStatuses(ctx, ids)
-	if err != nil {
-		return err
-	}
 	reason := "its parent run " + run.ID + " ended"
 	if run.Termination != nil {
 		reason += " " + describeTermination(*run.Termination)
+	}
+	return w.cancelRuns(ctx, run, ids, reason)
+}
+
+// cancelOrphans cancels the child run of each of calls (a step's, ended)
+// that its child did not answer: decided by a person, or timed out. No
+// read when every child answered.
+func (w *Worker) cancelOrphans(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
+	var ids []string
+	for _, c := range calls {
+		child := pipeline.ChildRunID(run.ID, c.ID)
+		if _, ok := run.Children[c.ID]; ok && (c.Decision == nil || c.Decision.ID != pipeline.ChildDecisionID(child)) {
+			ids = append(ids, child)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return w.cancelRuns(ctx, run, ids, "the call of its parent run "+run.ID+" that waited for it ended without it")
+}
+
+// cancelRuns cancels each run of ids, children of run, that is written
+// and not done, saying why.
+func (w *Worker) cancelRuns(ctx context.Context, run pipeline.Run, ids []string, reason string) error {
+	statuses, err := w.store.RunStatuses(ctx, ids)
+	if err != nil {
+		return err
 	}
 	for i, st := range statuses {
 		if st.Status == "" || st.Status.Final() {

@@ -93,6 +93,11 @@ func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline
 	if err != nil {
 		return nil, fmt.Errorf("end step %d of run %s: %w", run.Step, run.ID, err)
 	}
+	if len(run.Children) > 0 {
+		if err := w.cancelOrphans(ctx, run, calls); err != nil {
+			w.log.Warn("cancel the child runs of calls that ended without them", "run_id", run.ID, "error", err)
+		}
+	}
 	if claimed != nil {
 		return nil, w.runHere(ctx, claimed.Run, claimed.Messages)
 	}
