@@ -100,6 +100,7 @@ var _ interface {
 	Messages(ctx context.Context, runID string) ([]pipeline.Message, error)
 	StepCalls(ctx context.Context, runID string, step int) ([]pipeline.ToolCall, error)
 	RunCalls(ctx context.Context, runID string) ([]pipeline.ToolCall, error)
+	CallStatuses(ctx context.Context, refs []CallRef) ([]pipeline.ToolCallStatus, error)
 	GetCall(ctx context.Context, runID, callID string) (pipeline.ToolCall, error)
 	ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, string, error)
 	Events(ctx context.Context, runID, afterID string, count int64) ([]pipeline.Event, error)

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stepwise-run/stepwise/pipeline"
@@ -111,5 +112,26 @@ var cancelCases = []contractCase{
 		wantErr(t, err, store.ErrStale)
 		_, err = f.st.CancelRun(f.ctx, "nope", "", "ops", "", at(3))
 		wantErr(t, err, store.ErrNotFound)
+	}},
+	{"call_statuses_show_a_tool_worker_the_calls_a_cancel_ended", func(t *testing.T, f *fixture) {
+		f.committed(t, "r1", "c1", "c2")
+		f.committed(t, "r2", "c1")
+		for _, id := range []string{"r1", "r2"} {
+			if _, err := f.st.ClaimCall(f.ctx, id, "c1", lease("t1", at(60)), at(5)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := f.st.CancelRun(f.ctx, "r1", "", "ops", "", at(6)); err != nil {
+			t.Fatal(err)
+		}
+		refs := []store.CallRef{{RunID: "r1", CallID: "c1"}, {RunID: "r2", CallID: "c1"}, {RunID: "r1", CallID: "c2"}, {RunID: "r3", CallID: "c1"}}
+		got, err := f.st.CallStatuses(f.ctx, refs)
+		if err != nil {
+			t.Fatalf("CallStatuses: %v", err)
+		}
+		want := []pipeline.ToolCallStatus{pipeline.CallCancelled, pipeline.CallRunning, pipeline.CallCancelled, ""}
+		if !slices.Equal(got, want) {
+			t.Fatalf("CallStatuses = %q, want %q", got, want)
+		}
 	}},
 }
