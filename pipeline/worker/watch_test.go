@@ -1,0 +1,108 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline/worker"
+)
+
+var errCalledOff = errors.New("called off")
+
+// checker records the keys each check is given and calls off those in off.
+type checker struct {
+	mu   sync.Mutex
+	seen []string
+	off  map[string]bool
+}
+
+func (c *checker) check(_ context.Context, keys []string) ([]error, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	causes := make([]error, len(keys))
+	for i, k := range keys {
+		c.seen = append(c.seen, k)
+		if c.off[k] {
+			causes[i] = errCalledOff
+		}
+	}
+	return causes, nil
+}
+
+func (c *checker) saw(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Contains(c.seen, key)
+}
+
+func runWatch(t *testing.T, w *worker.Watch[string]) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(ctx, func(err error) { t.Errorf("check failed: %v", err) })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestWatch_stops_the_executions_a_check_calls_off_and_no_other(t *testing.T) {
+	c := &checker{off: map[string]bool{"off": true}}
+	w := worker.NewWatch(2*time.Millisecond, c.check)
+	runWatch(t, w)
+	off1, done1 := w.Start(context.Background(), "off")
+	defer done1()
+	off2, done2 := w.Start(context.Background(), "off")
+	defer done2()
+	on, doneOn := w.Start(context.Background(), "on")
+	defer doneOn()
+	waitFor(t, "both executions of the key called off stop", func() bool { return off1.Err() != nil && off2.Err() != nil })
+	for _, ctx := range []context.Context{off1, off2} {
+		if cause := context.Cause(ctx); !errors.Is(cause, errCalledOff) {
+			t.Fatalf("cause = %v, want %v", cause, errCalledOff)
+		}
+	}
+	waitFor(t, "the other key is checked", func() bool { return c.saw("on") })
+	if on.Err() != nil {
+		t.Fatalf("an execution nobody called off stopped: %v", context.Cause(on))
+	}
+}
+
+func TestWatch_checks_no_execution_that_is_over(t *testing.T) {
+	c := &checker{off: map[string]bool{}}
+	w := worker.NewWatch(2*time.Millisecond, c.check)
+	_, done := w.Start(context.Background(), "over")
+	done()
+	runWatch(t, w)
+	_, doneLater := w.Start(context.Background(), "later")
+	defer doneLater()
+	waitFor(t, "the running execution is checked", func() bool { return c.saw("later") })
+	if c.saw("over") {
+		t.Fatal("an execution that was over was checked")
+	}
+}
+
+func TestWatch_stop_cancels_a_keys_executions_at_once(t *testing.T) {
+	w := worker.NewWatch(time.Hour, (&checker{}).check)
+	ctx, done := w.Start(context.Background(), "k")
+	defer done()
+	w.Stop("k", errCalledOff)
+	if cause := context.Cause(ctx); !errors.Is(cause, errCalledOff) {
+		t.Fatalf("cause = %v, want %v", cause, errCalledOff)
+	}
+}
