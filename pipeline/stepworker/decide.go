@@ -223,7 +223,7 @@ func (w *Worker) cancelRun(ctx context.Context, d topics.Decision, signedBy stri
 	}
 	run, err := w.store.CancelRun(ctx, d.RunID, d.DecisionID, by, d.Reason, w.now())
 	if err == nil || errors.Is(err, store.ErrStale) {
-		w.inferring.stop(d.RunID, errRunEnded) // its slot is free for the next step now
+		w.inferring.Stop(d.RunID, errRunEnded) // its slot is free for the next step now
 	}
 	if errors.Is(err, store.ErrStale) {
 		w.log.Info("cancel of a run that is already done", "run_id", d.RunID, "decision_id", d.DecisionID)

@@ -193,7 +193,7 @@ func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent 
 // claim's renewal is refused (the run ended, or the step was taken over):
 // its outcome would be dropped.
 func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Logger) {
-	ctx, done := w.inferring.start(w.ctx, run.ID)
+	ctx, done := w.inferring.Start(w.ctx, run.ID)
 	defer done()
 	ctx, lost := context.WithCancelCause(ctx)
 	defer lost(nil)

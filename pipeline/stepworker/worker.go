@@ -48,8 +48,8 @@ type Worker struct {
 	tenants    map[string]string   // producer → the one tenant whose runs its verified decisions may decide
 	redact     *secrets.Redactor
 	fanIn      *coalescer
-	inferring  *inferring // the inferences on the pool, to stop a cancelled run's
-	shares     *shares    // each tenant's share of the pool
+	inferring  *worker.Watch[string] // the inferences on the pool by run, to stop an ended run's (inferring.go)
+	shares     *shares               // each tenant's share of the pool
 	metrics    *metrics.Set
 	limits     *limits.Limiter
 	instance   string                          // this run of the process, for marks and heartbeats (marks.go)
@@ -93,6 +93,9 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	pool := worker.NewPool(s.Concurrency)
 	cfg.Metrics.PoolBusy("stepworker", pool.Busy)
+	log := cfg.Logger.With("worker_id", cfg.WorkerID)
+	inferring := newInferring(cfg.Store)
+	go inferring.Run(ctx, func(err error) { log.Error("read the status of the runs inferring here", "error", err) })
 	return &Worker{
 		ctx:        ctx,
 		cancel:     cancel,
@@ -101,7 +104,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		metrics:    cfg.Metrics,
 		limits:     cfg.Limits,
 		fanIn:      newCoalescer(),
-		inferring:  newInferring(),
+		inferring:  inferring,
 		shares:     newShares(pool.Size()),
 		instance:   newInstance(),
 		pub:        cfg.Publisher,
@@ -111,7 +114,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		signers:    signers,
 		tenants:    cfg.Config.Decisions.Tenants(),
 		now:        cfg.Now,
-		log:        cfg.Logger.With("worker_id", cfg.WorkerID),
+		log:        log,
 		pool:       pool,
 		decided:    worker.NewPool(s.Concurrency),
 		claims:     worker.NewClaims(cfg.WorkerID),
