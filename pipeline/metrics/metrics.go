@@ -32,6 +32,7 @@ type Set struct {
 	cost          *prometheus.CounterVec
 	lag           lagCollector
 	retries       *prometheus.CounterVec
+	stopped       *prometheus.CounterVec
 	redrives      *prometheus.CounterVec
 	dead          *prometheus.CounterVec
 }
@@ -83,6 +84,9 @@ func New() *Set {
 		}, []string{"model", "kind"})).(*prometheus.CounterVec),
 		retries: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stepwise_tool_retries_total", Help: "Tool executions tried again after a retryable error, by tool.",
+		}, []string{"tool"})).(*prometheus.CounterVec),
+		stopped: f(prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stepwise_tool_calls_stopped_total", Help: "Tool executions stopped because their call was cancelled while they ran, by tool.",
 		}, []string{"tool"})).(*prometheus.CounterVec),
 		redrives: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stepwise_lease_redrives_total", Help: "Steps and tool calls requested again because their worker's lease ran out, by kind (step, call).",
@@ -152,6 +156,15 @@ func (s *Set) ToolRetried(tool string) {
 		return
 	}
 	s.retries.WithLabelValues(tool).Inc()
+}
+
+// ToolStopped counts a tool execution stopped because its call was
+// cancelled while it ran.
+func (s *Set) ToolStopped(tool string) {
+	if s == nil {
+		return
+	}
+	s.stopped.WithLabelValues(tool).Inc()
 }
 
 // Redriven counts n steps or calls (kind) requested again after their

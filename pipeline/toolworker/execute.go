@@ -107,18 +107,21 @@ const maxSiblings = 64
 // ToolGate). It reports the outcome (ToolCallFinished) when the step's
 // fan-in is due: not while other calls of a parallel step are in flight,
 // since the last of them reports and its fan-in reads them all. An execution the worker gives up on while stopping commits
-// nothing and releases its lease.
+// nothing and releases its lease. One whose call is cancelled while it runs
+// (w.running) stops and commits nothing: the cancel wrote the call's end.
 func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger) {
 	started := time.Now()
-	ctx, span := tracing.Start(w.ctx, trace, oteltrace.SpanKindConsumer, func() (string, []attribute.KeyValue) {
+	ctx, over := w.running.Start(w.ctx, store.CallRef{RunID: call.RunID, CallID: call.ID})
+	defer over()
+	ctx, span := tracing.Start(ctx, trace, oteltrace.SpanKindConsumer, func() (string, []attribute.KeyValue) {
 		return "execute_tool " + call.Tool, []attribute.KeyValue{attribute.String("gen_ai.operation.name", "execute_tool"),
 			attribute.String("gen_ai.tool.name", call.Tool), attribute.String("gen_ai.tool.call.id", call.ID),
 			tracing.RunID(call.RunID), tracing.Step(call.Step), attribute.Int("stepwise.attempt", call.Attempts)}
 	})
 	defer span.End()
 	log = tracing.Log(log, span)
-	outcome, ok := w.withPhases(call, func() (store.CallOutcome, bool) {
-		out, ok := w.run(call)
+	outcome, ok := w.withPhases(ctx, call, func() (store.CallOutcome, bool) {
+		out, ok := w.run(ctx, call)
 		// A secret a tool echoes (an http tool's header, say) stops here,
 		// before AfterToolExecute's plugins may cut the result (result_guard).
 		out.Result, out.Error = w.redact.JSON(out.Result), w.redact.String(out.Error)
@@ -129,6 +132,11 @@ func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger)
 	}
 	if outcome.Error != "" {
 		span.SetStatus(codes.Error, outcome.Error)
+	}
+	if errors.Is(context.Cause(ctx), errCallCancelled) {
+		w.metrics.ToolStopped(call.Tool)
+		log.Info("tool call stopped: it was cancelled while it ran; nothing is committed")
+		return
 	}
 	if !ok {
 		w.abandon(call, log)
@@ -186,22 +194,23 @@ const releaseTimeout = 5 * time.Second
 // run executes the tool under its timeout while renewing the lease. A
 // retryable tool error (see retryable) is retried with backoff until the
 // tool's attempts are spent; each try tells the executor its attempt number,
-// and the call id stays the idempotency key. ok is false when the worker's
-// context ended: the outcome must not be committed.
-func (w *Worker) run(call pipeline.ToolCall) (store.CallOutcome, bool) {
+// and the call id stays the idempotency key. ok is false when ctx (the
+// worker's, or the call's: cancelled) ended: the outcome must not be
+// committed.
+func (w *Worker) run(ctx context.Context, call pipeline.ToolCall) (store.CallOutcome, bool) {
 	tool, found := w.exec.byTool[call.Tool]
 	if !found {
 		return failed(fmt.Sprintf("unknown tool %q", call.Tool)), true
 	}
-	stopRenewing := w.renew(w.ctx, call)
+	stopRenewing := w.renew(ctx, call)
 	defer stopRenewing()
 	tries := w.attempts(call.Tool)
 	backoff := 200 * time.Millisecond
 	for try := 1; ; try++ {
-		out, err, timedOut := w.try(tool, call, call.Attempts-1+try)
+		out, err, timedOut := w.try(ctx, tool, call, call.Attempts-1+try)
 		reason, pending := tools.IsPending(err)
 		switch {
-		case w.ctx.Err() != nil:
+		case ctx.Err() != nil:
 			return store.CallOutcome{}, false
 		case pending:
 			t, _ := w.cfg.Tool(call.Tool)
@@ -216,7 +225,7 @@ func (w *Worker) run(call pipeline.ToolCall) (store.CallOutcome, bool) {
 		w.log.Info("retrying a tool call", "run_id", call.RunID, "call_id", call.ID, "try", try, "error", err)
 		w.metrics.ToolRetried(call.Tool)
 		select {
-		case <-w.ctx.Done():
+		case <-ctx.Done():
 			return store.CallOutcome{}, false
 		case <-time.After(backoff):
 		}
@@ -225,8 +234,8 @@ func (w *Worker) run(call pipeline.ToolCall) (store.CallOutcome, bool) {
 }
 
 // try executes the tool once under its timeout.
-func (w *Worker) try(tool tools.Tool, call pipeline.ToolCall, attempt int) (json.RawMessage, error, bool) {
-	ctx, cancel := context.WithTimeout(w.ctx, w.timeout(call.Tool))
+func (w *Worker) try(ctx context.Context, tool tools.Tool, call pipeline.ToolCall, attempt int) (json.RawMessage, error, bool) {
+	ctx, cancel := context.WithTimeout(ctx, w.timeout(call.Tool))
 	defer cancel()
 	out, err := tool.Execute(ctx, tools.Call{
 		RunID: call.RunID, CallID: call.ID, Step: call.Step, Attempt: attempt, Tool: call.Tool, Arguments: call.Arguments,

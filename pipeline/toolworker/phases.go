@@ -1,6 +1,7 @@
 package toolworker
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/stepwise-run/stepwise/pipeline"
@@ -18,11 +19,10 @@ import (
 // run's persistent state; state they set is not kept (the run's state
 // changes with its steps, in the step worker). Runs of agents without
 // plugins skip both and the extra reads.
-func (w *Worker) withPhases(call pipeline.ToolCall, execute func() (store.CallOutcome, bool)) (store.CallOutcome, bool) {
+func (w *Worker) withPhases(ctx context.Context, call pipeline.ToolCall, execute func() (store.CallOutcome, bool)) (store.CallOutcome, bool) {
 	if !w.anyPlugins {
 		return execute()
 	}
-	ctx := w.ctx
 	run, err := w.store.GetRun(ctx, call.RunID)
 	if err != nil {
 		return failed(fmt.Sprintf("load the run for its plugins: %v", err)), false

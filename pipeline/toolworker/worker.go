@@ -34,7 +34,8 @@ type Worker struct {
 	log      *slog.Logger
 	pool     *worker.Pool
 	claims   *worker.Claims
-	ahead    *ahead // calls claimed with an earlier call of their step
+	ahead    *ahead                       // calls claimed with an earlier call of their step
+	running  *worker.Watch[store.CallRef] // the calls executing here, to stop a cancelled one's (running.go)
 	// limitedTools are the tools with limits, whose calls a claim leaves
 	// to their own requests (they take a slot of their limit first).
 	limitedTools []string
@@ -71,6 +72,8 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("toolworker: %w", err)
 	}
 	go ex.publishCatalog(ctx, cfg.Catalog, cfg.Config, log)
+	running := newRunning(cfg.Store)
+	go running.Run(ctx, func(err error) { log.Error("read the status of the calls executing here", "error", err) })
 	pool := worker.NewPool(cfg.Config.ToolWorker.Concurrency)
 	cfg.Metrics.PoolBusy("toolworker", pool.Busy)
 	return &Worker{
@@ -90,6 +93,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		pool:         pool,
 		claims:       worker.NewClaims(cfg.WorkerID),
 		ahead:        newAhead(),
+		running:      running,
 		limitedTools: limitedTools(cfg.Config, cfg.Limits),
 		exec:         ex,
 		plugins:      sets,
