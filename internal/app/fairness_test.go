@@ -60,8 +60,11 @@ const tenMinutes = `{"provider":"script","turns":[{"text":"zzz","delay_ms":60000
 // held for a ten-minute turn, runs the next run's step right after. On the
 // worker that handles the cancel, the handler stops it: the lease (a
 // minute) is too long for its renewal to be what noticed. On any other
-// (here, the run is cancelled straight in the store), the step lease's
-// next renewal, which the ended run refuses, stops it.
+// (here, the run is cancelled straight in the store), the worker's watch,
+// which reads the status of the runs inferring longer than a tick, stops
+// it (ADR 0065), long before the next renewal of a minute's lease; with a
+// lease of a second, the renewal, which the ended run refuses, may be what
+// stops it first.
 func TestFairness_a_cancelled_runs_inference_frees_its_slot_at_once(t *testing.T) {
 	for _, tc := range []struct {
 		name, lease string
@@ -72,11 +75,8 @@ func TestFairness_a_cancelled_runs_inference_frees_its_slot_at_once(t *testing.T
 				t.Fatalf("cancel: %d", code)
 			}
 		}},
-		{"by the lease renewal elsewhere", "1s", func(t *testing.T, stack *app.Stack, _, id string) {
-			if _, err := stack.Store.CancelRun(context.Background(), id, "", "elsewhere", "too slow", time.Now()); err != nil {
-				t.Fatal(err)
-			}
-		}},
+		{"by the watch elsewhere", "1m", cancelElsewhere},
+		{"by the lease renewal elsewhere", "1s", cancelElsewhere},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stack := connect(t, newInfra(t), parseConfig(t, oneSlot(tc.lease)))
@@ -91,6 +91,15 @@ func TestFairness_a_cancelled_runs_inference_frees_its_slot_at_once(t *testing.T
 				t.Fatalf("the sleepy run ended %+v, want cancelled", v.Termination)
 			}
 		})
+	}
+}
+
+// cancelElsewhere cancels the run straight in the store, as the worker of
+// another process would: this one's cancel handler never sees it.
+func cancelElsewhere(t *testing.T, stack *app.Stack, _, id string) {
+	t.Helper()
+	if _, err := stack.Store.CancelRun(context.Background(), id, "", "elsewhere", "too slow", time.Now()); err != nil {
+		t.Fatal(err)
 	}
 }
 
