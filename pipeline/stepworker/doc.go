@@ -16,7 +16,8 @@
 // Handlers take a pool slot, claim the work and acknowledge; inference runs
 // on the bounded pool so a slow model never holds a Kafka partition. Every
 // tenant with work keeps a share of the pool (shares.go), and a cancelled
-// run's inference stops at once (inferring.go). Drain ends a graceful
+// run's inference stops within about two ticks of the watch, on any worker
+// (inferring.go, ADR 0065). Drain ends a graceful
 // shutdown.
 //
 //	w, err := stepworker.New(ctx, stepworker.Config{Store: st, Publisher: pub, Names: names, Config: cfg, WorkerID: id})

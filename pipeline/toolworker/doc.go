@@ -8,6 +8,11 @@
 // calls that wait for their first claim; their requests, behind it on the
 // partition, are then acknowledged without a claim of their own (ADR 0025).
 //
+// A call cancelled while its tool runs (its run's cancel) is stopped: the
+// worker reads the status of the calls it has run longer than a tick in
+// one round trip every tick, cancels the tool's context of those
+// cancelled, and commits nothing (running.go, ADR 0065).
+//
 // A worker that dies mid-tool commits nothing: its lease runs out and the
 // step worker's reconcile publishes the call again for another worker. A
 // worker that is stopped (Drain) lets its executions finish within the

@@ -2,8 +2,9 @@
 // built from: their dependencies (Deps), with defaults and validation; the
 // bounded pool slow work runs on (Pool: take a slot, then claim); the lease
 // keeper that renews a claim while the work runs (KeepLease); the names
-// of claims (Claims: one lease owner per claim); and Warm, which runs a
-// Kafka handler on a goroutine that outlives its message.
+// of claims (Claims: one lease owner per claim); the watch that stops the
+// executions whose work a cancel called off elsewhere (Watch); and Warm,
+// which runs a Kafka handler on a goroutine that outlives its message.
 //
 //	router.AddNoPublisherHandler("step", topic, sub, worker.Warm(w.HandleStep))
 //
@@ -18,4 +19,9 @@
 //		defer stop()
 //		// work, then commit as owner
 //	})
+//
+//	watch := worker.NewWatch(worker.WatchTick, check) // check: which keys were called off
+//	go watch.Run(ctx, logErr)
+//	ctx, over := watch.Start(ctx, key) // around each execution
+//	defer over()
 package worker
