@@ -15,7 +15,6 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
-	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
 )
 
 // slowEnds records what a slow tool's server saw of a call's end.
@@ -100,11 +99,7 @@ tools:
 	stack := connect(t, newInfra(t), cfg)
 	workers(t, stack)
 	base := serve(t, stack)
-	cat := catalog.New(stack.Redis, "")
-	testinfra.Eventually(t, 30*time.Second, func() bool {
-		specs, err := cat.Get(t.Context(), []string{"wait"})
-		return err == nil && len(specs["wait"].Parameters) > 0
-	}, func() string { return "the MCP tool never reached the catalog" })
+	waitForCatalog(t, stack, "wait")
 
 	for _, tc := range []struct {
 		tool, args string

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
@@ -236,11 +237,7 @@ tools:
 	stack := connect(t, newInfra(t), cfg)
 	workers(t, stack)
 	base := serve(t, stack)
-	cat := catalog.New(stack.Redis, "")
-	testinfra.Eventually(t, 30*time.Second, func() bool {
-		specs, err := cat.Get(t.Context(), []string{"add"})
-		return err == nil && len(specs["add"].Parameters) > 0
-	}, func() string { return "the MCP tool never reached the catalog" })
+	waitForCatalog(t, stack, "add")
 
 	id := createRun(t, base, "r-tools", "tools", script(
 		call("sum", "add", `{"a":2,"b":3}`),
@@ -269,4 +266,15 @@ tools:
 			t.Errorf("a call with invalid arguments was executed: %s", e.CallID)
 		}
 	}
+}
+
+// waitForCatalog waits until the MCP tool is in the catalog, with its
+// parameters, as the tool worker publishes it.
+func waitForCatalog(t *testing.T, stack *app.Stack, tool string) {
+	t.Helper()
+	cat := catalog.New(stack.Redis, "")
+	testinfra.Eventually(t, 30*time.Second, func() bool {
+		specs, err := cat.Get(t.Context(), []string{tool})
+		return err == nil && len(specs[tool].Parameters) > 0
+	}, func() string { return "the MCP tool " + tool + " never reached the catalog" })
 }

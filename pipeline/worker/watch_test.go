@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline/worker"
 )
 
@@ -50,17 +51,6 @@ func runWatch(t *testing.T, w *worker.Watch[string]) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestWatch_stops_the_executions_a_check_calls_off_and_no_other(t *testing.T) {
 	c := &checker{off: map[string]bool{"off": true}}
 	w := worker.NewWatch(2*time.Millisecond, c.check)
@@ -71,13 +61,13 @@ func TestWatch_stops_the_executions_a_check_calls_off_and_no_other(t *testing.T)
 	defer done2()
 	on, doneOn := w.Start(context.Background(), "on")
 	defer doneOn()
-	waitFor(t, "both executions of the key called off stop", func() bool { return off1.Err() != nil && off2.Err() != nil })
+	testinfra.Eventually(t, 5*time.Second, func() bool { return off1.Err() != nil && off2.Err() != nil }, func() string { return "both executions of the key called off stop" })
 	for _, ctx := range []context.Context{off1, off2} {
 		if cause := context.Cause(ctx); !errors.Is(cause, errCalledOff) {
 			t.Fatalf("cause = %v, want %v", cause, errCalledOff)
 		}
 	}
-	waitFor(t, "the other key is checked", func() bool { return c.saw("on") })
+	testinfra.Eventually(t, 5*time.Second, func() bool { return c.saw("on") }, func() string { return "the other key is checked" })
 	if on.Err() != nil {
 		t.Fatalf("an execution nobody called off stopped: %v", context.Cause(on))
 	}
@@ -91,7 +81,7 @@ func TestWatch_checks_no_execution_that_is_over(t *testing.T) {
 	runWatch(t, w)
 	_, doneLater := w.Start(context.Background(), "later")
 	defer doneLater()
-	waitFor(t, "the running execution is checked", func() bool { return c.saw("later") })
+	testinfra.Eventually(t, 5*time.Second, func() bool { return c.saw("later") }, func() string { return "the running execution is checked" })
 	if c.saw("over") {
 		t.Fatal("an execution that was over was checked")
 	}
