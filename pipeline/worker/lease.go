@@ -16,19 +16,13 @@ func KeepLease(ctx context.Context, period time.Duration, renew func(context.Con
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(max(period/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := renew(ctx); err != nil && lost(err) {
-					onLost()
-					return
-				}
+		every(ctx, max(period/3, time.Millisecond), func() bool {
+			if err := renew(ctx); err != nil && lost(err) {
+				onLost()
+				return false
 			}
-		}
+			return true
+		})
 	}()
 	var once sync.Once
 	return func() {
@@ -36,5 +30,21 @@ func KeepLease(ctx context.Context, period time.Duration, renew func(context.Con
 			cancel()
 			<-done
 		})
+	}
+}
+
+// every calls fn every period until ctx ends or fn returns false.
+func every(ctx context.Context, period time.Duration, fn func() (again bool)) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if !fn() {
+				return
+			}
+		}
 	}
 }

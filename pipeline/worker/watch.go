@@ -78,31 +78,31 @@ func (w *Watch[K]) Stop(key K, cause error) {
 // Run checks every tick until ctx ends. A check that fails is passed to
 // failed and made again at the next tick.
 func (w *Watch[K]) Run(ctx context.Context, failed func(error)) {
-	t := time.NewTicker(w.tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	every(ctx, w.tick, func() bool {
+		if err := w.checkDue(ctx); err != nil && ctx.Err() == nil {
+			failed(err)
 		}
-		keys := w.due(time.Now().Add(-w.tick))
-		if len(keys) == 0 {
-			continue
-		}
-		causes, err := w.check(ctx, keys)
-		if err != nil {
-			if ctx.Err() == nil {
-				failed(err)
-			}
-			continue
-		}
-		for i, cause := range causes {
-			if cause != nil && i < len(keys) {
-				w.Stop(keys[i], cause)
-			}
+		return true
+	})
+}
+
+// checkDue checks the keys of the executions older than a tick, if any,
+// and stops those check calls off.
+func (w *Watch[K]) checkDue(ctx context.Context) error {
+	keys := w.due(time.Now().Add(-w.tick))
+	if len(keys) == 0 {
+		return nil
+	}
+	causes, err := w.check(ctx, keys)
+	if err != nil {
+		return err
+	}
+	for i, cause := range causes {
+		if cause != nil && i < len(keys) {
+			w.Stop(keys[i], cause)
 		}
 	}
+	return nil
 }
 
 // due is the keys with an execution started at or before since.
