@@ -43,9 +43,17 @@ type runView struct {
 		InputTokens  int64 `json:"input_tokens"`
 		OutputTokens int64 `json:"output_tokens"`
 	} `json:"usage"`
-	ToolCalls []callView `json:"tool_calls"`
-	CreatedAt time.Time  `json:"created_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
+	ToolCalls []callView  `json:"tool_calls"`
+	Children  []childView `json:"children,omitempty"`
+	CreatedAt time.Time   `json:"created_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
+}
+
+// childView is one of a run's children in GET /v1/runs/{id}.
+type childView struct {
+	RunID  string `json:"run_id"`
+	CallID string `json:"call_id"`
+	Status string `json:"status"`
 }
 
 type termination struct {
@@ -155,6 +163,78 @@ func (g *gateway) run(ctx context.Context, id string) (runView, error) {
 	var v runView
 	err := g.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id), nil, &v)
 	return v, err
+}
+
+// fork sends POST /v1/runs/{id}/fork: the run forkID, with id's history up
+// to step. Sending it again is an idempotent replay.
+func (g *gateway) fork(ctx context.Context, id string, step int, forkID string) error {
+	body := map[string]any{"from_step": step, "run_id": forkID}
+	return g.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/fork", body, nil)
+}
+
+// runSummary is what the oracle reads of an item of GET /v1/runs.
+type runSummary struct {
+	RunID      string    `json:"run_id"`
+	ScheduleID string    `json:"schedule_id"`
+	TickAt     time.Time `json:"tick_at"`
+}
+
+// runsSince lists every run created at since or later, all pages.
+func (g *gateway) runsSince(ctx context.Context, since time.Time) ([]runSummary, error) {
+	var out []runSummary
+	cursor := ""
+	for {
+		q := url.Values{"since": {since.UTC().Format(time.RFC3339Nano)}, "limit": {"500"}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var page struct {
+			Runs       []runSummary `json:"runs"`
+			NextCursor string       `json:"next_cursor"`
+		}
+		if err := g.do(ctx, http.MethodGet, "/v1/runs?"+q.Encode(), nil, &page); err != nil {
+			return out, err
+		}
+		out = append(out, page.Runs...)
+		if page.NextCursor == "" {
+			return out, nil
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// scheduleView is what the harness reads of a schedule.
+type scheduleView struct {
+	ScheduleID string    `json:"schedule_id"`
+	NextTick   time.Time `json:"next_tick"`
+}
+
+// createSchedule sends POST /v1/schedules with body; sending it again is
+// an idempotent replay or a conflict, which the caller reads back.
+func (g *gateway) createSchedule(ctx context.Context, body any) (scheduleView, error) {
+	var v scheduleView
+	err := g.do(ctx, http.MethodPost, "/v1/schedules", body, &v)
+	return v, err
+}
+
+func (g *gateway) schedule(ctx context.Context, id string) (scheduleView, error) {
+	var v scheduleView
+	err := g.do(ctx, http.MethodGet, "/v1/schedules/"+url.PathEscape(id), nil, &v)
+	return v, err
+}
+
+// pauseSchedule sends POST /v1/schedules/{id}/pause: no tick is claimed
+// after it, and a tick claimed before still gets its run.
+func (g *gateway) pauseSchedule(ctx context.Context, id string) error {
+	return g.do(ctx, http.MethodPost, "/v1/schedules/"+url.PathEscape(id)+"/pause", nil, nil)
+}
+
+func (g *gateway) deleteSchedule(ctx context.Context, id string) error {
+	err := g.do(ctx, http.MethodDelete, "/v1/schedules/"+url.PathEscape(id), nil, nil)
+	if notFound(err) {
+		return nil
+	}
+	return err
 }
 
 // messages returns the run's conversation as the raw "messages" array.

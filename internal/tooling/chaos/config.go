@@ -237,6 +237,15 @@ func (c *Config) Validate() error {
 // churning reports whether faults are injected at all.
 func (c *Config) churning() bool { return c.Churn > 0 }
 
+// composes reports whether runs compose (children, a handoff, forks):
+// in the kill churn, not in the rolling restart, whose pause limit a
+// parent waiting for its children would not meet.
+func (c *Config) composes() bool { return !c.Rolling }
+
+// schedules reports whether schedules fire during the churn (see
+// tickSchedule): in the kill churn only, as composes.
+func (c *Config) schedules() bool { return c.churning() && c.composes() }
+
 // killsBrokers reports whether the churn kills and restarts brokers.
 func (c *Config) killsBrokers() bool {
 	return c.churning() && c.Kafka == KafkaReal && c.BrokerKillEvery > 0

@@ -128,8 +128,8 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return fail(err)
 	}
-	rep.References = len(refs)
-	logf("%d reference runs ran as scripted", len(refs))
+	rep.References = len(refs.byID)
+	logf("%d reference runs ran as scripted (runs, forks, children)", rep.References)
 
 	ids := make([]string, cfg.Runs)
 	width := len(strconv.Itoa(cfg.Runs - 1))
@@ -152,6 +152,16 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 
 	churnStart := time.Now()
+	var scheds []*tickSchedule
+	if cfg.schedules() {
+		scheds = newTickSchedules(nonce)
+		for _, s := range scheds {
+			if err := retry(ctx, 30*time.Second, 250*time.Millisecond, func() error { return s.create(ctx, st.gw) }); err != nil {
+				return fail(err)
+			}
+		}
+		logf("schedules %s every %s (%s) and %s every %s (%s) created", scheds[0].id, scheds[0].every, scheds[0].overlap, scheds[1].id, scheds[1].every, scheds[1].overlap)
+	}
 	brokersChurned := make(chan brokerCounts, 1)
 	if cfg.killsBrokers() {
 		brng := rand.New(rand.NewPCG(cfg.Seed, 0xb40c3))
@@ -184,12 +194,23 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	type submission struct {
 		accepted []int
+		forks    []member
 		problems []string
 	}
 	submittedc := make(chan submission, 1)
 	go func() {
 		accepted, problems := submit(ctx, st.gw, &cfg, ids, window, grace)
-		submittedc <- submission{accepted, problems}
+		submittedc <- submission{accepted: accepted, problems: problems}
+	}()
+	forkedc := make(chan submission, 1)
+	forkUntil := churnStart.Add(max(0, cfg.Churn) + cfg.Settle)
+	go func() {
+		var forks []member
+		var problems []string
+		if cfg.composes() {
+			forks, problems = forkRuns(ctx, st.gw, &cfg, ids, refs.roots, forkUntil)
+		}
+		forkedc <- submission{forks: forks, problems: problems}
 	}()
 	cc := <-churned
 	rc := <-rolled
@@ -221,20 +242,48 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	logf("churn over after %.1fs: %d kills, %d graceful restarts, %d redis kills, %d broker kills, %d duplicates; %d runs submitted", rep.ChurnS, rep.Kills, len(rc.restarts), rep.RedisKills, rep.BrokerKills, rep.Duplicates, rep.Submitted)
 
-	doneAt, took := settle(ctx, st.gw, ids, submitted, churnEnd.Add(cfg.Settle), logf)
-	rep.RunSeconds = durationFigures(took)
-	if ctx.Err() != nil {
-		return fail(ctx.Err())
-	}
-	var last time.Time
-	for _, t := range doneAt {
-		if t.After(last) {
-			last = t
+	for _, s := range scheds {
+		if err := retry(ctx, 30*time.Second, 250*time.Millisecond, func() error { return s.pause(ctx, st.gw) }); err != nil {
+			return fail(err)
 		}
 	}
-	rep.RecoveryS = max(0, last.Sub(churnEnd).Seconds())
-	if len(doneAt) < len(submitted) {
-		rep.RecoveryS = -1
+
+	deadline := churnEnd.Add(cfg.Settle)
+	members := make([]member, 0, len(submitted))
+	runIDs := make([]string, 0, len(submitted))
+	for _, i := range submitted {
+		members = append(members, member{id: ids[i], root: ids[i], refRoot: refs.roots[i%cfg.Variants], kind: memberRun})
+		runIDs = append(runIDs, ids[i])
+	}
+	doneAt, took := settle(ctx, st.gw, runIDs, deadline, logf)
+	forked := <-forkedc
+	rep.HarnessErrors = append(rep.HarnessErrors, forked.problems...)
+	more := forked.forks
+	if len(scheds) > 0 {
+		var ticks []string
+		rep.Ticks, rep.TickProblems, ticks, err = listTicks(ctx, st.gw, scheds, churnStart, deadline)
+		if err != nil {
+			return fail(err)
+		}
+		for _, id := range ticks {
+			more = append(more, member{id: id, root: id, refRoot: refs.tick, kind: memberTick})
+		}
+	}
+	if len(more) > 0 {
+		logf("%d forks and %d runs of the schedules", len(forked.forks), len(more)-len(forked.forks))
+		moreIDs := make([]string, len(more))
+		for i, m := range more {
+			moreIDs[i] = m.id
+		}
+		d, t := settle(ctx, st.gw, moreIDs, deadline, logf)
+		for id, at := range d {
+			doneAt[id] = at
+		}
+		took = append(took, t...)
+		members = append(members, more...)
+	}
+	if ctx.Err() != nil {
+		return fail(ctx.Err())
 	}
 
 	// What the topics hold tells a lost message from a stopped or
@@ -242,10 +291,26 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if rep.Backlog, err = backlog(st.brokers, topicPrefix); err != nil {
 		rep.HarnessErrors = append(rep.HarnessErrors, err.Error())
 	}
-	logf("judging %d runs", len(submitted))
-	js, err := judgeAll(ctx, st, rdb, refs, ids, submitted, doneAt, append(cc.stops, rc.stops...))
+	logf("judging %d runs", len(members))
+	js, err := judgeFamilies(ctx, st, rdb, refs, members, doneAt, &took, deadline, append(cc.stops, rc.stops...), logf)
 	if err != nil {
 		return fail(err)
+	}
+	for _, s := range scheds {
+		if err := st.gw.deleteSchedule(ctx, s.id); err != nil {
+			rep.HarnessErrors = append(rep.HarnessErrors, fmt.Sprintf("delete schedule %s: %v", s.id, err))
+		}
+	}
+	rep.RunSeconds = durationFigures(took)
+	var last time.Time
+	for _, t := range doneAt {
+		if t.After(last) {
+			last = t
+		}
+	}
+	rep.RecoveryS = max(0, last.Sub(churnEnd).Seconds())
+	if len(doneAt) < len(js) {
+		rep.RecoveryS = -1
 	}
 	var isCopy func(topicPartition, int64) bool
 	if dup != nil {
@@ -307,49 +372,101 @@ func describeSource(ctx context.Context, src string) string {
 	return s
 }
 
-// runReferences runs one run of each script variant, undisturbed, and
-// keeps what it ended with.
-func runReferences(ctx context.Context, st *stack, cfg *Config, nonce string, grace time.Duration) ([]*reference, error) {
-	refs := make([]*reference, cfg.Variants)
+// references are the undisturbed runs the oracle judges by, by run id:
+// one run of each script variant (roots[v] is variant v's), with its
+// children and its fork when the variant has them, and one run of the
+// schedules' script (tick).
+type references struct {
+	byID  map[string]*reference
+	roots []string
+	tick  string
+}
+
+// runReferences runs one run of each script variant, and one of the
+// schedules' script, undisturbed, forks those of the variants forkStep
+// names once they are done, and keeps what each run, fork and child ended
+// with.
+func runReferences(ctx context.Context, st *stack, cfg *Config, nonce string, grace time.Duration) (*references, error) {
+	refs := &references{byID: map[string]*reference{}, tick: fmt.Sprintf("chaos-%s-reftick", nonce)}
 	var reqs []createRequest
-	for v := range refs {
+	scripts := make([]scriptModel, cfg.Variants)
+	for v := range cfg.Variants {
 		id := fmt.Sprintf("chaos-%s-ref%02d", nonce, v)
-		s := newScript(cfg.Seed, v, cfg.Steps, id, grace)
-		refs[v] = &reference{variant: v, runID: id, script: s}
-		reqs = append(reqs, createRequest{RunID: id, Agent: agentName, Input: runInput, Model: s})
+		scripts[v] = newScript(cfg.Seed, v, cfg.Steps, id, grace, cfg.composes())
+		refs.roots = append(refs.roots, id)
+		reqs = append(reqs, createRequest{RunID: id, Agent: agentName, Input: runInput, Model: scripts[v]})
+	}
+	if cfg.schedules() {
+		reqs = append(reqs, createRequest{RunID: refs.tick, Agent: agentName, Input: tickInput, Model: tickScript})
 	}
 	if err := retry(ctx, 30*time.Second, 250*time.Millisecond, func() error { return st.gw.createBatch(ctx, reqs) }); err != nil {
 		return nil, fmt.Errorf("submit the reference runs: %w", err)
 	}
 	deadline := time.Now().Add(referenceTimeout)
-	for _, r := range refs {
-		var v runView
-		err := retry(ctx, time.Until(deadline), 100*time.Millisecond, func() (err error) {
-			if v, err = st.gw.run(ctx, r.runID); err == nil && v.Status != "done" {
-				err = fmt.Errorf("status %s at step %d", v.Status, v.Step)
-			}
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("the undisturbed reference run %s did not end within %s: %w (logs: %s)", r.runID, referenceTimeout, err, filepath.Join(st.dir, "logs"))
-		}
-		msgs, err := st.gw.messages(ctx, r.runID)
-		if err != nil {
-			return nil, fmt.Errorf("messages of %s: %w", r.runID, err)
-		}
-		evs, complete, err := st.gw.events(ctx, r.runID)
-		if err != nil || !complete {
-			return nil, fmt.Errorf("events of %s: complete=%v, %v", r.runID, complete, err)
-		}
-		if r.hist, err = normalize(v, msgs); err != nil {
+	for v, id := range refs.roots {
+		if err := refs.take(ctx, st, deadline, v, id, id, scripts[v], 0); err != nil {
 			return nil, err
 		}
-		r.commits = commitCounts(evs)
-		if err := checkReference(r, v, evs); err != nil {
+		step, ok := forkStep(v, cfg.Steps)
+		if !ok || !cfg.composes() {
+			continue
+		}
+		fork := id + forkSuffix
+		if err := retry(ctx, time.Until(deadline), 100*time.Millisecond, func() error { return st.gw.fork(ctx, id, step, fork) }); err != nil {
+			return nil, fmt.Errorf("fork the reference run %s from step %d: %w", id, step, err)
+		}
+		if err := refs.take(ctx, st, deadline, v, fork, id, scripts[v], step+1); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.schedules() {
+		if err := refs.take(ctx, st, deadline, -1, refs.tick, refs.tick, tickScript, 0); err != nil {
 			return nil, err
 		}
 	}
 	return refs, nil
+}
+
+// take waits for the reference run id (of variant v, family root, script
+// s, its first step first) to end, keeps its history and checks that it
+// ran as scripted, then does the same for each of its children.
+func (refs *references) take(ctx context.Context, st *stack, deadline time.Time, v int, id, root string, s scriptModel, first int) error {
+	var view runView
+	err := retry(ctx, time.Until(deadline), 100*time.Millisecond, func() (err error) {
+		if view, err = st.gw.run(ctx, id); err == nil && view.Status != "done" {
+			err = fmt.Errorf("status %s at step %d", view.Status, view.Step)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("the undisturbed reference run %s did not end within %s: %w (logs: %s)", id, referenceTimeout, err, filepath.Join(st.dir, "logs"))
+	}
+	msgs, err := st.gw.messages(ctx, id)
+	if err != nil {
+		return fmt.Errorf("messages of %s: %w", id, err)
+	}
+	evs, complete, err := st.gw.events(ctx, id)
+	if err != nil || !complete {
+		return fmt.Errorf("events of %s: complete=%v, %v", id, complete, err)
+	}
+	r := &reference{variant: v, runID: id, root: root, script: s, first: first}
+	if r.hist, err = normalize(view, msgs, root); err != nil {
+		return err
+	}
+	r.commits = commitCounts(evs)
+	if err := checkReference(r, view, evs); err != nil {
+		return err
+	}
+	if want := s.countFrom(first, childTool); len(view.Children) != want {
+		return fmt.Errorf("the undisturbed reference run %s (variant %d) started %d children, want %d: %+v", id, v, len(view.Children), want, view.Children)
+	}
+	refs.byID[id] = r
+	for _, c := range view.Children {
+		if err := refs.take(ctx, st, deadline, v, c.RunID, root, childScript, 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // submit creates the runs through POST /v1/runs/batch, spread evenly over
@@ -370,7 +487,7 @@ func submit(ctx context.Context, gw *gateway, cfg *Config, ids []string, window,
 		}
 		reqs := make([]createRequest, 0, hi-lo)
 		for i := lo; i < hi; i++ {
-			reqs = append(reqs, createRequest{RunID: ids[i], Agent: agentName, Input: runInput, Model: newScript(cfg.Seed, i%cfg.Variants, cfg.Steps, ids[i], grace)})
+			reqs = append(reqs, createRequest{RunID: ids[i], Agent: agentName, Input: runInput, Model: newScript(cfg.Seed, i%cfg.Variants, cfg.Steps, ids[i], grace, cfg.composes())})
 		}
 		tries := 0
 		err := retry(ctx, submitRetryFor, submitTick, func() error { tries++; return gw.createBatch(ctx, reqs) })
@@ -388,12 +505,16 @@ func submit(ctx context.Context, gw *gateway, cfg *Config, ids []string, window,
 	return accepted, problems
 }
 
-// settle looks at the runs that are not done, every pollEvery, until all
-// are done or deadline passes, and returns when each done run ended (its
-// updated_at) and how long it took from its creation.
-func settle(ctx context.Context, gw *gateway, ids []string, submitted []int, deadline time.Time, logf func(string, ...any)) (doneAt map[int]time.Time, took []time.Duration) {
-	doneAt = map[int]time.Time{}
-	open := append([]int(nil), submitted...)
+// settle looks at the runs of ids that are not done, every pollEvery,
+// until all are done or deadline passes (once at least), and returns when
+// each done run ended (its updated_at) and how long it took from its
+// creation.
+func settle(ctx context.Context, gw *gateway, ids []string, deadline time.Time, logf func(string, ...any)) (doneAt map[string]time.Time, took []time.Duration) {
+	doneAt = map[string]time.Time{}
+	open := make([]int, len(ids))
+	for i := range open {
+		open[i] = i
+	}
 	lastLog := time.Now()
 	for len(open) > 0 && ctx.Err() == nil {
 		var mu sync.Mutex
@@ -403,7 +524,7 @@ func settle(ctx context.Context, gw *gateway, ids []string, submitted []int, dea
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil && v.Status == "done" {
-				doneAt[i] = v.UpdatedAt
+				doneAt[ids[i]] = v.UpdatedAt
 				took = append(took, v.UpdatedAt.Sub(v.CreatedAt))
 				return
 			}
@@ -414,7 +535,7 @@ func settle(ctx context.Context, gw *gateway, ids []string, submitted []int, dea
 			break
 		}
 		if time.Since(lastLog) >= 5*time.Second {
-			logf("settling: %d of %d runs done, %s left", len(submitted)-len(open), len(submitted), time.Until(deadline).Round(time.Second))
+			logf("settling: %d of %d runs done, %s left", len(ids)-len(open), len(ids), time.Until(deadline).Round(time.Second))
 			lastLog = time.Now()
 		}
 		sleep(ctx, pollEvery)
@@ -445,32 +566,38 @@ func parallel(ctx context.Context, items []int, f func(int)) {
 
 // judgement is what the oracle found about one run.
 type judgement struct {
-	id           string
-	view         runView
-	verdict      verdict
-	state        *stuckState // when not done
-	retriedSteps int
-	reexecuted   int
-	pause        pause           // the longest wait its script does not explain, when done
-	handovers    []time.Duration // of its lost claims, from the stopped worker's exit to the next claim
+	member
+	ref           *reference // nil when the reference family has no such run
+	view          runView
+	verdict       verdict
+	state         *stuckState // when not done
+	retriedSteps  int
+	reexecuted    int
+	doubleStarted int             // its own run.created or run.started logged twice, or a call of it that started two children
+	timed         bool            // its pause is measured: its script waits for no child
+	pause         pause           // the longest wait its script does not explain, when done and timed
+	handovers     []time.Duration // of its lost claims, from the stopped worker's exit to the next claim
 }
 
-// judgeAll reads every submitted run from the gateway (and, for a stuck
-// one, its state from Redis) and judges it against the reference of its
-// script.
-// A run not seen done within the settle time is stuck, also when it has
-// ended since (late). The longest pause of each done run is measured with
-// the workers' stop windows (see longestPause).
-func judgeAll(ctx context.Context, st *stack, rdb *redis.Client, refs []*reference, ids []string, submitted []int, doneAt map[int]time.Time, stops []stopWindow) ([]*judgement, error) {
+// judgeAll reads every member from the gateway (and, for a stuck one, its
+// state from Redis) and judges it against its reference.
+// A run not seen done within the settle time (in doneAt) is stuck, also
+// when it has ended since (late). The longest pause of each done run is
+// measured with the workers' stop windows (see longestPause).
+func judgeAll(ctx context.Context, st *stack, rdb *redis.Client, refs *references, members []member, doneAt map[string]time.Time, stops []stopWindow) ([]*judgement, error) {
 	partitions, err := partitionCount(st.brokers, topicPrefix+"run-steps")
 	if err != nil {
 		return nil, err
 	}
 	var mu sync.Mutex
 	var errs []error
-	out := make([]*judgement, 0, len(submitted))
-	parallel(ctx, submitted, func(i int) {
-		j := &judgement{id: ids[i]}
+	out := make([]*judgement, 0, len(members))
+	idx := make([]int, len(members))
+	for i := range idx {
+		idx[i] = i
+	}
+	parallel(ctx, idx, func(i int) {
+		j := &judgement{member: members[i], ref: refs.byID[members[i].refID()]}
 		var msgs []byte
 		err := retry(ctx, 30*time.Second, 250*time.Millisecond, func() (err error) {
 			if j.view, err = st.gw.run(ctx, j.id); err != nil {
@@ -493,16 +620,23 @@ func judgeAll(ctx context.Context, st *stack, rdb *redis.Client, refs []*referen
 			mu.Unlock()
 			return
 		}
-		ref := refs[i%len(refs)]
-		j.verdict = judge(ref, j.view, msgs, evs, complete)
-		if j.verdict.done {
-			j.pause, j.handovers = longestPause(evs, workOf(ref.script, j.view), stops)
+		if j.ref != nil {
+			j.verdict = judge(j.ref, j.view, msgs, evs, complete, j.root)
+			j.timed = j.ref.script.countFrom(0, childTool) == 0
+		} else {
+			j.verdict = verdict{done: j.view.Status == "done", wrong: []string{"no reference: the undisturbed run " + j.refID() + " does not exist"}}
 		}
-		if _, inTime := doneAt[i]; !inTime {
+		if j.verdict.done && j.timed {
+			j.pause, j.handovers = longestPause(evs, workOf(j.ref.script, j.view), stops)
+		}
+		if _, inTime := doneAt[j.id]; !inTime {
 			s := diagnose(ctx, rdb, j.view, evs, partitions)
 			s.Late = j.verdict.done
 			j.state = &s
 			j.verdict.done = false
+		}
+		if counts := commitCounts(evs); j.kind != memberRun && (counts[evRunCreated] > 1 || counts[evRunStarted] > 1) {
+			j.doubleStarted++
 		}
 		j.retriedSteps, j.reexecuted = claimCounts(evs)
 		mu.Lock()
@@ -521,6 +655,18 @@ func tally(rep *Report, js []*judgement) {
 	rep.WrongReasons, rep.DoubleReasons = map[string]int{}, map[string]int{}
 	sort.Slice(js, func(a, b int) bool { return js[a].id < js[b].id })
 	for _, j := range js {
+		switch j.kind {
+		case memberChild:
+			rep.Children++
+		case memberFork:
+			rep.Forks++
+		case memberTick:
+			rep.TickRuns++
+		}
+		if j.doubleStarted > 0 {
+			rep.DoubleStarted += j.doubleStarted
+			rep.addSample(Sample{RunID: j.id, Kind: "double_started", Details: j.verdict.doubles})
+		}
 		rep.RetriedSteps += j.retriedSteps
 		rep.ReexecutedCalls += j.reexecuted
 		if j.verdict.done {

@@ -30,6 +30,7 @@ const (
 	evCallStarted  = "tool_call.started"
 	evCallRetried  = "tool_call.retried"
 	evCallFinished = "tool_call.finished"
+	evHandoff      = "run.handoff"
 )
 
 // commitScope says what a commit event type is counted per.
@@ -37,6 +38,7 @@ var commitScope = map[string]string{
 	evRunCreated:   "run",
 	evRunStarted:   "run",
 	evRunFinished:  "run",
+	evHandoff:      "run", // the scripts hand a run over once at most
 	evAssistant:    "step",
 	evStepEnded:    "step",
 	evCallCreated:  "call",
@@ -105,21 +107,22 @@ type outcome struct {
 }
 
 // normalized is one run's comparable history: its outcome and its
-// messages, as canonical JSON with its own id replaced by runPlaceholder.
+// messages, as canonical JSON with the id of its family's root (see
+// member) replaced by runPlaceholder.
 type normalized struct {
 	outcome  []byte
 	calls    [][]byte // each call, for pointing at the first difference
 	messages [][]byte // each message
 }
 
-func normalize(v runView, messages json.RawMessage) (normalized, error) {
+func normalize(v runView, messages json.RawMessage, root string) (normalized, error) {
 	var n normalized
 	o := outcome{Status: v.Status, Step: v.Step, Termination: v.Termination, Usage: v.Usage, Calls: v.ToolCalls}
 	b, err := json.Marshal(o)
 	if err != nil {
 		return n, err
 	}
-	if n.outcome, err = canonicalFor(b, v.RunID); err != nil {
+	if n.outcome, err = canonicalFor(b, root); err != nil {
 		return n, err
 	}
 	for _, c := range v.ToolCalls {
@@ -127,7 +130,7 @@ func normalize(v runView, messages json.RawMessage) (normalized, error) {
 		if err != nil {
 			return n, err
 		}
-		cb, err := canonicalFor(b, v.RunID)
+		cb, err := canonicalFor(b, root)
 		if err != nil {
 			return n, err
 		}
@@ -138,7 +141,7 @@ func normalize(v runView, messages json.RawMessage) (normalized, error) {
 		return n, fmt.Errorf("messages of %s: %w", v.RunID, err)
 	}
 	for _, m := range msgs {
-		cm, err := canonicalFor(m, v.RunID)
+		cm, err := canonicalFor(m, root)
 		if err != nil {
 			return n, err
 		}
@@ -156,26 +159,30 @@ func canonicalFor(b []byte, runID string) ([]byte, error) {
 	return bytes.ReplaceAll(c, []byte(runID), []byte(runPlaceholder)), nil
 }
 
-// reference is one script variant as an undisturbed run ended it.
+// reference is one script variant as an undisturbed run ended it (or a
+// child or the fork of such a run, or a run of the schedules' script).
 type reference struct {
 	variant int
 	runID   string
+	root    string // its family's root, which its history is normalized with
 	script  scriptModel
+	first   int // the first step it ran: a fork's is the step after its fork point
 	hist    normalized
 	commits map[string]int
 }
 
 // checkReference fails unless an undisturbed run ended the way its script
 // says: done with natural_end at the last step, every call succeeded, every
-// message there, every commit event logged once.
+// message there, every commit event logged once. A fork runs, and so
+// logs, only the steps from r.first on, though its history holds them all.
 func checkReference(r *reference, v runView, evs []event) error {
 	var problems []string
 	steps := len(r.script.Turns) - 1
 	if v.Status != "done" || v.Termination == nil || v.Termination.Reason != "natural_end" || v.Step != steps {
 		problems = append(problems, fmt.Sprintf("status %s, step %d, termination %s; want done, step %d, natural_end", v.Status, v.Step, v.Termination, steps))
 	}
-	if len(v.ToolCalls) != r.script.calls() {
-		problems = append(problems, fmt.Sprintf("%d tool calls, want %d", len(v.ToolCalls), r.script.calls()))
+	if want := r.script.callsFrom(r.first); len(v.ToolCalls) != want {
+		problems = append(problems, fmt.Sprintf("%d tool calls, want %d", len(v.ToolCalls), want))
 	}
 	for _, c := range v.ToolCalls {
 		if c.Status != "succeeded" {
@@ -190,7 +197,8 @@ func checkReference(r *reference, v runView, evs []event) error {
 			problems = append(problems, fmt.Sprintf("%d × %s, want 1", n, k))
 		}
 	}
-	if want := 3 + 2*len(r.script.Turns) + 2*r.script.calls(); len(r.commits) != want {
+	ran := len(r.script.Turns) - r.first
+	if want := 3 + 2*ran + 2*r.script.callsFrom(r.first) + r.script.countFrom(r.first, handoffTool); len(r.commits) != want {
 		problems = append(problems, fmt.Sprintf("%d distinct commit events, want %d", len(r.commits), want))
 	}
 	if len(problems) > 0 {
@@ -205,12 +213,14 @@ type verdict struct {
 	done    bool
 	wrong   []string // what differs from the reference; empty when right
 	doubles []string // commit events logged more than once
+	hist    normalized // when done
 }
 
 // judge compares a run with the reference of its script. v, messages and
 // evs are what the gateway answered for the run; complete is false when
 // the event log could not be read to its end.
-func judge(ref *reference, v runView, messages json.RawMessage, evs []event, complete bool) verdict {
+// Its history is normalized with root, the id of its family's root.
+func judge(ref *reference, v runView, messages json.RawMessage, evs []event, complete bool, root string) verdict {
 	vd := verdict{done: v.Status == "done"}
 	counts := commitCounts(evs)
 	for k, n := range counts {
@@ -222,11 +232,12 @@ func judge(ref *reference, v runView, messages json.RawMessage, evs []event, com
 	if !vd.done {
 		return vd // stuck; judged as such
 	}
-	hist, err := normalize(v, messages)
+	hist, err := normalize(v, messages, root)
 	if err != nil {
 		vd.wrong = append(vd.wrong, "unreadable: "+err.Error())
 		return vd
 	}
+	vd.hist = hist
 	if !bytes.Equal(hist.outcome, ref.hist.outcome) {
 		vd.wrong = append(vd.wrong, outcomeDiff(ref, v, hist))
 	}

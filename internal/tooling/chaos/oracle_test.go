@@ -44,11 +44,11 @@ func history(t *testing.T, id string, s scriptModel) (runView, json.RawMessage, 
 func newReference(t *testing.T, v int) *reference {
 	t.Helper()
 	id := fmt.Sprintf("chaos-abc-ref%02d", v)
-	s := newScript(1, v, 3, id, 0)
+	s := newScript(1, v, 3, id, 0, false)
 	view, msgs, evs := history(t, id, s)
-	r := &reference{variant: v, runID: id, script: s, commits: commitCounts(evs)}
+	r := &reference{variant: v, runID: id, root: id, script: s, commits: commitCounts(evs)}
 	var err error
-	if r.hist, err = normalize(view, msgs); err != nil {
+	if r.hist, err = normalize(view, msgs, id); err != nil {
 		t.Fatal(err)
 	}
 	if err := checkReference(r, view, evs); err != nil {
@@ -60,8 +60,8 @@ func newReference(t *testing.T, v int) *reference {
 func TestJudge_a_run_like_its_reference_is_right(t *testing.T) {
 	ref := newReference(t, 3)
 	id := "chaos-abc-0003"
-	v, msgs, evs := history(t, id, newScript(1, 3, 3, id, 0))
-	if vd := judge(ref, v, msgs, evs, true); !vd.done || len(vd.wrong) > 0 || len(vd.doubles) > 0 {
+	v, msgs, evs := history(t, id, newScript(1, 3, 3, id, 0, false))
+	if vd := judge(ref, v, msgs, evs, true, id); !vd.done || len(vd.wrong) > 0 || len(vd.doubles) > 0 {
 		t.Fatalf("verdict %+v, want done and right", vd)
 	}
 }
@@ -69,16 +69,16 @@ func TestJudge_a_run_like_its_reference_is_right(t *testing.T) {
 func TestJudge_a_tool_call_executed_twice_is_allowed_but_one_finished_twice_is_a_double_commit(t *testing.T) {
 	ref := newReference(t, 1)
 	id := "chaos-abc-0001"
-	v, msgs, evs := history(t, id, newScript(1, 1, 3, id, 0))
+	v, msgs, evs := history(t, id, newScript(1, 1, 3, id, 0, false))
 	evs = append(evs, event{Type: evCallStarted, Step: 0, CallID: "call_0_0"})
-	if vd := judge(ref, v, msgs, evs, true); len(vd.doubles) > 0 || len(vd.wrong) > 0 {
+	if vd := judge(ref, v, msgs, evs, true, id); len(vd.doubles) > 0 || len(vd.wrong) > 0 {
 		t.Fatalf("a second tool_call.started: %+v, want right", vd)
 	}
 	if steps, calls := claimCounts(evs); steps != 0 || calls != 1 {
 		t.Fatalf("claimCounts = %d, %d; want 0 steps, 1 call", steps, calls)
 	}
 	evs = append(evs, event{Type: evCallFinished, Step: 0, CallID: "call_0_0"}, event{Type: evAssistant, Step: 1})
-	vd := judge(ref, v, msgs, evs, true)
+	vd := judge(ref, v, msgs, evs, true, id)
 	want := []string{"2 × message.assistant step 1", "2 × tool_call.finished call_0_0"}
 	if strings.Join(vd.doubles, "|") != strings.Join(want, "|") {
 		t.Fatalf("doubles %q, want %q", vd.doubles, want)
@@ -88,7 +88,7 @@ func TestJudge_a_tool_call_executed_twice_is_allowed_but_one_finished_twice_is_a
 func TestJudge_a_different_history_is_wrong(t *testing.T) {
 	ref := newReference(t, 2)
 	id := "chaos-abc-0002"
-	s := newScript(1, 2, 3, id, 0)
+	s := newScript(1, 2, 3, id, 0, false)
 	cases := map[string]func(v *runView, msgs *[]map[string]any){
 		"another termination": func(v *runView, _ *[]map[string]any) {
 			v.Termination = &termination{Reason: "error", Detail: "step 1 was claimed 50 times without finishing"}
@@ -113,7 +113,7 @@ func TestJudge_a_different_history_is_wrong(t *testing.T) {
 				t.Fatal(err)
 			}
 			change(&v, &msgs)
-			if vd := judge(ref, v, mustJSON(t, msgs), evs, true); len(vd.wrong) == 0 {
+			if vd := judge(ref, v, mustJSON(t, msgs), evs, true, id); len(vd.wrong) == 0 {
 				t.Fatalf("verdict %+v, want wrong", vd)
 			}
 		})
@@ -123,14 +123,14 @@ func TestJudge_a_different_history_is_wrong(t *testing.T) {
 func TestJudge_a_commit_missing_from_the_event_log_is_wrong(t *testing.T) {
 	ref := newReference(t, 0)
 	id := "chaos-abc-0000"
-	v, msgs, evs := history(t, id, newScript(1, 0, 3, id, 0))
+	v, msgs, evs := history(t, id, newScript(1, 0, 3, id, 0, false))
 	var kept []event
 	for _, ev := range evs {
 		if ev.Type != evStepEnded || ev.Step != 1 {
 			kept = append(kept, ev)
 		}
 	}
-	vd := judge(ref, v, msgs, kept, true)
+	vd := judge(ref, v, msgs, kept, true, id)
 	if len(vd.wrong) != 1 || vd.wrong[0] != "event log: missing step.ended step 1" {
 		t.Fatalf("wrong %q", vd.wrong)
 	}
@@ -142,9 +142,9 @@ func TestJudge_a_commit_missing_from_the_event_log_is_wrong(t *testing.T) {
 func TestJudge_a_run_not_done_is_stuck_not_wrong(t *testing.T) {
 	ref := newReference(t, 0)
 	id := "chaos-abc-0000"
-	v, msgs, evs := history(t, id, newScript(1, 0, 3, id, 0))
+	v, msgs, evs := history(t, id, newScript(1, 0, 3, id, 0, false))
 	v.Status, v.Termination = "running", nil
-	if vd := judge(ref, v, msgs, evs[:5], false); vd.done || len(vd.wrong) > 0 {
+	if vd := judge(ref, v, msgs, evs[:5], false, id); vd.done || len(vd.wrong) > 0 {
 		t.Fatalf("verdict %+v, want not done and not wrong", vd)
 	}
 }
@@ -165,13 +165,13 @@ func TestCategory(t *testing.T) {
 }
 
 func TestNewScript_is_deterministic_and_differs_by_variant(t *testing.T) {
-	a, _ := json.Marshal(newScript(7, 2, 3, "r", 0))
-	b, _ := json.Marshal(newScript(7, 2, 3, "r", 0))
-	c, _ := json.Marshal(newScript(7, 3, 3, "r", 0))
+	a, _ := json.Marshal(newScript(7, 2, 3, "r", 0, false))
+	b, _ := json.Marshal(newScript(7, 2, 3, "r", 0, false))
+	c, _ := json.Marshal(newScript(7, 3, 3, "r", 0, false))
 	if string(a) != string(b) || string(a) == string(c) {
 		t.Fatalf("same variant: %s / %s; other variant: %s", a, b, c)
 	}
-	s := newScript(7, 2, 3, "r", 0)
+	s := newScript(7, 2, 3, "r", 0, false)
 	if len(s.Turns) != 4 || len(s.Turns[3].ToolCalls) != 0 {
 		t.Fatalf("want 3 tool steps and a final answer: %+v", s)
 	}

@@ -170,7 +170,7 @@ func TestNewScript_with_a_grace_holds_work_longer_than_it(t *testing.T) {
 	grace := 3 * time.Second
 	longer := 0
 	for v := range 16 {
-		s := newScript(1, v, 3, "r", grace)
+		s := newScript(1, v, 3, "r", grace, false)
 		for _, tu := range s.Turns {
 			if tu.DelayMS > int(grace.Milliseconds()) {
 				longer++

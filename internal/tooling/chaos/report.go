@@ -43,6 +43,23 @@ type Report struct {
 	// Rolling holds the rolling restart's figures, in rolling mode only.
 	Rolling *RollingFigures `json:"rolling,omitempty"`
 
+	// Children, Forks and TickRuns count the runs judged beside the runs
+	// submitted: child runs of agent tools, forks of done runs, and the
+	// runs the schedules started (see the composing scenario in
+	// docs/reliability.md); Done, Stuck, Wrong and DoubleCommits count
+	// them too.
+	Children int `json:"children"`
+	Forks    int `json:"forks"`
+	TickRuns int `json:"tick_runs"`
+	// DoubleStarted counts the child runs, forks and runs of a schedule
+	// whose run.created or run.started was logged twice, and the agent-tool
+	// calls that started more than one child: a failure.
+	DoubleStarted int `json:"double_started"`
+	// Ticks are the schedules' figures; TickProblems says what was wrong
+	// (a tick doubled or missed: a failure).
+	Ticks        *TickFigures `json:"ticks,omitempty"`
+	TickProblems []string     `json:"tick_problems,omitempty"`
+
 	Done          int        `json:"done"`
 	Stuck         int        `json:"stuck"`           // not done when the settle time ran out
 	Wrong         int        `json:"wrong"`           // done, but not as the undisturbed run of its script
@@ -120,11 +137,13 @@ type Sample struct {
 	State   *stuckState `json:"state,omitempty"`
 }
 
-// Failed reports whether any run was stuck, wrong or committed twice, or,
+// Failed reports whether any run was stuck, wrong, committed or started
+// twice, or a schedule's tick doubled or missed, or,
 // in rolling mode, paused longer than the limit, or a worker had to be
 // killed because it did not exit after SIGTERM.
 func (r *Report) Failed() bool {
 	return r.Stuck > 0 || r.Wrong > 0 || r.DoubleCommits > 0 || r.Submitted < r.Runs ||
+		r.DoubleStarted > 0 || len(r.TickProblems) > 0 ||
 		r.Paused > 0 || (r.Rolling != nil && r.Rolling.Killed > 0)
 }
 
@@ -217,10 +236,17 @@ func (r *Report) WriteTable(w io.Writer) {
 			clusterNodes, r.BrokerRestarts, r.BrokerDownS, r.LeaderMoves))
 	}
 	row("duplicates", r.Duplicates, "records published again by the duplicator")
+	if r.Children+r.Forks+r.TickRuns > 0 {
+		row("composed", fmt.Sprintf("%d children, %d forks, %d tick runs", r.Children, r.Forks, r.TickRuns), "judged beside the runs submitted, like them")
+	}
+	if t := r.Ticks; t != nil {
+		row("ticks", fmt.Sprintf("%d expected, %d fired", t.Expected, t.Fired), fmt.Sprintf("%d doubled, %d missed; %d skipped by the skip schedule (allowed)", t.Doubled, t.Missed, t.Skipped))
+	}
 	row("done", r.Done, "")
 	row("stuck", r.Stuck, "not done when the settle time ran out")
 	row("wrong", r.Wrong, "done, but not as the undisturbed run of the script (or no/differing RunResult)")
 	row("double commits", r.DoubleCommits, "runs with a commit event logged more than once")
+	row("double started", r.DoubleStarted, "child runs, forks and tick runs started twice, calls that started two children")
 	recovery := fmt.Sprintf("%.1fs", r.RecoveryS)
 	if r.RecoveryS < 0 {
 		recovery = "never"
@@ -314,6 +340,9 @@ func (r *Report) WriteTable(w io.Writer) {
 				fmt.Fprintf(w, "      %s\n", d)
 			}
 		}
+	}
+	for _, p := range r.TickProblems {
+		fmt.Fprintf(w, "ticks: %s\n", p)
 	}
 	for _, e := range r.HarnessErrors {
 		fmt.Fprintf(w, "harness: %s\n", e)

@@ -50,10 +50,26 @@ type toolCall struct {
 }
 
 // calls returns how many tool calls the script makes in all.
-func (s scriptModel) calls() int {
+func (s scriptModel) calls() int { return s.callsFrom(0) }
+
+// callsFrom returns how many tool calls the script makes from step on.
+func (s scriptModel) callsFrom(step int) int {
 	n := 0
-	for _, t := range s.Turns {
+	for _, t := range s.Turns[min(step, len(s.Turns)):] {
 		n += len(t.ToolCalls)
+	}
+	return n
+}
+
+// countFrom returns how many calls of tool the script makes from step on.
+func (s scriptModel) countFrom(step int, tool string) int {
+	n := 0
+	for _, t := range s.Turns[min(step, len(s.Turns)):] {
+		for _, c := range t.ToolCalls {
+			if c.Name == tool {
+				n++
+			}
+		}
 	}
 	return n
 }
@@ -62,11 +78,13 @@ func (s scriptModel) calls() int {
 // parallel calls of echo and sleep, each turn after an inference delay of
 // up to maxInferenceMS, then a final answer. With grace > 0, some of the
 // work is long (see longSleeps), for a rolling restart with that shutdown
-// grace; with 0, the scripts are those of the kill churn. The same seed,
-// variant, steps and grace give the same script; runID only goes into the
-// echo arguments (so each run's history is its own, and a result that
-// strays into another run shows).
-func newScript(seed uint64, v, steps int, runID string, grace time.Duration) scriptModel {
+// grace; with 0, the scripts are those of the kill churn. With compose,
+// the variants composedVariant names also start child runs and hand the
+// run over (see compose). The same seed, variant, steps, grace and compose
+// give the same script; runID only goes into the echo arguments (so each
+// run's history is its own, and a result that strays into another run
+// shows).
+func newScript(seed uint64, v, steps int, runID string, grace time.Duration, compose bool) scriptModel {
 	rng := rand.New(rand.NewPCG(seed, uint64(v)))
 	times := func(f float64) int { return int(f * float64(grace.Milliseconds())) }
 	s := scriptModel{Provider: "script"}
@@ -92,6 +110,9 @@ func newScript(seed uint64, v, steps int, runID string, grace time.Duration) scr
 		s.Turns = append(s.Turns, t)
 	}
 	s.Turns = append(s.Turns, turn{Text: fmt.Sprintf("Variant %d is done.", v), DelayMS: rng.IntN(21)})
+	if compose && composedVariant(v) {
+		composeScript(&s, seed, v)
+	}
 	return s
 }
 

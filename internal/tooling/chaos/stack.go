@@ -41,15 +41,17 @@ type stack struct {
 	logf        func(string, ...any)
 }
 
-// configYAML is the programs' configuration: the worker settings and one
-// agent, whose runs bring their own scripts, with the tools echo and sleep.
+// configYAML is the programs' configuration: the worker settings and the
+// agent whose runs bring their own scripts, with the tools echo, sleep and
+// the child agent's tool, and the agent it may hand a run to
+// (composeYAML).
 func configYAML(workerYAML string) string {
 	return strings.TrimRight(workerYAML, "\n") + `
 agents:
   ` + agentName + `:
     model: {provider: script, turns: [{text: "This run brought no script."}]}
-    tools: [echo, sleep]
-`
+    tools: [echo, sleep, ` + childTool + `]
+    handoffs: [` + handoffAgent + `]` + composeYAML()
 }
 
 // startStack starts every process and returns once the gateway is ready.
