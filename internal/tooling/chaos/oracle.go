@@ -46,8 +46,14 @@ var commitScope = map[string]string{
 }
 
 // commitKey names the commit ev reports ("tool_call.finished call_1_0"),
-// and false for an event that is not a commit.
+// and false for an event that is not a commit. A run.finished with reason
+// suspended is not one: a run whose calls wait (for its children) logs
+// one each time it is set waiting, as many times as its waits happen to
+// be apart.
 func commitKey(ev event) (string, bool) {
+	if ev.Type == evRunFinished && suspension(ev) {
+		return "", false
+	}
 	switch commitScope[ev.Type] {
 	case "run":
 		return ev.Type, true
@@ -57,6 +63,14 @@ func commitKey(ev event) (string, bool) {
 		return fmt.Sprintf("%s %s", ev.Type, ev.CallID), true
 	}
 	return "", false
+}
+
+// suspension reports whether ev's data names the reason suspended.
+func suspension(ev event) bool {
+	var d struct {
+		Reason string `json:"reason"`
+	}
+	return json.Unmarshal(ev.Data, &d) == nil && d.Reason == "suspended"
 }
 
 // commitCounts counts the commit events of a log by key.
