@@ -225,8 +225,8 @@ func checkReference(r *reference, v runView, evs []event) error {
 // verdict is the oracle's judgement of one run.
 type verdict struct {
 	done    bool
-	wrong   []string // what differs from the reference; empty when right
-	doubles []string // commit events logged more than once
+	wrong   []string   // what differs from the reference; empty when right
+	doubles []string   // commit events logged more than once
 	hist    normalized // when done
 }
 

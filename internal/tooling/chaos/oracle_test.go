@@ -8,32 +8,48 @@ import (
 )
 
 // history builds what the gateway answers for a run of script s that ended
-// as it should: its view, its messages and its event log.
+// as it should: its view, its messages and its event log. A call of
+// childTool waits for its child (a suspended run.finished), which answers
+// as childScript does; a call of handoffTool hands the run over.
 func history(t *testing.T, id string, s scriptModel) (runView, json.RawMessage, []event) {
 	t.Helper()
 	v := runView{RunID: id, Status: "done", Step: len(s.Turns) - 1, Termination: &termination{Reason: "natural_end"}}
 	msgs := []map[string]any{{"role": "user", "content": runInput}}
 	evs := []event{{Type: evRunCreated}, {Type: evRunStarted}}
+	answer := childScript.Turns[len(childScript.Turns)-1].Text
 	for step, turn := range s.Turns {
 		evs = append(evs, event{Type: evStepStarted, Step: step}, event{Type: evAssistant, Step: step})
 		var calls []map[string]any
+		results := make([]string, len(turn.ToolCalls))
 		for k, c := range turn.ToolCalls {
-			id := fmt.Sprintf("call_%d_%d", step, k)
+			callID := fmt.Sprintf("call_%d_%d", step, k)
 			args, _ := json.Marshal(c.Arguments)
-			v.ToolCalls = append(v.ToolCalls, callView{CallID: id, Step: step, Tool: c.Name, Status: "succeeded", Arguments: args, Result: args, Gate: "allow"})
-			calls = append(calls, map[string]any{"id": id, "name": c.Name, "arguments": c.Arguments})
-			evs = append(evs, event{Type: evCallCreated, Step: step, CallID: id})
+			results[k] = string(args)
+			switch c.Name {
+			case childTool:
+				results[k] = answer
+				v.Children = append(v.Children, childView{RunID: id + "." + callID, CallID: callID, Status: "done"})
+				evs = append(evs, event{Type: evRunFinished, Step: step, Data: json.RawMessage(`{"reason":"suspended"}`)})
+			case handoffTool:
+				evs = append(evs, event{Type: evHandoff, Step: step, CallID: callID})
+			}
+			result, _ := json.Marshal(results[k])
+			if c.Name != childTool {
+				result = args
+			}
+			v.ToolCalls = append(v.ToolCalls, callView{CallID: callID, Step: step, Tool: c.Name, Status: "succeeded", Arguments: args, Result: result, Gate: "allow"})
+			calls = append(calls, map[string]any{"id": callID, "name": c.Name, "arguments": c.Arguments})
+			evs = append(evs, event{Type: evCallCreated, Step: step, CallID: callID})
 		}
 		msgs = append(msgs, map[string]any{"role": "assistant", "content": turn.Text, "tool_calls": calls})
-		for k, c := range turn.ToolCalls {
-			id := fmt.Sprintf("call_%d_%d", step, k)
-			args, _ := json.Marshal(c.Arguments)
-			msgs = append(msgs, map[string]any{"role": "tool", "content": string(args), "tool_call_id": id})
-			evs = append(evs, event{Type: evCallStarted, Step: step, CallID: id}, event{Type: evCallFinished, Step: step, CallID: id})
+		for k := range turn.ToolCalls {
+			callID := fmt.Sprintf("call_%d_%d", step, k)
+			msgs = append(msgs, map[string]any{"role": "tool", "content": results[k], "tool_call_id": callID})
+			evs = append(evs, event{Type: evCallStarted, Step: step, CallID: callID}, event{Type: evCallFinished, Step: step, CallID: callID})
 		}
 		evs = append(evs, event{Type: evStepEnded, Step: step})
 	}
-	evs = append(evs, event{Type: evRunFinished, Step: len(s.Turns) - 1})
+	evs = append(evs, event{Type: evRunFinished, Step: len(s.Turns) - 1, Data: json.RawMessage(`{"reason":"natural_end"}`)})
 	b, err := json.Marshal(msgs)
 	if err != nil {
 		t.Fatal(err)
