@@ -98,10 +98,12 @@ demo:
 	$(GO) run ./cmd/stepwise demo
 
 ## chaos: the chaos harness (docs/reliability.md): separate worker processes
-## killed -9, Redis killed -9, records duplicated; fails on a stuck, wrong or
-## double-committed run. Defaults 1000 runs and 60s of churn; bounded:
-## `make chaos CHAOS_RUNS=200 CHAOS_CHURN=30s`. CHAOS_KAFKA=real runs it on a
-## 3-node Apache Kafka cluster (scripts/kafka) and kills brokers too.
+## killed -9, Redis killed -9, records duplicated, with child runs, handoffs,
+## forks and schedule ticks; fails on a stuck, wrong, double-committed or
+## double-started run, or a tick doubled or missed. Defaults 1000 runs and
+## 60s of churn; bounded: `make chaos CHAOS_RUNS=200 CHAOS_CHURN=30s`.
+## CHAOS_KAFKA=real runs it on a 3-node Apache Kafka cluster (scripts/kafka)
+## and kills brokers too.
 ## Other knobs: STEPWISE_CHAOS_*.
 CHAOS_RUNS ?= $(or $(STEPWISE_CHAOS_RUNS),1000)
 CHAOS_CHURN ?= $(or $(STEPWISE_CHAOS_CHURN),60s)

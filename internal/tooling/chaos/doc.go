@@ -18,7 +18,13 @@
 //     SIGKILL every ~2 s and restarts it 0.2–0.6 s later, kills redis-server
 //     once with SIGKILL and restarts it from its AOF, and publishes again a
 //     fraction of the records of every topic (the duplicator);
-//   - waits up to the settle time (default 120 s) for every run to end.
+//   - in the kill churn, a fifth of the scripts compose: their runs call
+//     an agent tool (a child run per call, some in parallel) and hand
+//     themselves to another agent; the runs of two scripts are forked
+//     once done; two schedules (every 1 s allow_all, every 2 s skip) fire
+//     during the churn (composeScript, forkRuns, tickSchedule);
+//   - waits up to the settle time (default 120 s) for every run to end:
+//     those submitted, the forks, the runs of the schedules, the children.
 //
 // With Rolling (STEPWISE_CHAOS_ROLLING=true, `make chaos-rolling`), the
 // experiment tests graceful shutdown instead: the churn kills nothing, and,
@@ -38,11 +44,18 @@
 // event (run.created, run.started, message.assistant, tool_call.created,
 // tool_call.finished, step.ended, run.finished) exactly once per run, step
 // or call; run-results holds at least one RunResult for it, all equal and
-// saying what the run says. In rolling mode also: its longest pause (the
+// saying what the run says. Children, forks and runs of a schedule are
+// judged the same way, each against its own reference (see member); a
+// parent's agent-tool calls each have one child, whose answer is the
+// call's result; a fork's history up to its fork point is its original's;
+// no child, fork or scheduled run logged run.created or run.started
+// twice; each tick of the allow_all schedule fired exactly once
+// (countTicks). In rolling mode also: its longest pause (the
 // longest stretch in which it logged no event and none of its scripted work
 // could still be running, see longestPause) is at most the shutdown grace +
 // the sweep interval + 2 s. The [Report] has the figures: runs, kills or
-// restarts, duplicates, done, stuck, wrong, double commits, the seconds
+// restarts, duplicates, done, stuck, wrong, double commits, double starts,
+// the schedules' ticks (expected, fired, doubled, missed), the seconds
 // from the end of the churn to the last run done, and the pauses (p50, p99,
 // max) and handovers in every mode.
 //

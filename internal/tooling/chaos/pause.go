@@ -215,14 +215,15 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // tallyPauses fills the report's pause figures from the judgements of the
-// runs done in time. With limit > 0 (rolling mode), a run that paused
+// runs done in time whose pause was measured (timed: the parents of child
+// runs wait by design). With limit > 0 (rolling mode), a run that paused
 // longer than limit counts in Paused, which fails the experiment. origin
 // is the start of the churn; the samples name the restarts of rolling
 // (nil outside rolling mode) that overlap each pause.
 func tallyPauses(rep *Report, js []*judgement, limit time.Duration, origin time.Time, rolling *RollingFigures) {
 	var done []*judgement
 	for _, j := range js {
-		if j.verdict.done {
+		if j.verdict.done && j.timed {
 			done = append(done, j)
 		}
 	}

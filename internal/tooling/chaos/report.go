@@ -15,7 +15,8 @@ import (
 const maxSamples = 10
 
 // Report is what one chaos run found. Failed says whether the oracle
-// found a run stuck, wrong or committed twice.
+// found a run stuck, wrong, committed or started twice, or a tick doubled
+// or missed.
 type Report struct {
 	Started  time.Time `json:"started"`
 	Source   string    `json:"source,omitempty"` // the commit the programs were built from, when known
@@ -132,7 +133,7 @@ type Settings struct {
 // Sample is one run the oracle found at fault.
 type Sample struct {
 	RunID   string      `json:"run_id"`
-	Kind    string      `json:"kind"` // stuck, wrong, double_commit, paused, longest_pause
+	Kind    string      `json:"kind"` // stuck, wrong, double_commit, double_started, paused, longest_pause
 	Details []string    `json:"details"`
 	State   *stuckState `json:"state,omitempty"`
 }
