@@ -209,3 +209,27 @@ func TestFork_whose_gateway_died_before_the_publish_is_started_by_the_sweeper_af
 		t.Fatalf("the swept fork ran steps %v, want only step 2", got)
 	}
 }
+
+// A fork from a step after a handoff goes on with the agent that held the
+// run then: triage hands the run to refunds at step 0, and a fork from
+// step 0 runs steps 1 and 2 as refunds, with its tools and model, as the
+// original did.
+func TestFork_from_a_step_after_a_handoff_runs_on_with_the_agent_that_held_the_run(t *testing.T) {
+	_, base, _ := handedOff(t, "r-handed", "triage")
+	body := map[string]any{"from_step": 0, "run_id": "r-handed-fork"}
+	if code := httpDo(t, http.MethodPost, base+"/v1/runs/r-handed/fork", body, nil); code != http.StatusCreated {
+		t.Fatalf("fork: status %d", code)
+	}
+	v := waitDone(t, base, "r-handed-fork", 30*time.Second)
+	assertNaturalEnd(t, v, 2)
+	if len(v.ToolCalls) != 1 || v.ToolCalls[0].Tool != "issue_refund" || v.ToolCalls[0].Status != pipeline.CallSucceeded {
+		t.Fatalf("the fork's calls %+v, want refunds' issue_refund at step 1", v.ToolCalls)
+	}
+	if _, current := heldBy(t, base, "r-handed-fork"); current != "refunds" {
+		t.Fatalf("the fork is held by %q, want refunds, which held its original after step 0", current)
+	}
+	msgs := getMessages(t, base, "r-handed-fork")
+	if last := msgs[len(msgs)-1]; last.Content != "refunded order 7" {
+		t.Fatalf("the fork's last message %+v, want refunds' answer", last)
+	}
+}

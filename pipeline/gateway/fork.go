@@ -25,10 +25,12 @@ type ForkRequest struct {
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
-// forkRun serves POST /v1/runs/{id}/fork: a new run, of the original's
-// agent and tenant, whose conversation is the original's through step
-// from_step (its assistant message and its tool results), and which runs
-// from step from_step+1 on, as LangGraph's time travel replays a thread's
+// forkRun serves POST /v1/runs/{id}/fork: a new run, in the original's
+// tenant, of the agent that held the original after step from_step (its
+// own agent unless a handoff at that step or before gave it to another),
+// whose conversation is the original's through step from_step (its
+// assistant message and its tool results), and which runs from step
+// from_step+1 on, as LangGraph's time travel replays a thread's
 // checkpoints up to one and runs on from there. Answers 201 (200 for the
 // same request again) as POST /v1/runs does; 404 for a run the caller may
 // not see; 400 for a step outside the original's complete steps.
@@ -60,7 +62,7 @@ func (s *Server) forkRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ae)
 		return
 	}
-	nr, ae := s.forkOf(orig, msgs, req)
+	nr, ae := s.forkOf(orig, hist.HolderAfter(*req.FromStep, orig.Agent), msgs, req)
 	if ae != nil {
 		writeError(w, ae)
 		return
@@ -69,17 +71,17 @@ func (s *Server) forkRun(w http.ResponseWriter, r *http.Request) {
 }
 
 // forkOf is the new run of a fork of orig with history msgs: validated as
-// the body of POST /v1/runs with the original's agent, model and metadata
-// unless req replaces them, in the original's tenant, its request hash
-// covering the fork point too.
-func (s *Server) forkOf(orig pipeline.Run, msgs []pipeline.Message, req ForkRequest) (newRun, *apiError) {
+// the body of POST /v1/runs of agent (the one holding orig at the fork
+// point) with the original's model and metadata unless req replaces them,
+// in the original's tenant, its request hash covering the fork point too.
+func (s *Server) forkOf(orig pipeline.Run, agent string, msgs []pipeline.Message, req ForkRequest) (newRun, *apiError) {
 	body, err := json.Marshal(struct {
 		RunID    string             `json:"run_id,omitempty"`
 		Agent    string             `json:"agent"`
 		Input    []pipeline.Message `json:"input"`
 		Model    json.RawMessage    `json:"model,omitempty"`
 		Metadata json.RawMessage    `json:"metadata,omitempty"`
-	}{req.RunID, orig.Agent, msgs, orDefault(req.Model, orig.Model), orDefault(req.Metadata, orig.Metadata)})
+	}{req.RunID, agent, msgs, orDefault(req.Model, orig.Model), orDefault(req.Metadata, orig.Metadata)})
 	if err != nil {
 		return newRun{}, invalid("invalid fork: %v", err)
 	}
