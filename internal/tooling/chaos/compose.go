@@ -10,11 +10,14 @@ import (
 
 // The agents and tools of the composing scenario: a composed run calls
 // childTool, whose executor is the agent childAgent (each call a child
-// run), and hands itself to handoffAgent, which has the same tools.
+// run), and hands itself to handoffAgent, which has the same tools and
+// heldTool, which only it offers: a step run by the wrong holder fails
+// that call.
 const (
 	handoffAgent = "chaos_b"
 	childAgent   = "chaos_child"
 	childTool    = "delegate"
+	heldTool     = "recap"
 	handoffTool  = "transfer_to_" + handoffAgent // config.HandoffTool(handoffAgent)
 )
 
@@ -52,8 +55,8 @@ func forkStep(v, steps int) (int, bool) {
 // composeScript makes s, the script of variant v, compose: its first turn
 // also calls childTool once to three times in parallel, its second (or
 // only) tool-calling turn hands the run to handoffAgent, and its last
-// tool-calling turn, when that is a later one, starts one more child under
-// the new holder.
+// tool-calling turn, when that is a later one, starts one more child and
+// calls heldTool under the new holder.
 func composeScript(s *scriptModel, seed uint64, v int) {
 	rng := rand.New(rand.NewPCG(seed, uint64(v)|composeStream))
 	delegate := func(t *turn, doc string) {
@@ -67,6 +70,7 @@ func composeScript(s *scriptModel, seed uint64, v int) {
 	s.Turns[handing].ToolCalls = append(s.Turns[handing].ToolCalls, toolCall{Name: handoffTool, Arguments: map[string]any{}})
 	if last > handing {
 		delegate(&s.Turns[last], fmt.Sprintf("v%d-doc-late", v))
+		s.Turns[last].ToolCalls = append(s.Turns[last].ToolCalls, toolCall{Name: heldTool, Arguments: map[string]any{"variant": v}})
 	}
 }
 
@@ -79,7 +83,7 @@ func composeYAML() string {
   ` + handoffAgent + `:
     description: Goes on with a chaos run handed to it.
     model: {provider: script, turns: [{text: "This run brought no script."}]}
-    tools: [echo, sleep, ` + childTool + `]
+    tools: [echo, sleep, ` + childTool + `, ` + heldTool + `]
   ` + childAgent + `:
     model: ` + string(child) + `
     tools: [echo, sleep]
@@ -87,6 +91,7 @@ tools:
   ` + childTool + `:
     parameters: {type: object, properties: {document: {type: string}}, required: [document]}
     executor: {agent: ` + childAgent + `, input: "Summarise {{.document}}."}
+  ` + heldTool + `: {executor: {builtin: echo}}
 `
 }
 

@@ -49,8 +49,8 @@ func TestNewScript_composes_only_the_variants_composedVariant_names(t *testing.T
 	if s.countFrom(1, handoffTool) != 1 || s.countFrom(2, handoffTool) != 0 {
 		t.Fatalf("want one handoff, at step 1: %+v", s.Turns)
 	}
-	if s.countFrom(2, childTool) != 1 || len(s.Turns[3].ToolCalls) != 0 {
-		t.Fatalf("want one more child at step 2 and a final answer: %+v", s.Turns)
+	if s.countFrom(2, childTool) != 1 || s.countFrom(2, heldTool) != 1 || len(s.Turns[3].ToolCalls) != 0 {
+		t.Fatalf("want one more child and the new holder's own tool at step 2, and a final answer: %+v", s.Turns)
 	}
 }
 
