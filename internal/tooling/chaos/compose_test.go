@@ -55,18 +55,7 @@ func TestNewScript_composes_only_the_variants_composedVariant_names(t *testing.T
 }
 
 func TestCheckReference_a_composed_run_logs_its_handoff_once_and_its_waits_as_no_commits(t *testing.T) {
-	id := "chaos-abc-ref04"
-	s := newScript(1, composedV, 3, id, 0, true)
-	view, msgs, evs := history(t, id, s)
-	ref := &reference{variant: composedV, runID: id, root: id, script: s, commits: commitCounts(evs)}
-	var err error
-	if ref.hist, err = normalize(view, msgs, id); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkReference(ref, view, evs); err != nil {
-		t.Fatal(err)
-	}
-
+	ref := newReference(t, composedV, true)
 	run := "chaos-abc-0004"
 	v, m, e := history(t, run, newScript(1, composedV, 3, run, 0, true))
 	e = append(e, event{Type: evRunFinished, Step: 0, Data: json.RawMessage(`{"reason":"suspended"}`)})

@@ -30,18 +30,24 @@ func judgeFamilies(ctx context.Context, st *stack, rdb *redis.Client, refs *refe
 			break
 		}
 		logf("judging %d child runs", len(wave))
-		ids := make([]string, len(wave))
-		for i, m := range wave {
-			ids[i] = m.id
-		}
-		d, t := settle(ctx, st.gw, ids, deadline, logf)
-		for id, at := range d {
-			doneAt[id] = at
-		}
-		*took = append(*took, t...)
+		settleMembers(ctx, st.gw, wave, deadline, doneAt, took, logf)
 	}
 	checkFamilies(all)
 	return all, nil
+}
+
+// settleMembers settles the runs ms (see settle), and adds to doneAt when
+// each done one ended and to took how long it took.
+func settleMembers(ctx context.Context, gw *gateway, ms []member, deadline time.Time, doneAt map[string]time.Time, took *[]time.Duration, logf func(string, ...any)) {
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.id
+	}
+	d, t := settle(ctx, gw, ids, deadline, logf)
+	for id, at := range d {
+		doneAt[id] = at
+	}
+	*took = append(*took, t...)
 }
 
 // checkFamilies adds to the verdicts of js what only a family shows: a

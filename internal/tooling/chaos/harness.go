@@ -250,12 +250,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 
 	deadline := churnEnd.Add(cfg.Settle)
 	members := make([]member, 0, len(submitted))
-	runIDs := make([]string, 0, len(submitted))
 	for _, i := range submitted {
 		members = append(members, member{id: ids[i], root: ids[i], refRoot: refs.roots[i%cfg.Variants], kind: memberRun})
-		runIDs = append(runIDs, ids[i])
 	}
-	doneAt, took := settle(ctx, st.gw, runIDs, deadline, logf)
+	doneAt := map[string]time.Time{}
+	var took []time.Duration
+	settleMembers(ctx, st.gw, members, deadline, doneAt, &took, logf)
 	forked := <-forkedc
 	rep.HarnessErrors = append(rep.HarnessErrors, forked.problems...)
 	more := forked.forks
@@ -271,15 +271,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	if len(more) > 0 {
 		logf("%d forks and %d runs of the schedules", len(forked.forks), len(more)-len(forked.forks))
-		moreIDs := make([]string, len(more))
-		for i, m := range more {
-			moreIDs[i] = m.id
-		}
-		d, t := settle(ctx, st.gw, moreIDs, deadline, logf)
-		for id, at := range d {
-			doneAt[id] = at
-		}
-		took = append(took, t...)
+		settleMembers(ctx, st.gw, more, deadline, doneAt, &took, logf)
 		members = append(members, more...)
 	}
 	if ctx.Err() != nil {

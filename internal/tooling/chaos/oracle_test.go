@@ -57,10 +57,12 @@ func history(t *testing.T, id string, s scriptModel) (runView, json.RawMessage, 
 	return v, b, evs
 }
 
-func newReference(t *testing.T, v int) *reference {
+// newReference is the reference of variant v, of scripts that compose or
+// not, checked.
+func newReference(t *testing.T, v int, compose bool) *reference {
 	t.Helper()
 	id := fmt.Sprintf("chaos-abc-ref%02d", v)
-	s := newScript(1, v, 3, id, 0, false)
+	s := newScript(1, v, 3, id, 0, compose)
 	view, msgs, evs := history(t, id, s)
 	r := &reference{variant: v, runID: id, root: id, script: s, commits: commitCounts(evs)}
 	var err error
@@ -74,7 +76,7 @@ func newReference(t *testing.T, v int) *reference {
 }
 
 func TestJudge_a_run_like_its_reference_is_right(t *testing.T) {
-	ref := newReference(t, 3)
+	ref := newReference(t, 3, false)
 	id := "chaos-abc-0003"
 	v, msgs, evs := history(t, id, newScript(1, 3, 3, id, 0, false))
 	if vd := judge(ref, v, msgs, evs, true, id); !vd.done || len(vd.wrong) > 0 || len(vd.doubles) > 0 {
@@ -83,7 +85,7 @@ func TestJudge_a_run_like_its_reference_is_right(t *testing.T) {
 }
 
 func TestJudge_a_tool_call_executed_twice_is_allowed_but_one_finished_twice_is_a_double_commit(t *testing.T) {
-	ref := newReference(t, 1)
+	ref := newReference(t, 1, false)
 	id := "chaos-abc-0001"
 	v, msgs, evs := history(t, id, newScript(1, 1, 3, id, 0, false))
 	evs = append(evs, event{Type: evCallStarted, Step: 0, CallID: "call_0_0"})
@@ -102,7 +104,7 @@ func TestJudge_a_tool_call_executed_twice_is_allowed_but_one_finished_twice_is_a
 }
 
 func TestJudge_a_different_history_is_wrong(t *testing.T) {
-	ref := newReference(t, 2)
+	ref := newReference(t, 2, false)
 	id := "chaos-abc-0002"
 	s := newScript(1, 2, 3, id, 0, false)
 	cases := map[string]func(v *runView, msgs *[]map[string]any){
@@ -137,7 +139,7 @@ func TestJudge_a_different_history_is_wrong(t *testing.T) {
 }
 
 func TestJudge_a_commit_missing_from_the_event_log_is_wrong(t *testing.T) {
-	ref := newReference(t, 0)
+	ref := newReference(t, 0, false)
 	id := "chaos-abc-0000"
 	v, msgs, evs := history(t, id, newScript(1, 0, 3, id, 0, false))
 	var kept []event
@@ -156,7 +158,7 @@ func TestJudge_a_commit_missing_from_the_event_log_is_wrong(t *testing.T) {
 }
 
 func TestJudge_a_run_not_done_is_stuck_not_wrong(t *testing.T) {
-	ref := newReference(t, 0)
+	ref := newReference(t, 0, false)
 	id := "chaos-abc-0000"
 	v, msgs, evs := history(t, id, newScript(1, 0, 3, id, 0, false))
 	v.Status, v.Termination = "running", nil
