@@ -24,7 +24,7 @@ type Report struct {
 
 	Runs       int     `json:"runs"`       // runs asked for
 	Submitted  int     `json:"submitted"`  // runs the gateway accepted
-	References int     `json:"references"` // undisturbed reference runs, one per variant
+	References int     `json:"references"` // undisturbed reference runs: one per variant, with their children and forks, and one of the schedules' script
 	ChurnS     float64 `json:"churn_s"`    // how long the faults lasted
 
 	Kills             int            `json:"kills"`    // workers killed with SIGKILL
@@ -196,7 +196,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k string, v any, note string) { fmt.Fprintf(tw, "  %s\t%v\t%s\n", k, v, note) }
-	row("runs", r.Runs, fmt.Sprintf("%d submitted, %d scripts (each run undisturbed once first)", r.Submitted, r.References))
+	row("runs", r.Runs, fmt.Sprintf("%d submitted; %d reference runs (each script, its children and fork, undisturbed first)", r.Submitted, r.References))
 	faults := "none: an undisturbed baseline"
 	if r.Settings.ChurnS > 0 {
 		var f []string
