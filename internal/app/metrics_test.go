@@ -134,15 +134,18 @@ func TestMetrics_a_workers_metrics_need_an_admin_key_when_keys_are_configured(t 
 	}
 }
 
-// A run waiting for a decision has not ended: stepwise_runs_active counts
-// it with the others not retired, though the sweeper has nothing to look
-// at in it (its call has no deadline, so it is off the sweep schedule).
-func TestMetrics_a_waiting_run_is_counted_active(t *testing.T) {
+// Runs waiting for a decision have not ended: stepwise_runs_active counts
+// each of them with the others not finished, though the sweeper has
+// nothing to look at in them (their calls have no deadline, so they are
+// off the sweep schedule).
+func TestMetrics_waiting_runs_are_counted_active(t *testing.T) {
 	stack := connect(t, newInfra(t), parseConfig(t, approvalsConfig))
 	workers(t, stack)
 	base := serve(t, stack)
-	id := createRun(t, base, "r-waits", "approvals", script(call("A", "tool_a", `{"x":1}`)))
-	waitFor(t, base, id, "waiting", func(v runView) bool { return v.Status == pipeline.RunWaiting })
+	for _, id := range []string{"r-waits-1", "r-waits-2"} {
+		createRun(t, base, id, "approvals", script(call("A", "tool_a", `{"x":1}`)))
+		waitFor(t, base, id, "waiting", func(v runView) bool { return v.Status == pipeline.RunWaiting })
+	}
 
-	scrapeUntil(t, base, "stepwise_runs_active 1\n", "stepwise_calls_parked 1\n")
+	scrapeUntil(t, base, "stepwise_runs_active 2\n", "stepwise_calls_parked 2\n")
 }
