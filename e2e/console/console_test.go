@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -338,5 +339,59 @@ func TestConsole_schedules_are_listed_paused_resumed_and_run_now(t *testing.T) {
 	)
 	if err != nil {
 		t.Fatalf("the schedules page: %v (next tick %q)", err, next)
+	}
+}
+
+// On a run's page, the Approvals badge follows the run: once its parked
+// call is decided (here through the API, as another operator would) and
+// the run goes on, the badge no longer counts it. The badge's own 5 s
+// timer is held still, so what the badge shows comes from the page.
+func TestConsole_the_approvals_badge_drops_a_call_decided_while_its_run_page_is_open(t *testing.T) {
+	ctx := browser(t)
+	base := startDev(t)
+	body := map[string]any{"run_id": "console-badge", "agent": "approvals", "input": "refund order 8",
+		"model": json.RawMessage(script(call("R", "refund", `{"order":8,"amount":300}`)))}
+	if code := keyDo(t, "POST", base+"/v1/runs", body, nil); code != 201 {
+		t.Fatalf("create the run: %d", code)
+	}
+	holdTimer := `{ const every = window.setInterval; window.setInterval = (fn, ms, ...args) => ms === 5000 ? 0 : every(fn, ms, ...args); }`
+	err := chromedp.Run(ctx,
+		chromedp.ActionFunc(func(ctx context.Context) error {
+			_, err := page.AddScriptToEvaluateOnNewDocument(holdTimer).Do(ctx)
+			return err
+		}),
+		chromedp.Navigate(base+"/#/runs/console-badge"),
+		chromedp.WaitVisible(`#key-input`, chromedp.ByQuery),
+		chromedp.SendKeys(`#key-input`, consoleKey, chromedp.ByQuery),
+		chromedp.Click(`#key-form button[type=submit]`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('#inbox-count')?.textContent === '1' && !document.querySelector('#inbox-count').hidden`,
+			nil, chromedp.WithPollingTimeout(30*time.Second)),
+	)
+	if err != nil {
+		t.Fatalf("the badge never counted the parked call: %v", err)
+	}
+
+	var pending struct {
+		Pending []struct {
+			ArgsHash string `json:"args_hash"`
+		} `json:"pending"`
+	}
+	if code := keyDo(t, "GET", base+"/v1/pending", nil, &pending); code != 200 || len(pending.Pending) != 1 {
+		t.Fatalf("pending: %d %+v", code, pending)
+	}
+	decision := map[string]any{"call_id": "R", "action": "resume", "args_hash": pending.Pending[0].ArgsHash,
+		"payload": map[string]any{"order": 8, "amount": 300}}
+	if code := keyDo(t, "POST", base+"/v1/runs/console-badge/decisions", decision, nil); code != 202 {
+		t.Fatalf("decide: %d", code)
+	}
+
+	if err := chromedp.Run(ctx, chromedp.Poll(`document.querySelector('#run-status')?.textContent === 'done'`, nil, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("the run's page never showed it done: %v", err)
+	}
+	var badge string
+	err = chromedp.Run(ctx, chromedp.Poll(`document.querySelector('#inbox-count').hidden`, nil, chromedp.WithPollingTimeout(20*time.Second)))
+	if err != nil {
+		_ = chromedp.Run(ctx, chromedp.Evaluate(`document.querySelector('#inbox-count').textContent`, &badge))
+		t.Fatalf("after the decision the badge still reads %q: %v", badge, err)
 	}
 }

@@ -232,10 +232,17 @@ function runPage(id) {
       h('strong', {}, m.role), m.tool_call_id ? h('span', { class: 'muted mono' }, ` → ${m.tool_call_id}`) : '',
       h('pre', {}, m.content), m.tool_calls ? h('pre', { class: 'muted' }, json(m.tool_calls)) : '')));
   };
-  // Refreshes are coalesced: a burst of events reads the run once.
-  const soon = () => {
+  // Refreshes are coalesced: a burst of events reads the run once, and
+  // recounts the Approvals badge when one of them parked or unparked a call.
+  let recount = false;
+  const soon = (ev) => {
+    recount ||= parkingEvents.has(ev.type);
     if (pending) return;
-    pending = setTimeout(() => { pending = null; refresh().catch((err) => flash(err.message)); }, 150);
+    pending = setTimeout(() => {
+      pending = null;
+      if (recount) { recount = false; badge(); }
+      refresh().catch((err) => flash(err.message));
+    }, 150);
   };
   refresh().catch((err) => flash(err.message));
   follow(id, (ev) => {
@@ -243,9 +250,15 @@ function runPage(id) {
     if (ev.type === 'run.handoff') handoffs.push({ step: ev.step, to: ev.data.to });
     events.prepend(h('tr', {}, h('td', { class: 'muted' }, when(ev.at)), h('td', {}, ev.type), h('td', {}, ev.step), h('td', { class: 'held-by' }, heldAt(ev.step)),
       h('td', { class: 'mono' }, ev.call_id || ''), h('td', {}, h('pre', {}, ev.data ? JSON.stringify(ev.data) : ''))));
-    soon();
+    soon(ev);
   }, page.signal);
 }
+
+// parkingEvents are the events after which a run has a call parked, or one
+// fewer: a run page that sees one recounts the Approvals badge. A decided
+// call leaves the pending index after its decision.applied is written, so
+// the events that follow it (the call's end, the run's) count too.
+const parkingEvents = new Set(['tool_call.suspended', 'decision.applied', 'tool_call.finished', 'run.resumed', 'run.finished']);
 
 // inboxPage: every parked call, oldest first, to approve or cancel.
 function inboxPage() {
