@@ -77,6 +77,17 @@ type ListFilter struct {
 	Termination  pipeline.TerminationReason
 	Batch        string
 	Since, Until time.Time
+
+	// Meta keeps the runs whose metadata has, at each key, the value
+	// (SearchValue). Its keys must be searchable (WithSearchableMetadata):
+	// a run is found by the value it was created with.
+	Meta map[string]string
+}
+
+// IsZero reports whether f selects every run (its page fields aside).
+func (f ListFilter) IsZero() bool {
+	return f.Status == "" && f.Agent == "" && f.Tenant == "" && f.Termination == "" && f.Batch == "" &&
+		f.Since.IsZero() && f.Until.IsZero() && len(f.Meta) == 0
 }
 
 // Matches reports whether r passes f (its page fields aside).
@@ -84,7 +95,25 @@ func (f ListFilter) Matches(r pipeline.Run) bool {
 	return (f.Status == "" || r.Status == f.Status) && (f.Agent == "" || r.Agent == f.Agent) &&
 		(f.Tenant == "" || r.Tenant == f.Tenant) && (f.Batch == "" || r.Batch == f.Batch) &&
 		(f.Termination == "" || r.Termination != nil && r.Termination.Reason == f.Termination) &&
-		(f.Since.IsZero() || !r.CreatedAt.Before(f.Since)) && (f.Until.IsZero() || r.CreatedAt.Before(f.Until))
+		(f.Since.IsZero() || !r.CreatedAt.Before(f.Since)) && (f.Until.IsZero() || r.CreatedAt.Before(f.Until)) &&
+		f.metaMatches(r.Metadata)
+}
+
+// metaMatches reports whether metadata has each value of f.Meta.
+func (f ListFilter) metaMatches(metadata json.RawMessage) bool {
+	if len(f.Meta) == 0 {
+		return true
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(metadata, &meta) != nil {
+		return false
+	}
+	for k, want := range f.Meta {
+		if v, ok := SearchValue(meta[k]); !ok || v != want {
+			return false
+		}
+	}
+	return true
 }
 
 // The operations below are implemented in the files beside this one. Each

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,15 +30,19 @@ const (
 //
 // The cursor names the last entry scanned; the next page continues strictly
 // after it, so runs created between pages neither repeat nor shift entries.
-// A malformed cursor or status is ErrInvalid.
+// A malformed cursor or status is ErrInvalid, and so is a metadata key that
+// is not searchable (WithSearchableMetadata) or a value longer than
+// MaxSearchValue.
 //
-// A status filter other than done reads the index of the live runs (those
-// not ended and retired), so that its pages hold running or waiting runs
-// however many ended runs are kept; else a tenant filter other than the
-// default tenant (tenantIndexed) reads the tenant's own run index, so that
-// its pages hold the tenant's runs however many other tenants have. An
-// ended run leaves the live index as a page finds it. Other filters read
-// the index of every run.
+// Each index that holds every run f can match is a candidate: the index of
+// the live runs (those not ended and retired) for a status other than
+// done, the tenant's own run index for a tenant other than the default one
+// (tenantIndexed), the search indexes of its agent, batch and metadata
+// values (search.go), else the index of every run. A page reads the
+// smallest of them (one round trip counts them when there are several),
+// from until down to since, and filters the rest from the runs it reads:
+// the indexes order their entries alike, so a cursor holds whichever a
+// page reads. An ended run leaves the live index as a page finds it.
 func (s *Store) ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, string, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -49,22 +54,24 @@ func (s *Store) ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, str
 			return nil, "", fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 	}
+	for k, v := range f.Meta {
+		if !s.Searchable(k) {
+			return nil, "", fmt.Errorf("%w: metadata key %q is not searchable (runs.searchable_metadata)", ErrInvalid, k)
+		}
+		if len(v) > MaxSearchValue {
+			return nil, "", fmt.Errorf("%w: metadata value of %q is longer than %d bytes", ErrInvalid, k, MaxSearchValue)
+		}
+	}
 	cur, err := decodeCursor(f.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
-	index := s.runsKey()
-	switch {
-	case f.Status != "" && f.Status != pipeline.RunDone:
-		if err := s.listLiveOnce(ctx); err != nil {
-			return nil, "", err
-		}
-		index = s.liveKey()
-	case tenantIndexed(f.Tenant):
-		if err := s.listTenantsOnce(ctx); err != nil {
-			return nil, "", err
-		}
-		index = s.tenantRunsKey(f.Tenant)
+	index, err := s.listIndex(ctx, f)
+	if err != nil {
+		return nil, "", err
+	}
+	if !f.Until.IsZero() && (cur.member == "" || cur.score >= toMillis(f.Until)) {
+		cur = indexEntry{score: toMillis(f.Until)} // no member: below until (indexPage)
 	}
 	out := []pipeline.Run{}
 	for scanned := 0; scanned < listScanFactor*limit; {
@@ -72,6 +79,13 @@ func (s *Store) ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, str
 		entries, err := s.indexPage(ctx, index, cur, chunk)
 		if err != nil {
 			return nil, "", err
+		}
+		exhausted := len(entries) < chunk
+		if !f.Since.IsZero() {
+			since := toMillis(f.Since)
+			if i := slices.IndexFunc(entries, func(e indexEntry) bool { return e.score < since }); i >= 0 {
+				entries, exhausted = entries[:i], true
+			}
 		}
 		runs, err := s.getRuns(ctx, entries)
 		if err != nil {
@@ -92,11 +106,54 @@ func (s *Store) ListRuns(ctx context.Context, f ListFilter) ([]pipeline.Run, str
 				}
 			}
 		}
-		if len(entries) < chunk {
+		if exhausted {
 			return out, "", nil
 		}
 	}
 	return out, encodeCursor(cur), nil
+}
+
+// listIndex is the smallest of the indexes that hold every run f can
+// match (ListRuns), each filled first with the runs created before it.
+func (s *Store) listIndex(ctx context.Context, f ListFilter) (string, error) {
+	candidates := []string{s.runsKey()}
+	if f.Status != "" && f.Status != pipeline.RunDone {
+		if err := s.listLiveOnce(ctx); err != nil {
+			return "", err
+		}
+		candidates = append(candidates, s.liveKey())
+	}
+	if tenantIndexed(f.Tenant) {
+		if err := s.listTenantsOnce(ctx); err != nil {
+			return "", err
+		}
+		candidates = append(candidates, s.tenantRunsKey(f.Tenant))
+	}
+	if search := s.searchIndexes(f); len(search) > 0 {
+		if err := s.searchOnce(ctx); err != nil {
+			return "", err
+		}
+		candidates = append(candidates, search...)
+	}
+	if len(candidates) == 1 {
+		return candidates[0], nil
+	}
+	sizes := make([]*redis.IntCmd, len(candidates))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range candidates {
+			sizes[i] = p.ZCard(ctx, k)
+		}
+		return nil
+	}); err != nil {
+		return "", fmt.Errorf("list runs: size the indexes: %w", err)
+	}
+	smallest := 0
+	for i, n := range sizes {
+		if n.Val() < sizes[smallest].Val() {
+			smallest = i
+		}
+	}
+	return candidates[smallest], nil
 }
 
 // indexEntry is one entry of the run index and a position of a cursor.
@@ -106,13 +163,19 @@ type indexEntry struct {
 }
 
 // indexPage returns up to count entries of the run index at key strictly
-// after cur (from the newest when cur is the zero entry).
+// after cur: from the newest when cur is the zero entry, from those scored
+// below cur's score when it names no member (a time to list before).
 func (s *Store) indexPage(ctx context.Context, key string, cur indexEntry, count int) ([]indexEntry, error) {
+	top := "+inf"
+	if cur.score != 0 {
+		top = "(" + strconv.FormatInt(cur.score, 10)
+	}
 	v, err := s.call(ctx, s.scripts.listRuns, "list runs", []string{key}, struct {
 		Score  string `json:"score"` // text: the script writes it after "(" as it is
 		Member string `json:"member"`
+		Top    string `json:"top"` // a first page's bound: +inf, or (<ms>
 		Count  int    `json:"count"`
-	}{strconv.FormatInt(cur.score, 10), cur.member, count})
+	}{strconv.FormatInt(cur.score, 10), cur.member, top, count})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -22,7 +23,8 @@ import (
 // expire with the run: MarkPublished, the last write a run gets, moves it
 // from the sweep schedule to the retired index, scored by when its keys
 // expire; the sweeper's TrimRetired takes runs whose time has come out of
-// the runs list, the tenants' run lists and the retired index. The pending index drops a gone run's
+// the runs list, the tenants' run lists, the search indexes (search.go)
+// and the retired index. The pending index drops a gone run's
 // calls as ListPending walks it.
 
 // WithRetention sets how long an ended run's keys live (default 0: for
@@ -109,10 +111,12 @@ func (s *Store) trimFrom(ctx context.Context, key string, now time.Time, limit i
 	}
 	ttls := make([]*redis.DurationCmd, len(ids))
 	var tenants *redis.StringSliceCmd
+	var searched *redis.SliceCmd
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			ttls[i] = p.PTTL(ctx, s.runKey(id))
 		}
+		searched = p.HMGet(ctx, s.searchedKey(), ids...)
 		if !owned { // whose tenant is unknown: every tenant's index is told
 			tenants = p.SMembers(ctx, s.tenantsKey())
 		}
@@ -120,13 +124,15 @@ func (s *Store) trimFrom(ctx context.Context, key string, now time.Time, limit i
 	}); err != nil {
 		return 0, 0, wrapTrim(err)
 	}
-	var gone, goneMembers []any
+	var gone, goneMembers, goneLists []any
+	var goneIDs []string
 	byTenant := map[string][]any{}
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			switch ttl := ttls[i].Val(); {
 			case ttl == -2: // no such key: expired
 				gone, goneMembers = append(gone, id), append(goneMembers, members[i])
+				goneIDs, goneLists = append(goneIDs, id), append(goneLists, searched.Val()[i])
 				if t := tenantOf[i]; tenantIndexed(t) {
 					byTenant[t] = append(byTenant[t], id)
 				}
@@ -145,6 +151,7 @@ func (s *Store) trimFrom(ctx context.Context, key string, now time.Time, limit i
 			}
 		}
 		s.unlist(ctx, p, nil, gone...)
+		s.unindexSearch(ctx, p, goneIDs, goneLists)
 		for t, ids := range byTenant {
 			p.ZRem(ctx, s.tenantRunsKey(t), ids...)
 		}
@@ -178,10 +185,17 @@ func wrapTrim(err error) error {
 // so every tenant's run index, and its entry in the retired index under
 // each tenant.
 func (s *Store) Forget(ctx context.Context, runID string) error {
-	tenants, err := s.rdb.SMembers(ctx, s.tenantsKey()).Result()
-	if err != nil {
+	var searched *redis.StringCmd
+	var tenantsCmd *redis.StringSliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		tenantsCmd = p.SMembers(ctx, s.tenantsKey())
+		searched = p.HGet(ctx, s.searchedKey(), runID)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("forget run %s: %w", runID, err)
 	}
+	tenants := tenantsCmd.Val()
 	owned := []any{ownedMember(pipeline.Run{ID: runID})}
 	for _, t := range tenants {
 		owned = append(owned, ownedMember(pipeline.Run{ID: runID, Tenant: t}))
@@ -189,6 +203,7 @@ func (s *Store) Forget(ctx context.Context, runID string) error {
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZRem(ctx, s.activeKey(), runID)
 		s.unlist(ctx, p, tenants, runID)
+		s.unindexSearch(ctx, p, []string{runID}, []any{searched.Val()})
 		p.ZRem(ctx, s.retiredKey(), runID)
 		p.ZRem(ctx, s.retiredOwnedKey(), owned...)
 		return nil

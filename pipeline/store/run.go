@@ -40,8 +40,9 @@ func (s *Store) StartRun(ctx context.Context, run pipeline.Run, input []pipeline
 	return s.create(ctx, run, input, sweepAt, now)
 }
 
-// create writes the run after its indexes: the list entry (NX: a replay
-// keeps its place) and, unless sweepAt is zero, the sweep schedule. On one
+// create writes the run after its indexes: the list entries (NX: a replay
+// keeps its place; the search indexes among them: search.go) and, unless
+// sweepAt is zero, the sweep schedule. On one
 // Redis the indexes and the script go in one pipeline, which Redis runs in
 // order; on a cluster they live on other nodes, so they go one round trip
 // before the script.
@@ -93,6 +94,7 @@ func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.M
 		z := redis.Z{Score: float64(toMillis(now)), Member: run.ID}
 		indexed = []redis.Cmder{p.ZAddNX(ctx, s.runsKey(), z), p.ZAddNX(ctx, s.liveKey(), z)}
 		indexed = append(indexed, s.listShares(ctx, p, run, z)...)
+		indexed = append(indexed, s.indexSearch(ctx, p, run, z)...)
 		if tenantIndexed(run.Tenant) {
 			indexed = append(indexed, p.ZAddNX(ctx, s.tenantRunsKey(run.Tenant), z), p.SAdd(ctx, s.tenantsKey(), run.Tenant))
 		}

@@ -26,11 +26,12 @@ const DefaultPrefix = "sw"
 // stores unix milliseconds; the scripts never read the server's clock (only
 // the stream ids of events come from Redis).
 type Store struct {
-	rdb       redis.UniversalClient
-	wait      redis.UniversalClient // for the reads that block (WithWaitClient); rdb unless set
-	prefix    string
-	retention time.Duration // of ended runs' keys; 0 keeps them (retention.go)
-	cluster   bool          // rdb is a Redis Cluster: global indexes live on other nodes than a run
+	rdb        redis.UniversalClient
+	wait       redis.UniversalClient // for the reads that block (WithWaitClient); rdb unless set
+	prefix     string
+	retention  time.Duration // of ended runs' keys; 0 keeps them (retention.go)
+	cluster    bool          // rdb is a Redis Cluster: global indexes live on other nodes than a run
+	searchable []string      // metadata keys runs are indexed by, sorted (search.go)
 
 	scripts scripts
 
@@ -38,7 +39,8 @@ type Store struct {
 	tenantsIndexed   atomic.Bool   // the tenants' pending indexes hold the calls parked before them (pending.go)
 	tenantRunsListed atomic.Bool   // the tenants' run indexes hold the runs created before them (list.go)
 	liveListed       atomic.Bool   // the live index holds the live runs created before it (list.go)
-	filling          sync.Mutex    // held while one of the three is being made true (indexes.go)
+	searchListed     atomic.Bool   // the search indexes hold the runs created before them (search.go)
+	filling          sync.Mutex    // held while one of the four is being made true (indexes.go)
 }
 
 // Option configures a Store.

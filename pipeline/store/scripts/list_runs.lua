@@ -4,14 +4,17 @@
 -- time of the read, so runs created meanwhile shift nothing; a cursor whose
 -- member left the index (trimmed, or dropped by the page before) continues
 -- with the members of its score that come after it, then below its score.
+-- A first page (no cursor) starts at a bound of scores, top: "+inf" for
+-- the newest, "(<ms>" for those created before a time.
 -- KEYS: 1 run index (zset)
--- ARGV[1]: {score, member (the cursor's; "" for the first page), count}
+-- ARGV[1]: {score, member (the cursor's; "" for a first page), top (a first
+-- page's bound), count}
 -- Returns member, score, member, score, ...
 local index_key = KEYS[1]
 local a = cjson.decode(ARGV[1])
 local count = a.count
 if a.member == '' then
-  return redis.call('ZREVRANGE', index_key, 0, count - 1, 'WITHSCORES')
+  return redis.call('ZREVRANGEBYSCORE', index_key, a.top, '-inf', 'WITHSCORES', 'LIMIT', 0, count)
 end
 local rank = redis.call('ZREVRANK', index_key, a.member)
 if rank then
