@@ -134,7 +134,8 @@ func open(ctx context.Context, o Options) (*Stack, error) {
 	waits := waitClient(rdb)
 	return &Stack{
 		Config: cfg, Names: cfg.Kafka.Names(), Redis: rdb,
-		Store:  store.New(rdb, store.WithRetention(cfg.Runs.KeepFor()), store.WithWaitClient(waits)),
+		Store: store.New(rdb, store.WithRetention(cfg.Runs.KeepFor()), store.WithWaitClient(waits),
+			store.WithSearchableMetadata(cfg.Runs.SearchableMetadata...)),
 		Logger: log, wmLogger: kafka.Logger(log), Plugins: o.plugins(), Redact: redact, Metrics: metrics.New(), waits: waits,
 	}, nil
 }

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -56,7 +58,17 @@ type Runs struct {
 	// refused: its call fails with an error the model reads, and the run
 	// stays with the agent that holds it. ADR 0061.
 	MaxHandoffs int `json:"max_handoffs,omitempty"`
+	// SearchableMetadata names the metadata keys runs are indexed by, so
+	// that GET /v1/runs?meta.KEY=VALUE finds them (default none; at most
+	// MaxSearchableMetadata, each at most 64 bytes, without "="). A key
+	// declared later finds the runs created before too: the first search
+	// adds them, once. ADR 0069.
+	SearchableMetadata []string `json:"searchable_metadata,omitempty"`
 }
+
+// MaxSearchableMetadata is how many metadata keys runs.searchable_metadata
+// may name: each is an index written at every run's creation.
+const MaxSearchableMetadata = 16
 
 // KeepFor returns the retention with the default applied: how long an
 // ended run's keys live, 0 for good.
@@ -94,4 +106,15 @@ func (r Runs) check(ps *problems, path string) {
 	nonNegative(ps, field(field(path, "children"), "max_depth"), int64(r.Children.MaxDepth))
 	nonNegative(ps, field(field(path, "children"), "max_per_run"), int64(r.Children.MaxPerRun))
 	nonNegative(ps, field(path, "max_handoffs"), int64(r.MaxHandoffs))
+	if n := len(r.SearchableMetadata); n > MaxSearchableMetadata {
+		ps.add(field(path, "searchable_metadata"), fmt.Sprintf("%d keys: at most %d", n, MaxSearchableMetadata))
+	}
+	for i, k := range r.SearchableMetadata {
+		switch {
+		case k == "" || len(k) > 64 || strings.Contains(k, "="):
+			ps.add(fmt.Sprintf("%s[%d]", field(path, "searchable_metadata"), i), fmt.Sprintf("%q: want 1 to 64 bytes without \"=\"", k))
+		case slices.Contains(r.SearchableMetadata[:i], k):
+			ps.add(fmt.Sprintf("%s[%d]", field(path, "searchable_metadata"), i), fmt.Sprintf("%q is named twice", k))
+		}
+	}
 }

@@ -45,3 +45,21 @@ func TestRuns_retention_refused(t *testing.T) {
 		}
 	}
 }
+
+func TestRuns_searchable_metadata_names_keys_once_each(t *testing.T) {
+	cfg, err := config.Parse([]byte("runs: {searchable_metadata: [order, customer]}"))
+	if err != nil || strings.Join(cfg.Runs.SearchableMetadata, ",") != "order,customer" {
+		t.Fatalf("searchable_metadata = %v, %v", cfg.Runs.SearchableMetadata, err)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{`runs: {searchable_metadata: [order, order]}`, `runs.searchable_metadata[1]: "order" is named twice`},
+		{`runs: {searchable_metadata: ["a=b"]}`, `runs.searchable_metadata[0]: "a=b": want 1 to 64 bytes without "="`},
+		{`runs: {searchable_metadata: [""]}`, `runs.searchable_metadata[0]: "": want 1 to 64 bytes`},
+		{`runs: {searchable_metadata: [a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q]}`, "runs.searchable_metadata: 17 keys: at most 16"},
+	} {
+		_, err := config.Parse([]byte(c.yaml))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: err = %v, want it to contain %q", c.yaml, err, c.want)
+		}
+	}
+}

@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -56,4 +59,40 @@ func parseFilter(get func(string) string) (store.ListFilter, []string) {
 		*t.at = at
 	}
 	return f, problems
+}
+
+// searchFilter reads what GET /v1/runs searches by beyond parseFilter into
+// f: the tenant (an admin's tenant=, else the principal's own: a key of a
+// tenant that names another is refused, 403) and each meta.KEY=VALUE, whose
+// key the configuration must declare (runs.searchable_metadata) and whose
+// value is at most store.MaxSearchValue bytes. It returns the problems of
+// the metadata, for a 400 with the filter's others.
+func (s *Server) searchFilter(r *http.Request, q url.Values, f *store.ListFilter) ([]string, *apiError) {
+	f.Tenant = tenantFilter(r)
+	if t := q.Get("tenant"); t != "" {
+		if f.Tenant != "" && t != f.Tenant {
+			return nil, apiErr(http.StatusForbidden, CodeForbidden, fmt.Sprintf("this key lists the runs of tenant %s only, not of %s", f.Tenant, t))
+		}
+		f.Tenant = t
+	}
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		key, ok := strings.CutPrefix(name, "meta.")
+		if !ok {
+			continue
+		}
+		v := q.Get(name)
+		switch {
+		case !s.cfg.Store.Searchable(key):
+			problems = append(problems, fmt.Sprintf("metadata key %q is not searchable: declare it in runs.searchable_metadata", key))
+		case len(v) > store.MaxSearchValue:
+			problems = append(problems, fmt.Sprintf("%s: a value of %d bytes; at most %d are searchable", name, len(v), store.MaxSearchValue))
+		default:
+			if f.Meta == nil {
+				f.Meta = map[string]string{}
+			}
+			f.Meta[key] = v
+		}
+	}
+	return problems, nil
 }

@@ -73,7 +73,7 @@ func (s *Server) rerunRuns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, problems := parseFilter(req.Filter.get)
-	if f == (store.ListFilter{}) && len(req.Filter.RunIDs) == 0 {
+	if f.IsZero() && len(req.Filter.RunIDs) == 0 {
 		problems = append(problems, "filter selects every run: give at least one of run_ids, batch_id, agent, status, termination, since, until")
 	}
 	if len(problems) > 0 {

@@ -239,12 +239,18 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, MessageList{Messages: msgs})
 }
 
-// listRuns serves GET /v1/runs?status=&agent=&termination=&batch_id=&since=&until=&limit=&cursor=
-// (parseFilter).
+// listRuns serves GET /v1/runs?status=&agent=&termination=&batch_id=&since=&until=&tenant=&meta.KEY=&limit=&cursor=
+// (parseFilter, searchFilter).
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f, problems := parseFilter(q.Get)
-	f.Cursor, f.Tenant = q.Get("cursor"), tenantFilter(r)
+	f.Cursor = q.Get("cursor")
+	more, refused := s.searchFilter(r, q, &f)
+	if refused != nil {
+		writeError(w, refused)
+		return
+	}
+	problems = append(problems, more...)
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxListLimit {
