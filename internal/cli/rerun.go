@@ -11,14 +11,7 @@ import (
 // flags give, at least one of them.
 func rerun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, gw := flags("rerun", stderr)
-	filter := map[string]*string{
-		"batch_id":    fs.String("batch", "", "runs of this `batch`"),
-		"termination": fs.String("termination", "", "runs that ended with this `reason` (error, stopped, cancelled, ...)"),
-		"status":      fs.String("status", "", "runs in this `status` (created, running, waiting, done)"),
-		"agent":       fs.String("agent", "", "runs of this `agent`"),
-		"since":       fs.String("since", "", "runs created at this `time` or later (RFC 3339)"),
-		"until":       fs.String("until", "", "runs created before this `time` (RFC 3339)"),
-	}
+	filter := filterFlags(fs)
 	runIDs := fs.String("runs", "", "only these runs: `IDs` separated by commas")
 	requestID := fs.String("request-id", "", "names this re-run: the same filter and `id` again re-run nothing more")
 	if _, err := parse(fs, args, 0, "no arguments"); err != nil {

@@ -42,20 +42,27 @@ func runs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("%w: unknown %q, want list, get, watch or cancel", errUsage, args[0])
 }
 
+// runsList serves `stepwise runs list`: one page of GET /v1/runs, searched
+// as its flags say.
 func runsList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, gw := flags("runs list", stderr)
-	status := fs.String("status", "", "only runs in this `status` (created, running, waiting, done)")
-	agent := fs.String("agent", "", "only runs of this `agent`")
+	filter := filterFlags(fs)
+	filter["tenant"] = fs.String("tenant", "", "runs of this `tenant` (an admin's key; a tenant's key lists its own)")
+	filter["cursor"] = fs.String("cursor", "", "the `cursor` a previous page printed")
 	limit := fs.Int("limit", 50, "at most this many `runs`")
-	cursor := fs.String("cursor", "", "the `cursor` a previous page printed")
+	meta := metaFlag{}
+	fs.Var(meta, "meta", "runs whose metadata has this `KEY=VALUE`, a key of runs.searchable_metadata (repeatable)")
 	if _, err := parse(fs, args, 0, "no arguments"); err != nil {
 		return err
 	}
-	q := url.Values{}
-	for k, v := range map[string]string{"status": *status, "agent": *agent, "cursor": *cursor, "limit": fmt.Sprint(*limit)} {
-		if v != "" {
-			q.Set(k, v)
+	q := url.Values{"limit": {fmt.Sprint(*limit)}}
+	for k, v := range filter {
+		if *v != "" {
+			q.Set(k, *v)
 		}
+	}
+	for k, v := range meta {
+		q.Set("meta."+k, v)
 	}
 	var page struct {
 		Runs       []runSummary `json:"runs"`
