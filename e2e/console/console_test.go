@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -393,5 +394,50 @@ func TestConsole_the_approvals_badge_drops_a_call_decided_while_its_run_page_is_
 	if err != nil {
 		_ = chromedp.Run(ctx, chromedp.Evaluate(`document.querySelector('#inbox-count').textContent`, &badge))
 		t.Fatalf("after the decision the badge still reads %q: %v", badge, err)
+	}
+}
+
+// The runs page searches as GET /v1/runs does: a metadata value of a
+// declared key finds its runs, the search stays in the address, and an
+// undeclared key is refused with the gateway's reason.
+func TestConsole_the_runs_page_searches_by_metadata(t *testing.T) {
+	ctx := browser(t)
+	base := startDev(t)
+	for i, order := range []string{"7", "8", "7"} {
+		body := map[string]any{"run_id": fmt.Sprintf("console-search-%d", i), "agent": "approvals", "input": "go",
+			"start_at": "2099-01-01T00:00:00Z", "metadata": map[string]any{"order": order, "customer": "acme"}}
+		if code := keyDo(t, "POST", base+"/v1/runs", body, nil); code != 201 {
+			t.Fatalf("create run %d: %d", i, code)
+		}
+	}
+	var found struct {
+		Rows    []string
+		Address string
+	}
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(base+"/#/runs"),
+		chromedp.WaitVisible(`#key-input`, chromedp.ByQuery),
+		chromedp.SendKeys(`#key-input`, consoleKey, chromedp.ByQuery),
+		chromedp.Click(`#key-form button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`tr[data-run="console-search-1"]`, chromedp.ByQuery),
+		chromedp.SendKeys(`#filter-meta`, "order=7", chromedp.ByQuery),
+		chromedp.Click(`form.filters button[type=submit]`, chromedp.ByQuery),
+		chromedp.Poll(`(() => {
+			const rows = [...document.querySelectorAll('main tbody tr[data-run]')].map((r) => r.dataset.run);
+			return rows.length === 2 ? {Rows: rows, Address: location.hash} : null;
+		})()`, &found, chromedp.WithPollingTimeout(30*time.Second)),
+	)
+	if err != nil || !slices.Equal(found.Rows, []string{"console-search-2", "console-search-0"}) || found.Address != "#/runs?meta.order=7" {
+		t.Fatalf("search by order=7: %v, rows %v at %q", err, found.Rows, found.Address)
+	}
+	var flash string
+	err = chromedp.Run(ctx,
+		chromedp.SetValue(`#filter-meta`, "customer=acme", chromedp.ByQuery),
+		chromedp.Click(`form.filters button[type=submit]`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('#flash')?.textContent.includes('customer')`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Text(`#flash`, &flash, chromedp.ByQuery),
+	)
+	if err != nil || !strings.Contains(flash, "searchable_metadata") {
+		t.Fatalf("search by an undeclared key: %v, flash %q", err, flash)
 	}
 }

@@ -134,20 +134,45 @@ function route() {
   }
 }
 
-// runsPage: the runs, newest first, filtered, their status live.
+// runsPage: the runs, newest first, searched as GET /v1/runs searches
+// (status, termination, agent, batch, tenant, created since and until, and
+// meta.KEY=VALUE of the keys the configuration declares), their status
+// live. The search is kept in the address, so a search can be linked to.
 function runsPage() {
   const params = new URLSearchParams(location.hash.split('?')[1] || '');
-  const statusSel = h('select', { id: 'filter-status', 'aria-label': 'status' },
-    ['', 'created', 'running', 'waiting', 'done'].map((s) => h('option', { value: s }, s || 'any status')));
-  statusSel.value = params.get('status') || '';
-  const agentIn = h('input', { id: 'filter-agent', placeholder: 'agent', value: params.get('agent') || '' });
+  const choice = (name, values, any) => {
+    const sel = h('select', { id: `filter-${name}`, 'aria-label': name }, ['', ...values].map((v) => h('option', { value: v }, v || any)));
+    sel.value = params.get(name) || '';
+    return sel;
+  };
+  const text = (name, placeholder) => h('input', { id: `filter-${name}`, 'aria-label': placeholder, placeholder, value: params.get(name) || '' });
+  const fields = {
+    status: choice('status', ['created', 'running', 'waiting', 'done'], 'any status'),
+    termination: choice('termination', ['natural_end', 'behavior_requested', 'stopped', 'cancelled', 'blocked', 'error'], 'any ending'),
+    agent: text('agent', 'agent'),
+    batch_id: text('batch_id', 'batch'),
+    tenant: text('tenant', 'tenant'),
+    since: text('since', 'since (RFC 3339)'),
+    until: text('until', 'until (RFC 3339)'),
+  };
+  const metaIn = h('input', { id: 'filter-meta', 'aria-label': 'metadata', placeholder: 'metadata: key=value ...', size: 28,
+    value: [...params].filter(([k]) => k.startsWith('meta.')).map(([k, v]) => `${k.slice(5)}=${v}`).join(' ') });
+  // search is the query of the filters that are set.
+  const search = () => {
+    const q = new URLSearchParams();
+    for (const [name, el] of Object.entries(fields)) if (el.value.trim()) q.set(name, el.value.trim());
+    for (const pair of metaIn.value.split(/\s+/).filter(Boolean)) {
+      const at = pair.indexOf('=');
+      if (at > 0) q.set(`meta.${pair.slice(0, at)}`, pair.slice(at + 1));
+    }
+    return q;
+  };
   const body = h('tbody');
   let cursor = '';
   const more = h('button', { onclick: () => { cursor = more.dataset.cursor; load(page.signal); } }, 'Older');
   const load = async (signal) => {
-    const q = new URLSearchParams({ limit: '50' });
-    if (statusSel.value) q.set('status', statusSel.value);
-    if (agentIn.value) q.set('agent', agentIn.value);
+    const q = search();
+    q.set('limit', '50');
     if (cursor) q.set('cursor', cursor);
     const { runs, next_cursor: next } = await api(`/v1/runs?${q}`, { signal });
     body.replaceChildren(...runs.map((r) => h('tr', { 'data-run': r.run_id },
@@ -160,15 +185,14 @@ function runsPage() {
   const apply = (e) => {
     e?.preventDefault();
     cursor = '';
-    const q = new URLSearchParams();
-    if (statusSel.value) q.set('status', statusSel.value);
-    if (agentIn.value) q.set('agent', agentIn.value);
+    const q = search();
     history.replaceState(null, '', `#/runs${q.size ? `?${q}` : ''}`);
     load(page.signal).catch((err) => flash(err.message));
   };
-  statusSel.addEventListener('change', apply);
+  fields.status.addEventListener('change', apply);
+  fields.termination.addEventListener('change', apply);
   view.append(h('h1', {}, 'Runs'),
-    h('form', { class: 'filters', onsubmit: apply }, statusSel, agentIn, h('button', { type: 'submit' }, 'Filter')),
+    h('form', { class: 'filters', onsubmit: apply }, ...Object.values(fields), metaIn, h('button', { type: 'submit' }, 'Search')),
     h('table', {}, h('thead', {}, h('tr', {}, ['run', 'agent', 'status', 'step', 'termination', 'updated'].map((c) => h('th', {}, c)))), body),
     h('p', {}, more));
   every(2000, load);
