@@ -19,7 +19,9 @@ const (
 const Usage = `client commands (they talk to a gateway: --gateway URL, default $STEPWISE_GATEWAY
 or http://127.0.0.1:8080; $STEPWISE_API_KEY is sent as the bearer key):
   submit FILE.jsonl [--follow] [--out FILE]   create the runs of a JSON Lines file, one run per line
-  runs list [--status S] [--agent A] [--limit N] [--cursor C]
+  runs list [--status S] [--agent A] [--batch ID] [--termination R] [--tenant T] [--since T] [--until T]
+            [--meta KEY=VALUE ...] [--limit N] [--cursor C]
+                                               search runs, newest first: meta keys of runs.searchable_metadata
   runs get RUN                                 the run, its tool calls and state, as JSON
   runs watch RUN                               its events as they happen, until it ends
   runs cancel RUN [--reason R]
