@@ -115,7 +115,15 @@ type Parking struct {
 	Deadline   time.Time  `json:"deadline,omitzero"`    // zero: no timeout
 	OnTimeout  string     `json:"on_timeout,omitempty"` // resume or cancel
 	ParkedAt   time.Time  `json:"parked_at"`
+	// ChildRunID is the child run an agent tool's call waits for (ADR
+	// 0060). Such a parking asks nobody: it is no approval request and
+	// not pending (GET /v1/pending), the child's end decides it.
+	ChildRunID string `json:"child_run_id,omitempty"`
 }
+
+// AwaitsDecision reports whether p waits for a decision from outside (a
+// person, another system): every parking but a child run's.
+func (p Parking) AwaitsDecision() bool { return p.ChildRunID == "" }
 
 // Decided is a decision as applied to a call.
 type Decided struct {

@@ -154,6 +154,22 @@ func TestChildren_cancelling_a_parent_cancels_its_children(t *testing.T) {
 		return fmt.Sprintf("children of %s not all waiting: %+v", id, getTree(t, base, id).Children)
 	})
 
+	// A call waiting for its child asks nobody: the five pending calls are
+	// the children's approvals, none of the parent's.
+	var pending struct {
+		Pending []struct {
+			RunID string `json:"run_id"`
+		} `json:"pending"`
+	}
+	if code := httpDo(t, http.MethodGet, base+"/v1/pending", nil, &pending); code != http.StatusOK || len(pending.Pending) != 5 {
+		t.Errorf("pending: status %d, %+v; want the five children's approvals", code, pending.Pending)
+	}
+	for _, p := range pending.Pending {
+		if p.RunID == id {
+			t.Errorf("the parent's call waiting for its child is listed pending: %+v", pending.Pending)
+		}
+	}
+
 	if code := httpDo(t, http.MethodPost, base+"/v1/runs/"+id+"/cancel", map[string]any{"reason": "enough"}, nil); code != http.StatusAccepted {
 		t.Fatalf("cancel: %d", code)
 	}

@@ -137,7 +137,7 @@ func (f *chatFold) event(ev pipeline.Event) (done bool, err error) {
 		return false, f.sink.toolInput(ev.CallID, d.Tool, d.Arguments)
 	case pipeline.EventToolCallParked:
 		var p pipeline.Parking
-		if json.Unmarshal(ev.Data, &p) != nil {
+		if json.Unmarshal(ev.Data, &p) != nil || !p.AwaitsDecision() { // a child run's wait asks the client nothing
 			return false, nil
 		}
 		return false, f.sink.approvalRequest(approvalID(ev.CallID, ev.ID), ev.CallID, p)

@@ -82,6 +82,7 @@ type ParkingView struct {
 	Deadline   time.Time           `json:"deadline,omitzero"`
 	OnTimeout  string              `json:"on_timeout,omitempty"`
 	ParkedAt   time.Time           `json:"parked_at"`
+	ChildRunID string              `json:"child_run_id,omitempty"` // an agent tool's call: the child run it waits for, which asks nobody
 }
 
 // DecisionView is the decision applied to a call. DecidedBy is who the
@@ -155,7 +156,7 @@ func parkingViewOf(p pipeline.Parking) ParkingView {
 	}
 	return ParkingView{
 		Ticket: p.Ticket, Reason: p.Reason, ArgsHash: p.ArgsHash, ResumeMode: mode,
-		Deadline: p.Deadline, OnTimeout: p.OnTimeout, ParkedAt: p.ParkedAt,
+		Deadline: p.Deadline, OnTimeout: p.OnTimeout, ParkedAt: p.ParkedAt, ChildRunID: p.ChildRunID,
 	}
 }
 

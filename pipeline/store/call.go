@@ -255,12 +255,13 @@ type Finished struct {
 
 // parkedArg is what finish_call writes of a suspended outcome: its
 // tool_call.suspended entry, the call's arguments its args_hash was
-// computed from, the parking's fields, and its approval request.
+// computed from, the parking's fields, and its approval request (none for
+// a parking that asks nobody).
 type parkedArg struct {
-	Event  entry       `json:"event"`
-	Args   string      `json:"args"`
-	Fields []any       `json:"fields"`
-	Ask    approvalAsk `json:"ask"`
+	Event  entry        `json:"event"`
+	Args   string       `json:"args"`
+	Fields []any        `json:"fields"`
+	Ask    *approvalAsk `json:"ask,omitempty"`
 }
 
 // parkedOutcome completes p, the parking of a suspended outcome of call

@@ -206,6 +206,7 @@ func parkingFields(p pipeline.Parking) []any {
 		"deadline", toMillis(p.Deadline),
 		"on_timeout", p.OnTimeout,
 		"parked_at", toMillis(p.ParkedAt),
+		"child_run", p.ChildRunID,
 	}
 }
 
@@ -285,6 +286,7 @@ func (d *fieldDecoder) parking() *pipeline.Parking {
 		Deadline:   d.time("deadline"),
 		OnTimeout:  d.h.get("on_timeout"),
 		ParkedAt:   d.time("parked_at"),
+		ChildRunID: d.h.get("child_run"),
 	}
 }
 

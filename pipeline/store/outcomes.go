@@ -48,9 +48,13 @@ type approvalAsk struct {
 	At     int64  `json:"at"`
 }
 
-// askOf is the approval request of call callID parked as p.
-func askOf(callID string, p pipeline.Parking) approvalAsk {
-	return approvalAsk{Call: callID, Ticket: p.Ticket, At: toMillis(p.ParkedAt)}
+// askOf is the approval request of call callID parked as p; nil for a
+// parking that asks nobody (Parking.AwaitsDecision).
+func askOf(callID string, p pipeline.Parking) *approvalAsk {
+	if !p.AwaitsDecision() {
+		return nil
+	}
+	return &approvalAsk{Call: callID, Ticket: p.Ticket, At: toMillis(p.ParkedAt)}
 }
 
 func (s *Store) outcomesKey(runID string) string { return s.prefix + ":{" + runID + "}:outcomes" }

@@ -81,7 +81,7 @@ func (s *Store) indexPending(ctx context.Context, tenant, runID string, calls ..
 func pendingEntries(runID string, calls []pipeline.ToolCall) []redis.Z {
 	var zs []redis.Z
 	for _, c := range calls {
-		if c.Status == pipeline.CallSuspended && c.Parking != nil {
+		if c.Status == pipeline.CallSuspended && c.Parking != nil && c.Parking.AwaitsDecision() {
 			zs = append(zs, redis.Z{Score: float64(toMillis(c.Parking.ParkedAt)), Member: pendingMember(runID, c.ID)})
 		}
 	}

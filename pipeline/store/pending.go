@@ -178,7 +178,7 @@ func (s *Store) runPending(ctx context.Context, f PendingFilter, limit int) ([]P
 	}
 	for _, c := range calls {
 		p := PendingCall{Call: c, Agent: run.Agent, Tenant: run.Tenant}
-		if c.Status == pipeline.CallSuspended && pendingMatches(p, f) {
+		if c.Status == pipeline.CallSuspended && c.Parking != nil && c.Parking.AwaitsDecision() && pendingMatches(p, f) {
 			out = append(out, p)
 		}
 	}

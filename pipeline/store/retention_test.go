@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,10 +48,13 @@ func scanKeys(t *testing.T, rdb redis.UniversalClient, pattern string) []string 
 	t.Helper()
 	ctx := context.Background()
 	var keys []string
+	var mu sync.Mutex // ForEachMaster scans the primaries at once
 	scan := func(ctx context.Context, c *redis.Client) error {
 		it := c.Scan(ctx, 0, pattern, 1000).Iterator()
 		for it.Next(ctx) {
+			mu.Lock()
 			keys = append(keys, it.Val())
+			mu.Unlock()
 		}
 		return it.Err()
 	}

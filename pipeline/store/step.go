@@ -301,8 +301,7 @@ func (s *Store) commitStepCmd(runID string, step int, owner string, c StepCommit
 		}
 		w := writtenCall{ID: call.ID, Status: rec.Status, Fields: callFields(rec), Events: evs}
 		if rec.Parking != nil {
-			ask := askOf(call.ID, *rec.Parking)
-			w.Ask = &ask
+			w.Ask = askOf(call.ID, *rec.Parking)
 		}
 		written = append(written, w)
 	}

@@ -9,7 +9,7 @@
 --   script sets its step), args (the arguments the parking's args_hash was
 --   computed from: the call's must still be these), fields (the parking's
 --   field, value pairs), ask (its approval request, lib.lua's
---   ask_approval)})}
+--   ask_approval; absent for a parking that asks nobody)})}
 -- Returns {call hash, fan in, step}: the call hash, as the script leaves
 -- it, only for a parked call ({} otherwise: the caller knows what it
 -- wrote, and a result can be big); fan in is 0 while other calls of the
@@ -73,7 +73,9 @@ emit(events_key, a.event)
 if parked then
   parked.event.step = step
   emit(events_key, parked.event)
-  ask_approval(run_key, parked.ask)
+  if parked.ask then
+    ask_approval(run_key, parked.ask)
+  end
 end
 local open = move_open(run_key, step, status, a.to, set_of(a.in_flight))
 if parked then
