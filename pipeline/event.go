@@ -29,7 +29,8 @@ const (
 	EventDecisionApplied  EventType = "decision.applied"
 	EventDecisionRejected EventType = "decision.rejected"
 	EventDecisionHeld     EventType = "decision.held"
-	EventRunHandoff       EventType = "run.handoff" // the step's commit handed the run to another agent; data {"from", "to"}
+	EventRunHandoff       EventType = "run.handoff"       // the step's commit handed the run to another agent; data {"from", "to"}
+	EventContextCompacted EventType = "context.compacted" // compaction replaced earlier turns of the prompt by a summary; data builtin.Compacted
 )
 
 // Event is one entry of a run's event log. ID is the log position the store

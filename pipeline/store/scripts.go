@@ -42,7 +42,7 @@ type scripts struct {
 	outcomesSent                                                                      *redis.Script
 	budgetReserve, budgetSettle                                                       *redis.Script
 	admitRun, growBatch                                                               *redis.Script
-	putSchedule                                                                       *redis.Script
+	putSchedule, keepState                                                            *redis.Script
 }
 
 // loadScripts prepares the scripts, each the same way: the constants
@@ -82,5 +82,6 @@ func loadScripts(consts string) scripts {
 		admitRun:       load("admit_run"),
 		growBatch:      load("grow_batch"),
 		putSchedule:    load("put_schedule"),
+		keepState:      load("keep_state"),
 	}
 }
