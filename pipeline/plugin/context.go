@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/stepwise-run/stepwise/pipeline"
@@ -22,6 +23,13 @@ type Context struct {
 	Call     *pipeline.ToolCall  // ToolGate, BeforeToolExecute, AfterToolExecute: the call
 	Result   *Result             // AfterToolExecute: the call's outcome, which actions may change
 	Calls    []pipeline.ToolCall // StepEnd: the step's calls, all terminal
+
+	// Model is the run's model, for a plugin that asks it something
+	// besides the step's inference (compaction's summaries), and Keep
+	// writes a state key at once; both only in the phases of the step
+	// worker's Step handler (run_start … tool_gate), nil elsewhere.
+	Model model.Model
+	Keep  Keeper
 
 	// Set by the runner: what the phase collected.
 	Intercepts []pipeline.Intercept // ToolGate: intercepts scheduled for the call
@@ -51,4 +59,15 @@ type FailedAction struct {
 	Phase pipeline.Phase `json:"phase"`
 	Key   string         `json:"key"`
 	Error string         `json:"error"`
+}
+
+// Keeper writes one persistent state key of the run at once, not with the
+// step's commit: for what a step redelivered before its commit must find
+// rather than make again (a summary a model wrote). Keep sets key to value
+// if it still holds expect (nil: unset) and appends an event of type typ
+// with data, in one operation; it returns what the key holds afterwards —
+// value, or what an earlier writer kept, which it leaves alone. It fails
+// when the step is no longer this worker's (its step then stops).
+type Keeper interface {
+	Keep(ctx context.Context, key string, expect, value json.RawMessage, typ pipeline.EventType, data any) (json.RawMessage, error)
 }

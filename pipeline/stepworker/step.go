@@ -244,6 +244,9 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 		log.Error("load plugin state; the sweeper will retry the step", "error", err)
 		return
 	}
+	if !ph.set.Empty() { // only hooks use them
+		ph.pc.Model, ph.pc.Keep = mdl, keeper{w: w, run: run, lost: lost}
+	}
 	specs := append(w.toolSpecs(ctx, agent.Tools), w.handoffSpecs(agent)...)
 	resp, err := w.infer(ctx, ph, run, agent, mdl, specs, log)
 	stopRenewing() // the commit checks the lease; renewing past it would only fail

@@ -9,6 +9,7 @@
 //	      deferred_tools: {defer: [issue_refund, export_report]}
 //	      result_guard:   {max_bytes: 4000}
 //	      loop_warning:   {window: 3}
+//	      compaction:     {budget_tokens: 8000, keep_last: 6, tool_result_max_bytes: 2000}
 //
 // The plugins:
 //
@@ -23,8 +24,13 @@
 //     runs it, at AfterToolExecute).
 //   - loop_warning notices the model proposing the same calls step after step
 //     and tells it, before its next inference, to change approach.
+//   - compaction keeps each inference request within a token budget: long
+//     tool results are shown by reference (the tool fetch_result reads
+//     them), and older turns are summarised by a model or dropped. The
+//     summary is kept with the run as it is made, so a redelivered step
+//     does not summarise again.
 //
-// Registry returns a registry with all four; a program that has plugins of
+// Registry returns a registry with all five; a program that has plugins of
 // its own adds them to it and hands it to its workers:
 //
 //	reg := builtin.Registry()

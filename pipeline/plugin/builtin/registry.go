@@ -9,6 +9,7 @@ const (
 	DeferredTools = "deferred_tools"
 	ResultGuard   = "result_guard"
 	LoopWarning   = "loop_warning"
+	Compaction    = "compaction"
 )
 
 // Registry returns a new registry holding stepwise's built-in plugins. Each
@@ -21,5 +22,6 @@ func Registry() *plugin.Registry {
 	r.Add(DeferredTools, NewDeferredTools)
 	r.Add(ResultGuard, NewResultGuard)
 	r.Add(LoopWarning, NewLoopWarning)
+	r.Add(Compaction, NewCompaction)
 	return r
 }
