@@ -10,8 +10,8 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/plugin/builtin"
 )
 
-func TestRegistry_holds_the_four_built_in_plugins(t *testing.T) {
-	want := []string{builtin.DeferredTools, builtin.LoopWarning, builtin.Reminder, builtin.ResultGuard}
+func TestRegistry_holds_the_five_built_in_plugins(t *testing.T) {
+	want := []string{builtin.Compaction, builtin.DeferredTools, builtin.LoopWarning, builtin.Reminder, builtin.ResultGuard}
 	if got := builtin.Registry().Names(); !slices.Equal(got, want) {
 		t.Fatalf("names %v, want %v", got, want)
 	}
@@ -23,6 +23,7 @@ func TestRegistry_builds_every_built_in_together(t *testing.T) {
 		builtin.DeferredTools: json.RawMessage(`{"defer": ["x"]}`),
 		builtin.ResultGuard:   nil,
 		builtin.LoopWarning:   json.RawMessage(`null`),
+		builtin.Compaction:    json.RawMessage(`{"budget_tokens": 8000}`),
 	})
 	if err != nil {
 		t.Fatal(err)
