@@ -76,3 +76,24 @@ func TestStepWorker_the_handoff_scenario_hands_its_run_off_once(t *testing.T) {
 		}
 	}
 }
+
+// A step worker killed at any operation, or whose one operation fails,
+// while a run's prompt is compacted, is replaced or goes on, and each
+// compaction is kept once: a step run again sends the one kept.
+func TestStepWorker_a_crash_or_failure_anywhere_keeps_each_compaction_once(t *testing.T) {
+	want := pipelinetest.New(t, pipelinetest.Compaction()).Undisturbed()
+	compactions := 0
+	for k, n := range want.Commits {
+		if strings.HasPrefix(k, "context.compacted ") {
+			compactions += n
+		}
+	}
+	if compactions == 0 {
+		t.Fatalf("the scenario compacted nothing: commits %v", want.Commits)
+	}
+	if testing.Short() {
+		t.Skip("drives the scenario once per operation; skipped with -short")
+	}
+	pipelinetest.CutEach(t, pipelinetest.Compaction(), pipelinetest.StepWorker)
+	pipelinetest.FailEach(t, pipelinetest.Compaction(), pipelinetest.StepWorker)
+}

@@ -557,6 +557,7 @@ var commits = map[pipeline.EventType]bool{
 	pipeline.EventToolCallFinished: true, pipeline.EventToolCallParked: true, pipeline.EventStepEnded: true,
 	pipeline.EventRunFinished: true, pipeline.EventRunResumed: true, pipeline.EventDecisionApplied: true,
 	pipeline.EventDecisionRejected: true, pipeline.EventDecisionHeld: true, pipeline.EventRunHandoff: true,
+	pipeline.EventContextCompacted: true,
 }
 
 // clock is the drive's time; it moves only when the driver moves it.

@@ -6,14 +6,17 @@ import (
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
+	"github.com/stepwise-run/stepwise/pipeline/plugin/builtin"
 )
 
-// probe is the plugins a drive's workers may enable: "probe", whose RunEnd
+// probe is the plugins a drive's workers may enable: the built-in
+// compaction, and "probe", whose RunEnd
 // hook is one of the worker's operations (inj counts it and may fail it;
 // nil: a worker that does not fail) and counts, when it succeeds before a
 // result of the run is out, in Outcome.RunEnds.
 func (d *driver) probe(inj *Injector) *plugin.Registry {
 	reg := plugin.NewRegistry()
+	reg.Add(builtin.Compaction, builtin.NewCompaction)
 	reg.Add("probe", func(json.RawMessage) (plugin.Plugin, error) { return probePlugin{d, inj}, nil })
 	return reg
 }

@@ -1,6 +1,7 @@
 package pipelinetest
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/stepwise-run/stepwise/topics"
@@ -34,6 +35,11 @@ agents:
   helper:
     model: {provider: script, turns: [{text: "looking", tool_calls: [{name: echo, arguments: {x: 1}}]}, {text: "the helper's answer"}]}
     tools: [echo]
+  compacting:
+    model: {provider: script, turns: [{text: "hi"}]}
+    tools: [echo]
+    plugins:
+      compaction: {budget_tokens: 500, keep_last: 2, model: {provider: script, loop_last: true, turns: [{text: "the numbers so far"}]}}
 tools:
   refund: {executor: {builtin: echo}, permission: ask, resume_mode: pass_decision_to_tool}
   external: {executor: {builtin: pending}, resume_mode: pass_decision_to_tool}
@@ -127,6 +133,22 @@ func Handoff() Scenario {
 		{"text":"over to refunds","tool_calls":[{"name":"transfer_to_refunds","arguments":{}},{"name":"echo","arguments":{"x":1}},{"name":"echo","arguments":{"x":2}}]},
 		{"text":"refunding","tool_calls":[{"name":"sleep","arguments":{"ms":1}}]},
 		{"text":"done"}]}`}
+}
+
+// Compaction is the scenario whose prompt grows past its agent's
+// compaction budget: its later steps are sent with a summary of the
+// earlier ones, each compaction kept (context.compacted) once whatever is
+// redone.
+func Compaction() Scenario {
+	turn := func(n int) string {
+		return `{"text":"adding","tool_calls":[{"name":"echo","arguments":{"n":` + strconv.Itoa(n) + `,"note":"` + strings.Repeat("x", 150) + `"}}]}`
+	}
+	turns := make([]string, 8)
+	for i := range turns {
+		turns[i] = turn(i)
+	}
+	return Scenario{Name: "compaction", Config: scenarioConfig, Agent: "compacting",
+		Script: `{"provider":"script","turns":[` + strings.Join(turns, ",") + `,{"text":"the total is 28"}]}`}
 }
 
 // Budget is the scenario whose steps reserve from their tenant's budget and
