@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/plugin/builtin"
@@ -49,10 +48,10 @@ func (r *requests) all() []plugin.Request {
 // the run's answer is the script's.
 func TestCompaction_a_300_step_run_stays_within_its_budget_and_answers_right(t *testing.T) {
 	const steps, budget = 300, 3000
-	cfg := parseConfig(t, fmt.Sprintf(`
-kafka: {partitions: 4}
-stepworker: {lease: 2s, sweep_interval: 100ms, dispatch_timeout: 3s}
-toolworker: {lease: 2s}
+	seen := &requests{}
+	reg := builtin.Registry()
+	reg.Add("requests", func(json.RawMessage) (plugin.Plugin, error) { return seen, nil })
+	stack, base := pluginStackOf(t, reg, fmt.Sprintf(`
 agents:
   long:
     model: {provider: script, turns: [{text: unused}]}
@@ -65,19 +64,7 @@ agents:
         tool_result_max_bytes: 1000
         model: {provider: script, loop_last: true, turns: [{text: "Summary: the user wants the total of the numbers n the echo calls return; keep adding."}]}
       requests: null
-`, budget))
-	seen := &requests{}
-	reg := builtin.Registry()
-	reg.Add("requests", func(json.RawMessage) (plugin.Plugin, error) { return seen, nil })
-	o := newInfra(t).options(cfg)
-	o.Plugins = reg
-	stack, err := app.Connect(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stack.Close() })
-	workers(t, stack)
-	base := serve(t, stack)
+`, budget), nil)
 
 	// Step i echoes n = i; step 100's result is long, and step 150 reads
 	// its start back with fetch_result instead.

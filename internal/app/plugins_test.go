@@ -110,6 +110,12 @@ func probeRegistry() *plugin.Registry {
 // probe plugin available; wrap, when set, wraps its publisher.
 func pluginStack(t *testing.T, agentsYAML string, wrap func(message.Publisher) message.Publisher) (*app.Stack, string) {
 	t.Helper()
+	return pluginStackOf(t, probeRegistry(), agentsYAML, wrap)
+}
+
+// pluginStackOf is pluginStack with the plugins of reg.
+func pluginStackOf(t *testing.T, reg *plugin.Registry, agentsYAML string, wrap func(message.Publisher) message.Publisher) (*app.Stack, string) {
+	t.Helper()
 	cfg := parseConfig(t, `
 kafka: {partitions: 4}
 stepworker: {lease: 1s, sweep_interval: 100ms, dispatch_timeout: 3s}
@@ -117,7 +123,7 @@ toolworker: {lease: 1s}
 `+agentsYAML)
 	in := newInfra(t)
 	o := in.options(cfg)
-	o.Plugins = probeRegistry()
+	o.Plugins = reg
 	stack, err := app.Connect(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
