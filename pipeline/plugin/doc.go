@@ -25,7 +25,9 @@
 // checkpointed with the run (committed atomically with the step, so a step
 // delivered twice changes them once) and shown in GET /v1/runs/{id}. Hooks
 // may run more than once under redelivery: they must be replay-safe, which
-// they are when their effects go through the Command.
+// they are when their effects go through the Command. What costs too much
+// to make twice (a summary a model writes) a handler keeps at once with
+// Context.Keep, and finds in the state when the step runs again.
 //
 // Which process runs a phase: BeforeToolExecute and AfterToolExecute run in
 // the tool worker, every other phase in the step worker.
