@@ -64,6 +64,9 @@ type Runs struct {
 	// declared later finds the runs created before too: the first search
 	// adds them, once. ADR 0069.
 	SearchableMetadata []string `json:"searchable_metadata,omitempty"`
+	// Archive writes each ended run's record to a topic or to files
+	// before the retention may delete it; unset, none is archived.
+	Archive Archive `json:"archive,omitzero"`
 }
 
 // MaxSearchableMetadata is how many metadata keys runs.searchable_metadata
@@ -117,4 +120,5 @@ func (r Runs) check(ps *problems, path string) {
 			ps.add(fmt.Sprintf("%s[%d]", field(path, "searchable_metadata"), i), fmt.Sprintf("%q is named twice", k))
 		}
 	}
+	r.Archive.check(ps, field(path, "archive"))
 }
