@@ -32,6 +32,7 @@ var decoders = map[string]func([]byte) error{
 	"RunRequested":      decodeAs[topics.RunRequested],
 	"RunRequestOutcome": decodeAs[topics.RunRequestOutcome],
 	"ApprovalRequested": decodeAs[topics.ApprovalRequested],
+	"RunArchived":       decodeAs[topics.RunArchived],
 }
 
 func decodeAs[M topics.Message](payload []byte) error {
@@ -253,7 +254,7 @@ func TestAsyncAPI_channels_are_the_topics(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := topics.NewNames("")
-	want := append(names.Static(), names.ToolCalls("{queue}"))
+	want := append(append(names.Static(), names.Optional()...), names.ToolCalls("{queue}"))
 	var got []string
 	for _, c := range doc.Channels {
 		got = append(got, c.Address)

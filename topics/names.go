@@ -20,6 +20,7 @@ const (
 	RunRequests        = "run-requests"
 	RunRequestOutcomes = "run-request-outcomes"
 	ApprovalRequests   = "approval-requests"
+	RunArchive         = "run-archive"
 )
 
 // Names builds full topic names under one prefix. The zero value uses no
@@ -69,6 +70,10 @@ func (n Names) RunRequestOutcomes() string { return n.prefix + RunRequestOutcome
 // ApprovalRequests announces each parking of a call (ApprovalRequested).
 func (n Names) ApprovalRequests() string { return n.prefix + ApprovalRequests }
 
+// RunArchive holds each archived run's record (RunArchived), compacted:
+// the last record per run id is kept (runs.archive to: topic).
+func (n Names) RunArchive() string { return n.prefix + RunArchive }
+
 // DeadLetter receives messages no handler could accept, with the reason.
 func (n Names) DeadLetter() string { return n.prefix + DeadLetter }
 
@@ -82,3 +87,7 @@ func (n Names) Static() []string {
 	return []string{n.RunSteps(), n.ToolResults(), n.Decisions(), n.RunResults(), n.DeadLetter(), n.DecisionOutcomes(),
 		n.RunRequests(), n.RunRequestOutcomes(), n.ApprovalRequests()}
 }
+
+// Optional lists the topics a deployment has when a setting asks for
+// them: run-archive (runs.archive to: topic).
+func (n Names) Optional() []string { return []string{n.RunArchive()} }
