@@ -17,7 +17,9 @@ const topicReadyTimeout = 10 * time.Second
 // EnsureTopics creates those of names that do not exist on brokers, each
 // with the given number of partitions (≥ 1) and a replication factor of
 // three (min.insync.replicas 2), or the number of brokers when the cluster
-// has fewer. Existing
+// has fewer. The topics named in compacted are created too, with
+// cleanup.policy=compact: the broker keeps the last record of each key.
+// Existing
 // topics are left as they are, whatever their partition count, so calling it
 // again, or from several programs at once, is harmless.
 //
@@ -26,11 +28,11 @@ const topicReadyTimeout = 10 * time.Second
 // are joined into one error. An unreachable cluster fails within
 // [DefaultConnectTimeout] (or ctx's earlier deadline) with an error wrapping
 // [ErrUnreachable]; a cancelled ctx returns at once.
-func EnsureTopics(ctx context.Context, c Cluster, names []string, partitions int32) error {
+func EnsureTopics(ctx context.Context, c Cluster, names []string, partitions int32, compacted ...string) error {
 	if partitions < 1 {
 		return fmt.Errorf("ensure topics: %d partitions, want ≥ 1", partitions)
 	}
-	names = slices.Compact(slices.Sorted(slices.Values(names)))
+	names = slices.Compact(slices.Sorted(slices.Values(slices.Concat(names, compacted))))
 	if len(names) == 0 {
 		return nil
 	}
@@ -45,7 +47,7 @@ func EnsureTopics(ctx context.Context, c Cluster, names []string, partitions int
 	}
 	err = withContext(ctx, func() error {
 		defer admin.Close() // closes client too
-		return ensureTopics(ctx, admin, len(client.Brokers()), names, partitions)
+		return ensureTopics(ctx, admin, len(client.Brokers()), names, partitions, compacted)
 	})
 	if err != nil {
 		return fmt.Errorf("ensure topics on %s: %w", c, err)
@@ -53,19 +55,18 @@ func EnsureTopics(ctx context.Context, c Cluster, names []string, partitions int
 	return nil
 }
 
-func ensureTopics(ctx context.Context, admin sarama.ClusterAdmin, nbrokers int, names []string, partitions int32) error {
+func ensureTopics(ctx context.Context, admin sarama.ClusterAdmin, nbrokers int, names []string, partitions int32, compacted []string) error {
 	existing, err := admin.ListTopics()
 	if err != nil {
 		return fmt.Errorf("list topics: %w", err)
 	}
-	detail := topicDetail(nbrokers, partitions)
 	var created []string
 	var errs []error
 	for _, name := range names {
 		if _, ok := existing[name]; ok {
 			continue
 		}
-		err := admin.CreateTopic(name, detail, false)
+		err := admin.CreateTopic(name, topicDetail(nbrokers, partitions, slices.Contains(compacted, name)), false)
 		switch {
 		case err == nil:
 			created = append(created, name)
@@ -84,13 +85,18 @@ func ensureTopics(ctx context.Context, admin sarama.ClusterAdmin, nbrokers int, 
 // topicDetail is how a topic is created on a cluster of nbrokers: three
 // replicas, or as many as there are brokers, and with three replicas
 // min.insync.replicas = 2, so that a write acknowledged with acks=all is on
-// two brokers and one broker down stops nothing.
-func topicDetail(nbrokers int, partitions int32) *sarama.TopicDetail {
+// two brokers and one broker down stops nothing; compact keeps the last
+// record of each key (cleanup.policy=compact) instead of a time's worth.
+func topicDetail(nbrokers int, partitions int32, compact bool) *sarama.TopicDetail {
 	rf := max(1, min(3, nbrokers))
-	d := &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: int16(rf)}
+	d := &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: int16(rf), ConfigEntries: map[string]*string{}}
 	if rf == 3 {
 		two := "2"
-		d.ConfigEntries = map[string]*string{"min.insync.replicas": &two}
+		d.ConfigEntries["min.insync.replicas"] = &two
+	}
+	if compact {
+		policy := "compact"
+		d.ConfigEntries["cleanup.policy"] = &policy
 	}
 	return d
 }

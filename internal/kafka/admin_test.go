@@ -181,3 +181,23 @@ func TestCheck_returns_when_the_context_is_cancelled(t *testing.T) {
 		t.Errorf("Check = %v, want ErrUnreachable wrapping context.Canceled", err)
 	}
 }
+
+func TestEnsureTopics_creates_the_compacted_ones_with_cleanup_policy_compact(t *testing.T) {
+	t.Parallel()
+	brokers := testinfra.Kafka(t)
+	plain, compacted := unique(t, "plain"), unique(t, "compacted")
+	if err := kafka.EnsureTopics(context.Background(), kafka.Plain(brokers...), []string{plain}, 1, compacted); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sarama.NewClusterAdmin(brokers, kafka.SaramaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	for topic, want := range map[string]string{plain: "delete", compacted: "compact"} {
+		entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"cleanup.policy"}})
+		if err != nil || len(entries) != 1 || entries[0].Value != want {
+			t.Errorf("cleanup.policy of %s: %v %+v, want %s", topic, err, entries, want)
+		}
+	}
+}
