@@ -215,7 +215,8 @@ func (s *Store) Forget(ctx context.Context, runID string) error {
 }
 
 // libConsts are the constants scripts/lib.lua reads, which the scripts
-// that start with it get first (loadScripts).
-func libConsts(retention time.Duration) string {
-	return fmt.Sprintf("local retention_ms = %d\n", retention.Milliseconds())
+// that start with it get first (loadScripts): retentionMS, the time to
+// live of an ended run's keys (endTTL).
+func libConsts(retentionMS int64) string {
+	return fmt.Sprintf("local retention_ms = %d\n", retentionMS)
 }

@@ -188,6 +188,31 @@ var retentionCases = []contractCase{
 		// held hash is gone.
 		f.expiring(t, "r1", "run", "msgs", "events", "state", "decisions", "outcomes", "call:c1", "call:c2")
 	}},
+	{"an_archiving_store_keeps_an_ended_run_until_it_is_archived", func(t *testing.T, f *fixture) {
+		f.st = store.New(f.rdb, store.WithPrefix(f.prefix), store.WithRetention(retention), store.WithArchive())
+		f.twoSteps(t, "r1")
+		if _, err := f.st.FinishRun(f.ctx, "r1", pipeline.Termination{Reason: pipeline.ReasonError, Detail: "boom"}, at(7)); err != nil {
+			t.Fatal(err)
+		}
+		keys := f.runKeys(t, "r1")
+		for name, ttl := range keys {
+			if ttl != -1 {
+				t.Errorf("before its archiving, key %s lives %v, want for good", name, ttl)
+			}
+		}
+		calls, err := f.st.RunCalls(f.ctx, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]string, len(calls))
+		for i, c := range calls {
+			ids[i] = c.ID
+		}
+		if err := f.st.Archived(f.ctx, "r1", ids); err != nil {
+			t.Fatal(err)
+		}
+		f.expiring(t, "r1", everyKeyOfTwoSteps...)
+	}},
 	{"without_a_retention_an_ended_run_stays", func(t *testing.T, f *fixture) {
 		f.twoSteps(t, "r1")
 		if _, err := f.st.FinishRun(f.ctx, "r1", pipeline.Termination{Reason: pipeline.ReasonError}, at(7)); err != nil {

@@ -30,6 +30,7 @@ type Store struct {
 	wait       redis.UniversalClient // for the reads that block (WithWaitClient); rdb unless set
 	prefix     string
 	retention  time.Duration // of ended runs' keys; 0 keeps them (retention.go)
+	archive    bool          // ended runs' keys wait for Archived to start their retention (archive.go)
 	cluster    bool          // rdb is a Redis Cluster: global indexes live on other nodes than a run
 	searchable []string      // metadata keys runs are indexed by, sorted (search.go)
 
@@ -73,7 +74,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
-	s.scripts = loadScripts(libConsts(s.retention))
+	s.scripts = loadScripts(libConsts(s.endTTL()))
 	return s
 }
 

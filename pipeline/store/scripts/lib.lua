@@ -5,7 +5,8 @@
 -- its comment right above it and its closing `end` at the line's start,
 -- and calls only those above it (a local is not seen before its line).
 -- They are preceded by a constant the store writes from its settings:
---   retention_ms   how long an ended run's keys live (0: for good)
+--   retention_ms   how long an ended run's keys live (0: for good, or until
+--                  the run is archived: archive.go)
 
 -- part is the key of a part of the run whose hash key is run
 -- ("<p>:{<id>}:run"): 'events', 'msgs', 'call:<id>', 'step:<n>', ... as
