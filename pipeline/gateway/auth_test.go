@@ -80,6 +80,7 @@ func TestAuth_every_route_answers_by_key_scope_and_tenant(t *testing.T) {
 		{"POST", "/v1/runs/ra/decisions", decision, map[string]int{"decider-a": 202, "all-b": 404, "admin": 202}},
 		{"GET", "/v1/pending", "", map[string]int{"reader-a": 200, "all-b": 200, "admin": 200}},
 		{"POST", "/v1/runs/ra/cancel", "{}", map[string]int{"writer-a": 202, "all-b": 404, "admin": 202}},
+		{"GET", "/v1/export/runs", "", map[string]int{"admin": 200}},
 		{"GET", "/metrics", "", map[string]int{"admin": 404}}, // admin only; this gateway collects none
 	}
 	for _, rt := range routes {

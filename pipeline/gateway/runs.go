@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
 // MaxListLimit is the largest page GET /v1/runs serves.
@@ -172,30 +174,36 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	if !s.visible(w, r, id, run.Tenant) {
 		return
 	}
-	calls, err := s.cfg.Store.RunCalls(r.Context(), id)
+	view, err := viewOf(r.Context(), s.cfg.Store, run)
 	if err != nil {
-		s.fail(w, r, what, err)
-		return
-	}
-	state, err := s.cfg.Store.RunState(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, what, err)
-		return
-	}
-	view := RunView{RunSummary: summaryOf(run), ParentCallID: run.ParentCallID, ToolCalls: make([]ToolCallView, 0, len(calls)), State: state}
-	for _, c := range calls {
-		view.ToolCalls = append(view.ToolCalls, callViewOf(c))
-	}
-	if view.Children, err = s.children(r, run, calls); err != nil {
 		s.fail(w, r, what, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, view)
 }
 
+// viewOf is run as GET /v1/runs/{id} shows it: with its calls, its plugin
+// state and its children, read from st.
+func viewOf(ctx context.Context, st *store.Store, run pipeline.Run) (RunView, error) {
+	calls, err := st.RunCalls(ctx, run.ID)
+	if err != nil {
+		return RunView{}, err
+	}
+	state, err := st.RunState(ctx, run.ID)
+	if err != nil {
+		return RunView{}, err
+	}
+	view := RunView{RunSummary: summaryOf(run), ParentCallID: run.ParentCallID, ToolCalls: make([]ToolCallView, 0, len(calls)), State: state}
+	for _, c := range calls {
+		view.ToolCalls = append(view.ToolCalls, callViewOf(c))
+	}
+	view.Children, err = children(ctx, st, run, calls)
+	return view, err
+}
+
 // children are run's child runs that are written, in call order, with
 // their statuses (one round trip); nil for a run without any.
-func (s *Server) children(r *http.Request, run pipeline.Run, calls []pipeline.ToolCall) ([]ChildView, error) {
+func children(ctx context.Context, st *store.Store, run pipeline.Run, calls []pipeline.ToolCall) ([]ChildView, error) {
 	if len(run.Children) == 0 {
 		return nil, nil
 	}
@@ -207,7 +215,7 @@ func (s *Server) children(r *http.Request, run pipeline.Run, calls []pipeline.To
 			ids = append(ids, pipeline.ChildRunID(run.ID, c.ID))
 		}
 	}
-	statuses, err := s.cfg.Store.RunStatuses(r.Context(), ids)
+	statuses, err := st.RunStatuses(ctx, ids)
 	if err != nil {
 		return nil, err
 	}

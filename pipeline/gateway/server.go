@@ -259,6 +259,7 @@ func (s *Server) table() []route {
 		{"POST /v1/runs/{id}/fork", need(ScopeRunsWrite, s.forkRun)},
 		{"GET /v1/runs", need(ScopeRunsRead, s.listRuns)},
 		{"GET /v1/runs/{id}", need(ScopeRunsRead, s.getRun)},
+		{"GET /v1/export/runs", need(ScopeAdmin, s.exportRuns)},
 		{"GET /v1/runs/{id}/messages", need(ScopeRunsRead, s.getMessages)},
 		{"GET /v1/runs/{id}/events", need(ScopeRunsRead, s.streamEvents)},
 		{"POST /v1/runs/{id}/decisions", need(ScopeDecisionsWrite, s.postDecision)},
