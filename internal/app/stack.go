@@ -80,7 +80,7 @@ func Connect(ctx context.Context, o Options) (*Stack, error) {
 		return fail(err)
 	}
 	all := append(s.Names.Static(), queueTopics(s.Names, s.Config.Queues())...)
-	if err := kafka.EnsureTopics(ctx, cluster, all, s.Config.Kafka.Partitions); err != nil {
+	if err := kafka.EnsureTopics(ctx, cluster, all, s.Config.Kafka.Partitions, compactedTopics(s.Names, s.Config.Runs.Archive)...); err != nil {
 		return fail(fmt.Errorf("create topics: %w", err))
 	}
 	pub, err := kafka.NewPublisher(cluster, s.wmLogger)
@@ -134,8 +134,7 @@ func open(ctx context.Context, o Options) (*Stack, error) {
 	waits := waitClient(rdb)
 	return &Stack{
 		Config: cfg, Names: cfg.Kafka.Names(), Redis: rdb,
-		Store: store.New(rdb, store.WithRetention(cfg.Runs.KeepFor()), store.WithWaitClient(waits),
-			store.WithSearchableMetadata(cfg.Runs.SearchableMetadata...)),
+		Store:  store.New(rdb, storeOptions(cfg, waits)...),
 		Logger: log, wmLogger: kafka.Logger(log), Plugins: o.plugins(), Redact: redact, Metrics: metrics.New(), waits: waits,
 	}, nil
 }
@@ -153,6 +152,26 @@ func (s *Stack) Close() error {
 		err = errors.Join(err, s.waits.Close())
 	}
 	return err
+}
+
+// storeOptions are the options of the store of cfg: its retention, and
+// with runs.archive, ended runs kept until they are archived.
+func storeOptions(cfg *config.Config, waits redis.UniversalClient) []store.Option {
+	opts := []store.Option{store.WithRetention(cfg.Runs.KeepFor()), store.WithWaitClient(waits),
+		store.WithSearchableMetadata(cfg.Runs.SearchableMetadata...)}
+	if cfg.Runs.Archive.On() {
+		opts = append(opts, store.WithArchive())
+	}
+	return opts
+}
+
+// compactedTopics are the compacted topics a deployment with archive has:
+// run-archive when runs are archived to it.
+func compactedTopics(names topics.Names, archive config.Archive) []string {
+	if archive.To == config.ArchiveToTopic {
+		return []string{names.RunArchive()}
+	}
+	return nil
 }
 
 func queueTopics(names topics.Names, queues []string) []string {

@@ -62,17 +62,23 @@ func (w *Worker) finishFrom(ctx context.Context, run pipeline.Run, t pipeline.Te
 }
 
 // publishResult is RunEnd: once the run's end is done (endRun), it
-// publishes the done run's outcome to run-results, then marks it published
-// (which takes the run off the schedule). Until the mark the run stays
+// archives the run (runs.archive, which starts its retention), publishes
+// the done run's outcome to run-results, then marks it published (which
+// takes the run off the schedule). Until the mark the run stays
 // scheduled, and the next reconcile does what is left of its end and
-// publishes again: the result goes out at least once, and consumers dedupe
-// by run_id. A result too large for the broker goes out without the run's
+// archives and publishes again: the archive and the result go out at
+// least once, and consumers dedupe by run_id. A result too large for the broker goes out without the run's
 // metadata (MetadataOmitted); one too large even so is logged and not
 // tried again (ADR 0050).
 func (w *Worker) publishResult(ctx context.Context, snap store.Snapshot) error {
 	run := snap.Run
 	if done, err := w.endRun(ctx, snap); !done || err != nil {
 		return err
+	}
+	if w.archive != nil {
+		if err := w.archive.Archive(ctx, run.ID); err != nil {
+			return err // the run stays scheduled, kept for good; the next reconcile archives it
+		}
 	}
 	var t pipeline.Termination
 	if run.Termination != nil {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stepwise-run/stepwise/pipeline/archive"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/limits"
 	"github.com/stepwise-run/stepwise/pipeline/metrics"
@@ -56,6 +57,7 @@ type Worker struct {
 	live       atomic.Pointer[map[string]bool] // the instances alive at the last heartbeat
 	unsent     unsent                          // marks to take back
 	schedules  *scheduler.Firer                // fires the schedules' ticks in RunSweeper
+	archive    *archive.Archiver               // of done runs, before their results (runs.archive); nil: none
 }
 
 // New returns a worker whose background work (inference on the pool) lives
@@ -88,6 +90,12 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		if signers, err = cfg.Config.Decisions.Keys(); err != nil {
 			return nil, fmt.Errorf("stepworker: %w", err)
 		}
+	}
+	arch, err := archive.New(cfg.Config.Runs.Archive, archive.Deps{
+		Store: cfg.Store, Publisher: cfg.Publisher, Names: cfg.Names, Process: cfg.WorkerID, Now: cfg.Now, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stepworker: %w", err)
 	}
 	s := cfg.Config.StepWorker
 	ctx, cancel := context.WithCancel(ctx)
@@ -124,6 +132,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		stops:      stops,
 		plugins:    plugins,
 		schedules:  &scheduler.Firer{Store: cfg.Store, Now: cfg.Now, Poll: s.SweepInterval.Duration, Log: cfg.Logger},
+		archive:    arch,
 	}, nil
 }
 
