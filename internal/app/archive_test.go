@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/internal/cli"
 	"github.com/stepwise-run/stepwise/internal/kafka"
 	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
@@ -227,4 +229,71 @@ func TestArchive_a_fault_between_the_archive_and_the_deletion_archives_again_and
 		t.Fatalf("run-archive holds %d records of run %s, want it archived again after the fault", len(recs), id)
 	}
 	assertArchived(t, recs[len(recs)-1], id)
+}
+
+// stepwise runs export writes the runs a filter selects, each with its
+// messages and events, to a file or to stdout; a key without the admin
+// scope is refused.
+func TestCLI_runs_export_writes_the_selected_runs(t *testing.T) {
+	t.Setenv("STEPWISE_TEST_EXPORT_ADMIN", "export-admin-123456")
+	t.Setenv("STEPWISE_TEST_EXPORT_READER", "export-reader-123456")
+	stack := connect(t, newInfra(t), parseConfig(t, testConfig+`auth: {keys: [
+  {name: ops, key_env: STEPWISE_TEST_EXPORT_ADMIN, scopes: [admin]},
+  {name: reader, key_env: STEPWISE_TEST_EXPORT_READER, scopes: [runs:read]}]}
+`))
+	workers(t, stack)
+	base := serve(t, stack)
+	t.Setenv(cli.EnvGateway, base)
+	t.Setenv(cli.EnvAPIKey, "export-admin-123456")
+
+	// Three runs of assistant and one of sequential, submitted and
+	// followed to their ends.
+	dir := t.TempDir()
+	want := map[string]bool{}
+	var lines []string
+	for i := range 4 {
+		id, agent := fmt.Sprintf("exp-%d", i), "assistant"
+		if i == 3 {
+			agent = "sequential"
+		} else {
+			want[id] = true
+		}
+		b, _ := json.Marshal(map[string]any{"run_id": id, "agent": agent, "input": "go", "model": json.RawMessage(threeSteps)})
+		lines = append(lines, string(b))
+	}
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := stepwiseCLI(t, "submit", in, "--follow", "--out", filepath.Join(dir, "results.jsonl")); code != cli.ExitOK {
+		t.Fatalf("submit: exit %d: %s", code, errs)
+	}
+
+	exports := t.TempDir()
+	code, _, errs := stepwiseCLI(t, "runs", "export", "--agent", "assistant", "--status", "done", "--out", filepath.Join(exports, "runs-export.jsonl"))
+	if code != cli.ExitOK {
+		t.Fatalf("runs export: exit %d: %s", code, errs)
+	}
+	recs := archivedLines(t, exports)
+	if len(recs) != len(want) {
+		t.Fatalf("exported %d runs, want the %d of assistant", len(recs), len(want))
+	}
+	for id := range want {
+		if len(recs[id]) != 1 {
+			t.Fatalf("run %s exported %d times, want once", id, len(recs[id]))
+		}
+		assertArchived(t, recs[id][0], id)
+	}
+
+	code, stdout, errs := stepwiseCLI(t, "runs", "export", "--agent", "sequential")
+	if code != cli.ExitOK || strings.Count(stdout, "\n") != 1 || !strings.Contains(stdout, `"run_id":"exp-3"`) {
+		t.Fatalf("runs export of sequential to stdout: exit %d, %q %s", code, stdout, errs)
+	}
+	if code, stdout, _ := stepwiseCLI(t, "runs", "export", "--agent", "nobody"); code != cli.ExitOK || stdout != "" {
+		t.Fatalf("runs export of an agent with no runs: exit %d, %q", code, stdout)
+	}
+	t.Setenv(cli.EnvAPIKey, "export-reader-123456")
+	if code, _, errs := stepwiseCLI(t, "runs", "export"); code != cli.ExitFail || !strings.Contains(errs, "403") {
+		t.Fatalf("runs export with a runs:read key: exit %d: %s", code, errs)
+	}
 }

@@ -154,8 +154,9 @@ func (s *Stack) Close() error {
 	return err
 }
 
-// storeOptions are the options of the store of cfg: its retention, and
-// with runs.archive, ended runs kept until they are archived.
+// storeOptions are the options of the store of cfg: its retention, the
+// metadata keys runs are searched by, and with runs.archive, ended runs
+// kept until they are archived.
 func storeOptions(cfg *config.Config, waits redis.UniversalClient) []store.Option {
 	opts := []store.Option{store.WithRetention(cfg.Runs.KeepFor()), store.WithWaitClient(waits),
 		store.WithSearchableMetadata(cfg.Runs.SearchableMetadata...)}

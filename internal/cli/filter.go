@@ -6,11 +6,14 @@ import (
 	"strings"
 )
 
-// filterFlags defines on fs the flags of a run filter that `runs list` and
-// `rerun` share, and returns them by the name the gateway reads each under
-// (GET /v1/runs's query, POST /v1/runs/rerun's filter).
-func filterFlags(fs *flag.FlagSet) map[string]*string {
-	return map[string]*string{
+// runFilter is a run filter as flags, by the name the gateway reads each
+// under (GET /v1/runs's query, POST /v1/runs/rerun's filter).
+type runFilter map[string]*string
+
+// filterFlags defines on fs the flags of a run filter that `runs list`,
+// `runs export` and `rerun` share.
+func filterFlags(fs *flag.FlagSet) runFilter {
+	return runFilter{
 		"batch_id":    fs.String("batch", "", "runs of this `batch`"),
 		"termination": fs.String("termination", "", "runs that ended with this `reason` (error, stopped, cancelled, ...)"),
 		"status":      fs.String("status", "", "runs in this `status` (created, running, waiting, done)"),
@@ -18,6 +21,17 @@ func filterFlags(fs *flag.FlagSet) map[string]*string {
 		"since":       fs.String("since", "", "runs created at this `time` or later (RFC 3339)"),
 		"until":       fs.String("until", "", "runs created before this `time` (RFC 3339)"),
 	}
+}
+
+// set is the filter's fields that were given.
+func (f runFilter) set() map[string]string {
+	out := map[string]string{}
+	for k, v := range f {
+		if *v != "" {
+			out[k] = *v
+		}
+	}
+	return out
 }
 
 // metaFlag is a repeatable --meta KEY=VALUE: the metadata a search keeps

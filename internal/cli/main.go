@@ -25,6 +25,8 @@ or http://127.0.0.1:8080; $STEPWISE_API_KEY is sent as the bearer key):
   runs get RUN                                 the run, its tool calls and state, as JSON
   runs watch RUN                               its events as they happen, until it ends
   runs cancel RUN [--reason R]
+  runs export [--batch ID] [--status S] [--agent A] [--termination R] [--since T] [--until T] [--out FILE|-]
+                                               the selected runs' archive records (run, messages, events), JSON Lines (admin)
   pending [--agent A] [--tool T] [--run RUN]   calls waiting for a decision
   decide RUN CALL --resume|--cancel [--payload JSON] [--args-hash H] [--reason R]
   rerun --batch ID [--termination error] [--status S] [--agent A] [--since T] [--until T] [--runs IDS]

@@ -18,10 +18,8 @@ func rerun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	f := map[string]any{}
-	for k, v := range filter {
-		if *v != "" {
-			f[k] = *v
-		}
+	for k, v := range filter.set() {
+		f[k] = v
 	}
 	if *runIDs != "" {
 		f["run_ids"] = strings.Split(*runIDs, ",")

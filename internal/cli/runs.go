@@ -27,7 +27,7 @@ type runSummary struct {
 
 func runs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: want list, get, watch or cancel", errUsage)
+		return fmt.Errorf("%w: want list, get, watch, cancel or export", errUsage)
 	}
 	switch args[0] {
 	case "list":
@@ -38,8 +38,10 @@ func runs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runsWatch(ctx, args[1:], stdout, stderr)
 	case "cancel":
 		return runsCancel(ctx, args[1:], stdout, stderr)
+	case "export":
+		return runsExport(ctx, args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown %q, want list, get, watch or cancel", errUsage, args[0])
+	return fmt.Errorf("%w: unknown %q, want list, get, watch, cancel or export", errUsage, args[0])
 }
 
 // runsList serves `stepwise runs list`: one page of GET /v1/runs, searched
@@ -56,10 +58,8 @@ func runsList(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	q := url.Values{"limit": {fmt.Sprint(*limit)}}
-	for k, v := range filter {
-		if *v != "" {
-			q.Set(k, *v)
-		}
+	for k, v := range filter.set() {
+		q.Set(k, v)
 	}
 	for k, v := range meta {
 		q.Set("meta."+k, v)
