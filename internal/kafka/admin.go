@@ -18,7 +18,8 @@ const topicReadyTimeout = 10 * time.Second
 // with the given number of partitions (≥ 1) and a replication factor of
 // three (min.insync.replicas 2), or the number of brokers when the cluster
 // has fewer. The topics named in compacted are created too, with
-// cleanup.policy=compact: the broker keeps the last record of each key.
+// cleanup.policy=compact and no time retention: the broker keeps the last
+// record of each key for good.
 // Existing
 // topics are left as they are, whatever their partition count, so calling it
 // again, or from several programs at once, is harmless.
@@ -86,7 +87,8 @@ func ensureTopics(ctx context.Context, admin sarama.ClusterAdmin, nbrokers int, 
 // replicas, or as many as there are brokers, and with three replicas
 // min.insync.replicas = 2, so that a write acknowledged with acks=all is on
 // two brokers and one broker down stops nothing; compact keeps the last
-// record of each key (cleanup.policy=compact) instead of a time's worth.
+// record of each key for good (cleanup.policy=compact, retention.ms=-1)
+// instead of a time's worth.
 func topicDetail(nbrokers int, partitions int32, compact bool) *sarama.TopicDetail {
 	rf := max(1, min(3, nbrokers))
 	d := &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: int16(rf), ConfigEntries: map[string]*string{}}
@@ -95,8 +97,9 @@ func topicDetail(nbrokers int, partitions int32, compact bool) *sarama.TopicDeta
 		d.ConfigEntries["min.insync.replicas"] = &two
 	}
 	if compact {
-		policy := "compact"
+		policy, forever := "compact", "-1"
 		d.ConfigEntries["cleanup.policy"] = &policy
+		d.ConfigEntries["retention.ms"] = &forever // what compact means on Kafka; kfake would apply 7 days
 	}
 	return d
 }

@@ -182,7 +182,7 @@ func TestCheck_returns_when_the_context_is_cancelled(t *testing.T) {
 	}
 }
 
-func TestEnsureTopics_creates_the_compacted_ones_with_cleanup_policy_compact(t *testing.T) {
+func TestEnsureTopics_creates_the_compacted_ones_with_cleanup_policy_compact_kept_for_good(t *testing.T) {
 	t.Parallel()
 	brokers := testinfra.Kafka(t)
 	plain, compacted := unique(t, "plain"), unique(t, "compacted")
@@ -199,5 +199,9 @@ func TestEnsureTopics_creates_the_compacted_ones_with_cleanup_policy_compact(t *
 		if err != nil || len(entries) != 1 || entries[0].Value != want {
 			t.Errorf("cleanup.policy of %s: %v %+v, want %s", topic, err, entries, want)
 		}
+	}
+	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: compacted, ConfigNames: []string{"retention.ms"}})
+	if err != nil || len(entries) != 1 || entries[0].Value != "-1" {
+		t.Errorf("retention.ms of %s: %v %+v, want -1 (no time retention)", compacted, err, entries)
 	}
 }
