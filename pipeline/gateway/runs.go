@@ -220,9 +220,9 @@ func children(ctx context.Context, st *store.Store, run pipeline.Run, calls []pi
 		return nil, err
 	}
 	written := out[:0]
-	for i, st := range statuses {
-		if st.Status != "" {
-			out[i].Status = st.Status
+	for i, status := range statuses {
+		if status.Status != "" {
+			out[i].Status = status.Status
 			written = append(written, out[i])
 		}
 	}
