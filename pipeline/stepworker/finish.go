@@ -67,9 +67,9 @@ func (w *Worker) finishFrom(ctx context.Context, run pipeline.Run, t pipeline.Te
 // takes the run off the schedule). Until the mark the run stays
 // scheduled, and the next reconcile does what is left of its end and
 // archives and publishes again: the archive and the result go out at
-// least once, and consumers dedupe by run_id. A result too large for the broker goes out without the run's
-// metadata (MetadataOmitted); one too large even so is logged and not
-// tried again (ADR 0050).
+// least once, and consumers dedupe by run_id. A result too large for the
+// broker goes out without the run's metadata (MetadataOmitted); one too
+// large even so is logged and not tried again (ADR 0050).
 func (w *Worker) publishResult(ctx context.Context, snap store.Snapshot) error {
 	run := snap.Run
 	if done, err := w.endRun(ctx, snap); !done || err != nil {

@@ -14,7 +14,8 @@ import (
 
 // Retention. A run that ends (EndStep finishing it, FinishRun, CancelRun)
 // gives every key it owns a time to live in the same script: the retention
-// (WithRetention; 0, the default of New, keeps runs for good). Keys an
+// (WithRetention; 0, the default of New, keeps runs for good), or, on a
+// store WithArchive, none until the run is archived (archive.go). Keys an
 // ended run gains later (a decision id rejected after the end) inherit the
 // run's time to live, and a mark on a key that is gone writes nothing, so
 // nothing of an ended run outlives it.
