@@ -31,6 +31,7 @@ const (
 	EventDecisionHeld     EventType = "decision.held"
 	EventRunHandoff       EventType = "run.handoff"       // the step's commit handed the run to another agent; data {"from", "to"}
 	EventContextCompacted EventType = "context.compacted" // compaction replaced earlier turns of the prompt by a summary; data builtin.Compacted
+	EventActionFailed     EventType = "action.failed"     // a scheduled action failed or could not run where it was aimed; data FailedAction
 )
 
 // Event is one entry of a run's event log. ID is the log position the store

@@ -15,3 +15,9 @@ const (
 	PhaseStepEnd           Phase = "step_end"            // stepworker
 	PhaseRunEnd            Phase = "run_end"             // stepworker, once per run
 )
+
+// InToolWorker reports whether the tool worker runs the phase; the step
+// worker runs the others.
+func (p Phase) InToolWorker() bool {
+	return p == PhaseBeforeToolExecute || p == PhaseAfterToolExecute
+}

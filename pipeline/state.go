@@ -8,3 +8,12 @@ type StateUpdate struct {
 	Key   string          `json:"key"`
 	Value json.RawMessage `json:"value,omitempty"`
 }
+
+// FailedAction records a scheduled action that failed: its handler
+// returned an error, or it could not run where it was aimed (another
+// process, a later step, no handler). It is not retried.
+type FailedAction struct {
+	Phase Phase  `json:"phase"`
+	Key   string `json:"key"`
+	Error string `json:"error"`
+}

@@ -103,6 +103,7 @@ func probeRegistry() *plugin.Registry {
 		}
 		return p, nil
 	})
+	reg.Add("powers", newPowers)
 	return reg
 }
 

@@ -78,8 +78,15 @@ func (a Agent) check(ps *problems, path, name string, cfg *Config) {
 			continue
 		}
 		seen[name] = i
-		if _, ok := tools[name]; !ok {
+		t, ok := tools[name]
+		if !ok {
 			ps.add(p, fmt.Sprintf("unknown tool %q", name))
+			continue
+		}
+		if by := t.Executor.Plugin; by != "" {
+			if _, on := a.Plugins[by]; !on {
+				ps.add(p, fmt.Sprintf("tool %q is executed by plugin %q, which this agent does not enable under plugins", name, by))
+			}
 		}
 	}
 	a.Stop.check(ps, field(path, "stop"))

@@ -39,6 +39,7 @@ const (
 	ExecutorMCP      = "mcp"
 	ExecutorFrontend = "frontend"
 	ExecutorAgent    = "agent"
+	ExecutorPlugin   = "plugin"
 )
 
 // Tool is a tool agents may call: what the model is told about it, who
@@ -75,6 +76,10 @@ type Executor struct {
 	// call's arguments ({{.document}}); empty: the arguments' JSON. Only
 	// with Agent.
 	Input string `json:"input,omitempty"`
+	// Plugin names the plugin that executes the calls (it registers the
+	// tool with plugin.Registrar.Tool, and may return a state command with
+	// the result); every agent that lists the tool must enable it.
+	Plugin string `json:"plugin,omitempty"`
 }
 
 // Kind returns the executor kind that is set (ExecutorBuiltin, …), or ""
@@ -103,6 +108,9 @@ func (e Executor) kinds() []string {
 	}
 	if e.Agent != "" {
 		k = append(k, ExecutorAgent)
+	}
+	if e.Plugin != "" {
+		k = append(k, ExecutorPlugin)
 	}
 	return k
 }
@@ -192,11 +200,11 @@ func checkParameters(ps *problems, path string, raw json.RawMessage) {
 func (e Executor) check(ps *problems, path string, cfg *Config) {
 	switch kinds := e.kinds(); len(kinds) {
 	case 0:
-		ps.add(path, "set exactly one of builtin, http, mcp, frontend, agent; none is set")
+		ps.add(path, "set exactly one of builtin, http, mcp, frontend, agent, plugin; none is set")
 		return
 	case 1:
 	default:
-		ps.add(path, "set exactly one of builtin, http, mcp, frontend, agent; "+strings.Join(kinds, " and ")+" are set")
+		ps.add(path, "set exactly one of builtin, http, mcp, frontend, agent, plugin; "+strings.Join(kinds, " and ")+" are set")
 	}
 	if e.Builtin != "" && !slices.Contains(Builtins(), e.Builtin) {
 		ps.add(field(path, "builtin"), fmt.Sprintf("unknown builtin %q; want one of %s", e.Builtin, strings.Join(Builtins(), ", ")))

@@ -18,7 +18,19 @@ const (
 	IncludeOnlyTools     = "runtime.include_only_tools"     // BeforeInference; payload ["tool", ...]
 	SkipInference        = "runtime.skip_inference"         // BeforeInference; payload "reason"
 	ToolIntercept        = "tool_intercept"                 // ToolGate; payload Intercept
+	EditToolCall         = "runtime.edit_tool_call"         // AfterInference; payload ToolCallEdit
+	DropToolCall         = "runtime.drop_tool_call"         // AfterInference; payload index
+	RequestTermination   = "runtime.request_termination"    // AfterInference; payload "reason"
 )
+
+// ToolCallEdit is the payload of EditToolCall: which proposed call (its
+// index among the model's calls, from 0) and what replaces its name and
+// arguments (empty fields keep them).
+type ToolCallEdit struct {
+	Index     int             `json:"index"`
+	Name      string          `json:"name,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
 
 // ContextMessage is the payload of AddContextMessage: a message added to
 // this step's inference only, not to the run's history.
@@ -68,6 +80,29 @@ func registerRuntimeActions(r *Registrar) {
 		pc.Skip = reason
 		return Command{}, nil
 	}))
+	must(r.Action(EditToolCall, pipeline.PhaseAfterInference, onResponse(func(pc *Context, e ToolCallEdit) error {
+		if e.Name != "" {
+			pc.Response.ToolCalls[e.Index].Name = e.Name
+		}
+		if len(e.Arguments) > 0 {
+			pc.Response.ToolCalls[e.Index].Arguments = e.Arguments
+		}
+		return nil
+	}, func(e ToolCallEdit) int { return e.Index })))
+	must(r.Action(DropToolCall, pipeline.PhaseAfterInference, onResponse(func(pc *Context, i int) error {
+		if !slices.Contains(pc.Drop, i) {
+			pc.Drop = append(pc.Drop, i)
+		}
+		return nil
+	}, func(i int) int { return i })))
+	must(r.Action(RequestTermination, pipeline.PhaseAfterInference, func(_ context.Context, pc *Context, raw json.RawMessage) (Command, error) {
+		var reason string
+		if err := json.Unmarshal(raw, &reason); err != nil || reason == "" {
+			reason = "a plugin asked to end the run"
+		}
+		pc.End = reason
+		return Command{}, nil
+	}))
 	must(r.Action(ToolIntercept, pipeline.PhaseToolGate, func(_ context.Context, pc *Context, raw json.RawMessage) (Command, error) {
 		var in Intercept
 		if err := json.Unmarshal(raw, &in); err != nil {
@@ -95,5 +130,24 @@ func onRequest[P any](change func(*Request, P) error) Handler {
 			return Command{}, fmt.Errorf("payload: %w", err)
 		}
 		return Command{}, change(pc.Request, p)
+	}
+}
+
+// onResponse adapts a change of the model's proposed calls to a Handler;
+// index says which call the payload names (its index when the model
+// answered: drops apply after the phase, so indexes stay put).
+func onResponse[P any](change func(*Context, P) error, index func(P) int) Handler {
+	return func(_ context.Context, pc *Context, raw json.RawMessage) (Command, error) {
+		if pc.Response == nil {
+			return Command{}, fmt.Errorf("no model response in phase %s", pc.Phase)
+		}
+		var p P
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return Command{}, fmt.Errorf("payload: %w", err)
+		}
+		if i := index(p); i < 0 || i >= len(pc.Response.ToolCalls) {
+			return Command{}, fmt.Errorf("no proposed call %d: the model proposed %d", i, len(pc.Response.ToolCalls))
+		}
+		return Command{}, change(pc, p)
 	}
 }

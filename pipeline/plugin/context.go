@@ -19,7 +19,7 @@ type Context struct {
 	Messages []pipeline.Message // the conversation so far (step worker phases)
 
 	Request  *Request            // BeforeInference: the inference about to be made
-	Response *model.Response     // AfterInference: the model's answer
+	Response *model.Response     // AfterInference: the model's answer, whose calls actions may change
 	Call     *pipeline.ToolCall  // ToolGate, BeforeToolExecute, AfterToolExecute: the call
 	Result   *Result             // AfterToolExecute: the call's outcome, which actions may change
 	Calls    []pipeline.ToolCall // StepEnd: the step's calls, all terminal
@@ -34,6 +34,8 @@ type Context struct {
 	// Set by the runner: what the phase collected.
 	Intercepts []pipeline.Intercept // ToolGate: intercepts scheduled for the call
 	Skip       string               // BeforeInference: non-empty skips inference; the run ends behavior_requested
+	End        string               // AfterInference: non-empty ends the run behavior_requested once the step commits
+	Drop       []int                // AfterInference: indexes in Response.ToolCalls of the calls not to make
 	Updates    []Update             // every state update of the phase, in order
 	Failed     []FailedAction       // handlers that failed in the phase
 }
@@ -54,12 +56,9 @@ type Result struct {
 	Error  string
 }
 
-// FailedAction records a handler that failed; it is not retried.
-type FailedAction struct {
-	Phase pipeline.Phase `json:"phase"`
-	Key   string         `json:"key"`
-	Error string         `json:"error"`
-}
+// FailedAction records an action that failed or could not run where it
+// was aimed; it is not retried.
+type FailedAction = pipeline.FailedAction
 
 // Keeper writes one persistent state key of the run at once, not with the
 // step's commit: for what a step redelivered before its commit must find

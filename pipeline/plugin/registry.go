@@ -92,6 +92,7 @@ type Registrar struct {
 	hooks      map[pipeline.Phase][]Hook
 	actions    map[string]action
 	persistent map[string]bool
+	tools      map[string]Tool
 }
 
 type action struct {
@@ -100,7 +101,8 @@ type action struct {
 }
 
 func newRegistrar() *Registrar {
-	return &Registrar{hooks: map[pipeline.Phase][]Hook{}, actions: map[string]action{}, persistent: map[string]bool{}}
+	return &Registrar{hooks: map[pipeline.Phase][]Hook{}, actions: map[string]action{}, persistent: map[string]bool{},
+		tools: map[string]Tool{}}
 }
 
 // Hook adds a hook to phase; hooks of a phase run in registration order.

@@ -22,9 +22,14 @@ var runtimeOnly = func() *Set {
 	return &Set{reg: reg, MaxRounds: MaxRounds}
 }()
 
-// FailedActionsKey is the persistent state key that lists the actions whose
-// handler failed.
+// FailedActionsKey is the persistent state key that lists the actions that
+// failed (their handler returned an error) or could not run where they
+// were aimed (Strand, an unknown key).
 var FailedActionsKey = Key[[]FailedAction]{Name: "runtime.failed_actions", Persistent: true}
+
+// RunEndKey marks a run whose RunEnd phase has run and committed; its
+// value is when (unix ms). RunEnd does not run again for such a run.
+var RunEndKey = Key[int64]{Name: "runtime.run_end", Persistent: true}
 
 // Set is the plugins of one agent, registered. It is immutable and safe for
 // concurrent use. A nil Set has no plugins: its phases run no hooks and
@@ -51,7 +56,7 @@ func (s *Set) Empty() bool {
 
 // Persistent reports whether key is checkpointed with the run.
 func (s *Set) Persistent(key string) bool {
-	return key == FailedActionsKey.Name || s.reg.persistent[key]
+	return key == FailedActionsKey.Name || key == RunEndKey.Name || s.reg.persistent[key]
 }
 
 // PersistentUpdates keeps the updates of persistent keys, in order: what a
@@ -108,7 +113,7 @@ func (s *Set) Run(ctx context.Context, pc *Context, pending []Action) (later []A
 		for _, a := range batch {
 			cmd, err := s.reg.actions[a.Key].handler(ctx, pc, a.Payload)
 			if err != nil {
-				s.fail(pc, a.Key, err)
+				s.fail(pc, pc.Phase, a.Key, err)
 				continue
 			}
 			s.apply(pc, cmd)
@@ -123,12 +128,20 @@ func (s *Set) unknown(pc *Context, acts []Action) []Action {
 	var keep []Action
 	for _, a := range acts {
 		if _, ok := s.reg.actions[a.Key]; !ok {
-			s.fail(pc, a.Key, errors.New("no handler is registered for this action"))
+			s.fail(pc, pc.Phase, a.Key, errors.New("no handler is registered for this action"))
 			continue
 		}
 		keep = append(keep, a)
 	}
 	return keep
+}
+
+// Apply applies a Command made outside a phase (a plugin tool's) to pc as
+// a hook's is applied, and returns its actions, for the phases to come
+// (Run's pending).
+func (s *Set) Apply(pc *Context, cmd Command) []Action {
+	s.apply(pc, cmd)
+	return cmd.Actions
 }
 
 func (s *Set) apply(pc *Context, cmd Command) {
@@ -139,8 +152,47 @@ func (s *Set) apply(pc *Context, cmd Command) {
 	pc.Updates = append(pc.Updates, cmd.Updates...)
 }
 
-func (s *Set) fail(pc *Context, key string, err error) {
-	f := FailedAction{Phase: pc.Phase, Key: key, Error: err.Error()}
+// Strand records as failed the actions a process's phase run leaves
+// unrun (what Run returned as later once its last phase ran): each names
+// where it was aimed and why it could not run there — in the other worker,
+// or in a phase that does not come again in this phase run (an action does
+// not carry over to a later step or call). Nothing is dropped silently.
+func (s *Set) Strand(pc *Context, acts []Action) {
+	if s == nil {
+		s = runtimeOnly
+	}
+	for _, a := range acts {
+		phase := s.reg.actions[a.Key].phase // Run failed the unknown ones
+		why := fmt.Errorf("aimed at phase %s, which does not come again in this phase run: an action does not carry over to a later step or call", phase)
+		if phase.InToolWorker() != pc.Phase.InToolWorker() {
+			why = fmt.Errorf("aimed at phase %s, which runs in the %s, not in the %s that scheduled it", phase, worker(phase), worker(pc.Phase))
+		}
+		s.fail(pc, phase, a.Key, why)
+	}
+}
+
+func worker(p pipeline.Phase) string {
+	if p.InToolWorker() {
+		return "tool worker"
+	}
+	return "step worker"
+}
+
+// HasHooks reports whether a plugin hooks phase p.
+func (s *Set) HasHooks(p pipeline.Phase) bool { return s != nil && len(s.reg.hooks[p]) > 0 }
+
+// Tool returns the tool a plugin of the set executes under name
+// (Registrar.Tool).
+func (s *Set) Tool(name string) (Tool, bool) {
+	if s == nil {
+		return nil, false
+	}
+	t, ok := s.reg.tools[name]
+	return t, ok
+}
+
+func (s *Set) fail(pc *Context, phase pipeline.Phase, key string, err error) {
+	f := FailedAction{Phase: phase, Key: key, Error: err.Error()}
 	pc.Failed = append(pc.Failed, f)
 	all, _, _ := FailedActionsKey.Get(pc.State)
 	var cmd Command

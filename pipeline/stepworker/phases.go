@@ -2,11 +2,15 @@ package stepworker
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
+	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
 // phases runs the plugin phases of one step in this process: it carries the
@@ -68,25 +72,39 @@ func (ph *phases) gateCall(ctx context.Context, c pipeline.ToolCall) ([]pipeline
 // updates are the persistent state updates of the phases run so far.
 func (ph *phases) updates() []pipeline.StateUpdate { return ph.set.PersistentUpdates(ph.pc.Updates) }
 
+// strand ends this process's phase run: the actions still pending, aimed
+// at a phase that does not come in it, are recorded as failed, and it
+// returns every action that failed in it (an action.failed event each,
+// written with the phases' state).
+func (ph *phases) strand() []pipeline.FailedAction {
+	ph.set.Strand(ph.pc, ph.pending)
+	ph.pending = nil
+	return ph.pc.Failed
+}
+
 // stepEnd runs the StepEnd phase over a step's terminal calls and returns
-// its persistent state updates.
-func (w *Worker) stepEnd(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) ([]pipeline.StateUpdate, error) {
+// its persistent state updates and the actions that failed in it.
+func (w *Worker) stepEnd(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) ([]pipeline.StateUpdate, []pipeline.FailedAction, error) {
 	if w.plugins[run.CurrentAgent].Empty() {
-		return nil, nil // no hook, so nothing to run: no action can be scheduled
+		return nil, nil, nil // no hook, so nothing to run: no action can be scheduled
 	}
 	ph, err := w.phases(ctx, run, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ph.pc.Calls = calls
 	if err := ph.run(ctx, pipeline.PhaseStepEnd); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return ph.updates(), nil
+	failed := ph.strand()
+	return ph.updates(), failed, nil
 }
 
-// runEnd runs the RunEnd phase of a done run. Its hooks observe; the run is
-// done, so state they set is not kept.
+// runEnd runs the RunEnd phase of a done run, once: a run whose state
+// holds plugin.RunEndKey has had it. Its persistent state updates and the
+// actions that failed in it are committed with that mark
+// (store.CommitRunEnd); when another worker committed its RunEnd first
+// (two reconciles of the end at once), this one's are dropped.
 func (w *Worker) runEnd(ctx context.Context, run pipeline.Run) error {
 	if w.plugins[run.CurrentAgent].Empty() {
 		return nil
@@ -95,5 +113,18 @@ func (w *Worker) runEnd(ctx context.Context, run pipeline.Run) error {
 	if err != nil {
 		return err
 	}
-	return ph.run(ctx, pipeline.PhaseRunEnd)
+	if _, ran := ph.pc.State[plugin.RunEndKey.Name]; ran {
+		return nil
+	}
+	if err := ph.run(ctx, pipeline.PhaseRunEnd); err != nil {
+		return err
+	}
+	failed := ph.strand()
+	now := w.now()
+	mark := pipeline.StateUpdate{Key: plugin.RunEndKey.Name, Value: json.RawMessage(strconv.FormatInt(now.UnixMilli(), 10))}
+	err = w.store.CommitRunEnd(ctx, run.ID, mark, ph.updates(), failed, now)
+	if errors.Is(err, store.ErrStale) {
+		return nil
+	}
+	return err
 }

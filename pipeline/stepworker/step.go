@@ -143,7 +143,9 @@ func (w *Worker) claimedTooOften(ctx context.Context, run pipeline.Run) error {
 
 // infer runs RunStart (first step), StepStart, BeforeInference — where
 // plugins shape the request or skip inference, ending the run
-// behavior_requested (nil response) —, the inference, and AfterInference.
+// behavior_requested (nil response) —, the inference, and AfterInference,
+// where plugins edit or drop the proposed calls, or end the run (all of
+// them dropped; the step's commit ends it: ph.pc.End).
 func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent config.Agent, mdl model.Model, specs []model.ToolSpec, log *slog.Logger) (*model.Response, error) {
 	if run.Step == 0 {
 		if err := ph.run(ctx, pipeline.PhaseRunStart); err != nil {
@@ -181,7 +183,28 @@ func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent 
 	if err := ph.run(ctx, pipeline.PhaseAfterInference); err != nil {
 		return nil, err
 	}
+	ph.pc.Response = nil
+	resp.ToolCalls = proposed(resp.ToolCalls, ph.pc.Drop, ph.pc.End)
 	return &resp, nil
+}
+
+// proposed are the calls AfterInference leaves of the model's: none when a
+// plugin ends the run (end), else those it did not drop (their indexes
+// when the model answered), as its actions edited them.
+func proposed(calls []pipeline.ToolCallRequest, drop []int, end string) []pipeline.ToolCallRequest {
+	if end != "" {
+		return nil
+	}
+	if len(drop) == 0 {
+		return calls
+	}
+	out := make([]pipeline.ToolCallRequest, 0, len(calls))
+	for i, c := range calls {
+		if !slices.Contains(drop, i) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // runStep runs inference for a claimed step on msgs (the conversation, read
@@ -291,14 +314,19 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	after := heldAfter(run, handoff)
 	mode, _ := w.cfg.Agent(after.CurrentAgent)
 	w.markOutgoing(after, calls) // published by the commit's reconcile, marked by the commit (marks.go)
-	commit := store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates(), Sequential: mode.Sequential(),
-		Handoff: handoff}
+	failed := ph.strand()
+	commit := store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates(), Failed: failed,
+		Sequential: mode.Sequential(), Handoff: handoff}
 	var held []store.HeldDecision
 	runID, commitAt := run.ID, w.now() // the commit's reply replaces run and calls, with nothing on an error
-	if len(calls) == 0 && w.plugins[run.CurrentAgent].Empty() {
-		// No call to wait for and no StepEnd hook to run: the step ends as
-		// it commits (endStep would find just this).
+	if ending := ph.pc.End; len(calls) == 0 && (ending != "" || w.plugins[run.CurrentAgent].Empty()) {
+		// No call to wait for and no StepEnd hook to run (or a plugin
+		// ended the run at AfterInference): the step ends as it commits
+		// (endStep would find just this).
 		end := store.StepEnd{Finish: finishOf(nil), CallIDs: []string{}}
+		if ending != "" {
+			end.Finish = &pipeline.Termination{Reason: pipeline.ReasonBehaviorRequested, Detail: ending}
+		}
 		run, held, err = w.store.CommitAndEnd(ctx, run.ID, run.Step, owner, commit, end, w.now())
 	} else {
 		run, calls, err = w.store.CommitStep(ctx, run.ID, run.Step, owner, commit, commitAt)

@@ -64,14 +64,14 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 // publishing it here too would only send duplicates. A caller that holds a
 // pool slot (here) claims the next step in the same round trip and runs it.
 func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, here bool) (*view, error) {
-	state, err := w.stepEnd(ctx, run, calls)
+	state, failed, err := w.stepEnd(ctx, run, calls)
 	if pe := (*phaseError)(nil); errors.As(err, &pe) {
 		return w.giveUpFrom(ctx, run, err.Error())
 	}
 	if err != nil {
 		return nil, err // the plugin state was not read: the next reconcile tries again
 	}
-	end := store.StepEnd{ToolMessages: toolMessages(calls), Finish: finishOf(calls), State: state, CallIDs: callIDs(calls)}
+	end := store.StepEnd{ToolMessages: toolMessages(calls), Finish: finishOf(calls), State: state, Failed: failed, CallIDs: callIDs(calls)}
 	if end.Finish == nil {
 		stop, err := w.stopped(ctx, run, calls)
 		if err != nil {

@@ -19,10 +19,11 @@ type Lease struct {
 // suspended (with Parking), or terminal (succeeded/failed with Result or
 // Error for set_result and block; cancelled), and its Gate.
 type StepCommit struct {
-	Assistant pipeline.Message       // the assistant turn, tool calls included
-	Calls     []pipeline.ToolCall    // one record per proposed call, Index = position
-	Usage     pipeline.Usage         // tokens of this inference, added to the run's
-	State     []pipeline.StateUpdate // plugin state updates of the step's phases, committed with it
+	Assistant pipeline.Message        // the assistant turn, tool calls included
+	Calls     []pipeline.ToolCall     // one record per proposed call, Index = position
+	Usage     pipeline.Usage          // tokens of this inference, added to the run's
+	State     []pipeline.StateUpdate  // plugin state updates of the step's phases, committed with it
+	Failed    []pipeline.FailedAction // actions of its phases that failed: an action.failed event each
 	// Sequential: the step runs its calls one at a time, so every finished
 	// call fans in; otherwise only the last of the calls in flight does
 	// (FinishCall).
@@ -45,9 +46,10 @@ type Handoff struct {
 // StepEnd is what the StepEnd handler commits once every call of the step is
 // terminal.
 type StepEnd struct {
-	ToolMessages []pipeline.Message     // tool-result messages, in call order
-	Finish       *pipeline.Termination  // nil: go on to step+1; else end the run
-	State        []pipeline.StateUpdate // plugin state updates of StepEnd, committed with it
+	ToolMessages []pipeline.Message      // tool-result messages, in call order
+	Finish       *pipeline.Termination   // nil: go on to step+1; else end the run
+	State        []pipeline.StateUpdate  // plugin state updates of StepEnd, committed with it
+	Failed       []pipeline.FailedAction // actions of StepEnd that failed: an action.failed event each
 	// CallIDs are the step's call ids in index order as the caller read
 	// them (a snapshot has them), whose results ToolMessages tell: the end
 	// is refused unless they are the step's. nil: whatever calls the step
@@ -61,6 +63,12 @@ type CallOutcome struct {
 	Result  json.RawMessage         // the tool's result (succeeded)
 	Error   string                  // the tool error (failed)
 	Parking *pipeline.Parking       // required with suspended (the tool returned pending), refused otherwise
+	// State and Failed are the persistent plugin state updates of the
+	// call's phases and tool (a plugin tool's Command) and the actions
+	// that failed there: committed with the outcome, an action.failed
+	// event each.
+	State  []pipeline.StateUpdate
+	Failed []pipeline.FailedAction
 }
 
 // ListFilter selects runs for ListRuns. Zero fields match everything.

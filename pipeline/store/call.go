@@ -164,7 +164,8 @@ func (s *Store) RenewCallLease(ctx context.Context, runID, callID string, lease 
 // FinishCall records what owner's execution of a call came to: o.Status
 // (succeeded, failed or suspended; anything else is ErrInvalid), the result
 // and the error; the lease is cleared and tool_call.finished appended (data
-// {"status","result"?,"error"?}).
+// {"status","result"?,"error"?}), with o.State's plugin state updates and
+// an action.failed event per o.Failed, in the same write.
 //
 // A suspended outcome (the tool itself returned pending) needs o.Parking,
 // completed as CommitStep does (ParkedAt now when empty, ArgsHash of the call's current
@@ -192,6 +193,10 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 	if err != nil {
 		return Finished{}, err
 	}
+	failed, err := failedEntries(-1, callID, o.Failed, now)
+	if err != nil {
+		return Finished{}, err
+	}
 	// A parking hashes the call's arguments, read before the script; the
 	// script confirms they are unchanged (a decision may have replaced them
 	// since the read), else the read is repeated. Other outcomes read
@@ -214,7 +219,10 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 			InFlight []pipeline.ToolCallStatus `json:"in_flight"`
 			Event    entry                     `json:"event"`
 			Parked   *parkedArg                `json:"parked,omitempty"`
-		}{owner, toMillis(now), pipeline.CallRunning, o.Status, string(o.Result), o.Error, inFlightStatuses, finished, parked})
+			State    []stateUpdate             `json:"state"`
+			Failed   []entry                   `json:"failed"`
+		}{owner, toMillis(now), pipeline.CallRunning, o.Status, string(o.Result), o.Error, inFlightStatuses, finished, parked,
+			stateUpdates(o.State), failed})
 		if errors.Is(err, errRetry) {
 			continue
 		}

@@ -112,6 +112,7 @@ func (s *Store) endStepArgs(runID string, step int, end StepEnd, next *Lease, no
 		IDs      []string                  `json:"ids"`
 		Messages []string                  `json:"messages"`
 		Updates  []stateUpdate             `json:"updates"`
+		Failed   []entry                   `json:"failed"`
 		Ended    entry                     `json:"ended"`
 		Finish   *finish                   `json:"finish,omitempty"`
 		Next     *nextStep                 `json:"next,omitempty"`
@@ -119,6 +120,9 @@ func (s *Store) endStepArgs(runID string, step int, end StepEnd, next *Lease, no
 		Messages: make([]string, len(end.ToolMessages)), Updates: stateUpdates(end.State)}
 	arg.Expect.Status, arg.Expect.State = pipeline.RunRunning, pipeline.StepTools
 	var err error
+	if arg.Failed, err = failedEntries(step, "", end.Failed, now); err != nil {
+		return script{}, err
+	}
 	if arg.Ended, err = newEntry(step, "", pipeline.EventStepEnded, now, nil); err != nil {
 		return script{}, err
 	}

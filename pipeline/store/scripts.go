@@ -43,6 +43,7 @@ type scripts struct {
 	budgetReserve, budgetSettle                                                       *redis.Script
 	admitRun, growBatch                                                               *redis.Script
 	putSchedule, keepState                                                            *redis.Script
+	commitRunEnd                                                                      *redis.Script
 }
 
 // loadScripts prepares the scripts, each the same way: the constants
@@ -62,6 +63,7 @@ func loadScripts(consts string) scripts {
 		commitStep:     load("commit_step"),
 		endStep:        load("end_step"),
 		finishRun:      load("finish_run"),
+		commitRunEnd:   load("commit_run_end"),
 		claimCall:      load("claim_call"),
 		renewCallLease: load("renew_call_lease"),
 		finishCall:     load("finish_call"),

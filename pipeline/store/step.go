@@ -309,6 +309,10 @@ func (s *Store) commitStepCmd(runID string, step int, owner string, c StepCommit
 	if err != nil {
 		return script{}, nil, err
 	}
+	failed, err := failedEntries(step, "", c.Failed, now)
+	if err != nil {
+		return script{}, nil, err
+	}
 	cmd, err := callOf(s.scripts.commitStep,
 		[]string{s.runKey(runID), s.eventsKey(runID), s.msgsKey(runID), s.stepKey(runID, step), s.stateKey(runID)},
 		struct {
@@ -327,10 +331,11 @@ func (s *Store) commitStepCmd(runID string, step int, owner string, c StepCommit
 			InFlight  []pipeline.ToolCallStatus `json:"in_flight"`
 			Calls     []writtenCall             `json:"calls"`
 			State     []stateUpdate             `json:"state"`
+			Failed    []entry                   `json:"failed"`
 			Handoff   *handoffArg               `json:"handoff,omitempty"`
 		}{step, owner, toMillis(now), pipeline.RunRunning, pipeline.StepInferring, moved(pipeline.StepInferring, pipeline.StepTools),
 			c.Usage.InputTokens, c.Usage.OutputTokens, pipeline.MicroUSD(c.Usage.CostUSD), string(msg), assistant,
-			pipeline.EventTextDelta, counted, written, stateUpdates(c.State), handoff})
+			pipeline.EventTextDelta, counted, written, stateUpdates(c.State), failed, handoff})
 	return cmd, written, err
 }
 

@@ -120,8 +120,8 @@ func (w *Worker) execute(trace string, call pipeline.ToolCall, log *slog.Logger)
 	})
 	defer span.End()
 	log = tracing.Log(log, span)
-	outcome, ok := w.withPhases(ctx, call, func() (store.CallOutcome, bool) {
-		out, ok := w.run(ctx, call)
+	outcome, ok := w.withPhases(ctx, call, func(tool tools.Tool) (store.CallOutcome, bool) {
+		out, ok := w.run(ctx, call, tool)
 		// A secret a tool echoes (an http tool's header, say) stops here,
 		// before AfterToolExecute's plugins may cut the result (result_guard).
 		out.Result, out.Error = w.redact.JSON(out.Result), w.redact.String(out.Error)
@@ -191,16 +191,19 @@ func (w *Worker) abandon(call pipeline.ToolCall, log *slog.Logger) {
 // releaseTimeout bounds the writes that release an abandoned claim.
 const releaseTimeout = 5 * time.Second
 
-// run executes the tool under its timeout while renewing the lease. A
+// run executes the tool (its configured executor when tool is nil) under
+// its timeout while renewing the lease. A
 // retryable tool error (see retryable) is retried with backoff until the
 // tool's attempts are spent; each try tells the executor its attempt number,
 // and the call id stays the idempotency key. ok is false when ctx (the
 // worker's, or the call's: cancelled) ended: the outcome must not be
 // committed.
-func (w *Worker) run(ctx context.Context, call pipeline.ToolCall) (store.CallOutcome, bool) {
-	tool, found := w.exec.byTool[call.Tool]
-	if !found {
-		return failed(fmt.Sprintf("unknown tool %q", call.Tool)), true
+func (w *Worker) run(ctx context.Context, call pipeline.ToolCall, tool tools.Tool) (store.CallOutcome, bool) {
+	if tool == nil {
+		found := false
+		if tool, found = w.exec.byTool[call.Tool]; !found {
+			return failed(w.unknown(call.Tool)), true
+		}
 	}
 	stopRenewing := w.renew(ctx, call)
 	defer stopRenewing()
@@ -231,6 +234,14 @@ func (w *Worker) run(ctx context.Context, call pipeline.ToolCall) (store.CallOut
 		}
 		backoff *= 2
 	}
+}
+
+// unknown is the error of a call of a tool this worker cannot execute.
+func (w *Worker) unknown(tool string) string {
+	if t, _ := w.cfg.Tool(tool); t.Executor.Plugin != "" {
+		return fmt.Sprintf("tool %q is executed by plugin %q, which registers no tool of that name", tool, t.Executor.Plugin)
+	}
+	return fmt.Sprintf("unknown tool %q", tool)
 }
 
 // try executes the tool once under its timeout.

@@ -22,6 +22,7 @@
 --           and what follows it), ask (a parked call's approval request,
 --           lib.lua's ask_approval; absent for the others)}),
 --           state (the plugin state updates: {key, value}, "" deletes),
+--           failed (the action.failed entries of the step's phases),
 --           handoff (absent unless the step hands the run to another
 --           agent: {to (the agent), call (the call that hands it off),
 --           event (its run.handoff entry)})}
@@ -112,6 +113,7 @@ emit(events_key, a.assistant)
 trim_deltas(run_key, events_key, run.delta_from, a.delta)
 run.delta_from = nil
 put_state(state_key, a.state)
+emit_failed(events_key, a.failed)
 local ids = {}
 for i, c in ipairs(a.calls) do
   redis.call('HSET', keys[i], unpack(c.fields))

@@ -9,7 +9,8 @@
 --   (the step's call ids in list order, as the caller read them and made
 --   the messages of; null: any), messages (the tool-result messages, JSON
 --   each, in call order), updates (plugin state updates, {key, value}; ""
---   deletes), ended (the step.ended entry), finish (absent: the run goes
+--   deletes), failed (the action.failed entries of StepEnd), ended (the
+--   step.ended entry), finish (absent: the run goes
 --   on; else {status (the run's, Go moved it), reason, code, detail, event
 --   (the run.finished entry)}), next (with the run going on: the next
 --   step's {state, attempts, owner, untilms} as Go computed them, and
@@ -52,6 +53,7 @@ for _, id in ipairs(ids) do
   end
 end
 put_state(state_key, a.updates)
+emit_failed(events_key, a.failed)
 rpush(msgs_key, a.messages, 1, #a.messages)
 emit(events_key, a.ended)
 if a.finish then

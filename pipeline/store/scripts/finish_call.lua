@@ -9,7 +9,10 @@
 --   script sets its step), args (the arguments the parking's args_hash was
 --   computed from: the call's must still be these), fields (the parking's
 --   field, value pairs), ask (its approval request, lib.lua's
---   ask_approval; absent for a parking that asks nobody)})}
+--   ask_approval; absent for a parking that asks nobody)}), state (plugin
+--   state updates, {key, value}; "" deletes: the run's plugin state hash is
+--   part(run hash, 'state')), failed (action.failed entries; the script
+--   sets their step)}
 -- Returns {call hash, fan in, step}: the call hash, as the script leaves
 -- it, only for a parked call ({} otherwise: the caller knows what it
 -- wrote, and a result can be big); fan in is 0 while other calls of the
@@ -70,6 +73,8 @@ if parked then
 end
 a.event.step = step
 emit(events_key, a.event)
+put_state(part(run_key, 'state'), a.state)
+emit_failed(events_key, a.failed, step)
 if parked then
   parked.event.step = step
   emit(events_key, parked.event)

@@ -294,3 +294,15 @@ local function close_parked(run, ids, close)
     end
   end
 end
+
+-- emit_failed appends the action.failed entries Go built (failed, a list;
+-- empty for most writes), each with the step step when it is given (the
+-- script knows it, Go does not).
+local function emit_failed(events, failed, step)
+  for _, e in ipairs(failed) do
+    if step then
+      e.step = step
+    end
+    emit(events, e)
+  end
+end
