@@ -25,7 +25,7 @@ type powers struct {
 	End       string               `json:"end"`
 	Strand    bool                 `json:"strand"`
 	CountEnds bool                 `json:"count_ends"`
-	Regate    bool                 `json:"regate"`
+	Regate    pipeline.GateAction  `json:"regate"` // what ToolGate says of echo once a fact is known
 }
 
 var (
@@ -62,11 +62,11 @@ func (p powers) Register(r *plugin.Registrar) error {
 	r.Hook(pipeline.PhaseToolGate, func(_ context.Context, pc *plugin.Context) (plugin.Command, error) {
 		var cmd plugin.Command
 		facts, _, err := factsKey.Get(pc.State)
-		if !p.Regate || pc.Call.Tool != "echo" || len(facts) == 0 || err != nil {
+		if p.Regate == "" || pc.Call.Tool != "echo" || len(facts) == 0 || err != nil {
 			return cmd, err
 		}
 		return cmd, cmd.Schedule(plugin.ToolIntercept, plugin.Intercept{Intercept: pipeline.Intercept{
-			Action: pipeline.GateSetResult, Result: json.RawMessage(fmt.Sprintf(`{"known":%q}`, facts[0]))}})
+			Action: p.Regate, Reason: "echo is known", Result: json.RawMessage(fmt.Sprintf(`{"known":%q}`, facts[0]))}})
 	})
 	r.Hook(pipeline.PhaseRunEnd, func(_ context.Context, pc *plugin.Context) (plugin.Command, error) {
 		var cmd plugin.Command
@@ -224,13 +224,30 @@ agents:
 func TestPlugins_tool_gate_judges_a_sequential_call_again_after_the_calls_before_it(t *testing.T) {
 	_, base := pluginStack(t, rememberTool+`
 agents:
-  regating: {model: {provider: script, turns: [{text: hi}]}, tools: [remember, echo], tool_execution: sequential, plugins: {powers: {regate: true}}}
+  answering: {model: {provider: script, turns: [{text: hi}]}, tools: [remember, echo], tool_execution: sequential, plugins: {powers: {regate: set_result}}}
+  blocking:  {model: {provider: script, turns: [{text: hi}]}, tools: [remember, echo], tool_execution: sequential, plugins: {powers: {regate: block}}}
+  parallel:  {model: {provider: script, turns: [{text: hi}]}, tools: [remember, echo], plugins: {powers: {regate: set_result}}}
 `, nil)
-	id := createRun(t, base, "r-regate", "regating", script(call("R", "remember", `{"fact":"echo is known"}`), call("E", "echo", `{"n":1}`)))
-	v := waitDone(t, base, id, 30*time.Second)
+	calls := script(call("R", "remember", `{"fact":"echo is known"}`), call("E", "echo", `{"n":1}`), call("F", "echo", `{"n":2}`))
+
+	v := waitDone(t, base, createRun(t, base, "r-regate", "answering", calls), 30*time.Second)
 	assertNaturalEnd(t, v, 1)
 	if c := callOf(v, "E"); c.Status != "succeeded" || canonical(t, c.Result) != canonical(t, map[string]any{"known": "echo is known"}) {
 		t.Errorf("the second call was not judged again after the first committed its state: %+v", c)
+	}
+
+	v = waitDone(t, base, createRun(t, base, "r-regate-block", "blocking", calls), 30*time.Second)
+	if v.Termination.Reason != pipeline.ReasonBlocked || v.Termination.Detail != "echo is known" {
+		t.Errorf("termination: %+v", v.Termination)
+	}
+	if e, f := callOf(v, "E"), callOf(v, "F"); e.Status != "failed" || f.Status != "cancelled" || !strings.Contains(f.Error, "blocked at call E") {
+		t.Errorf("a block on judging again: E %+v, F %+v", e, f)
+	}
+
+	v = waitDone(t, base, createRun(t, base, "r-regate-parallel", "parallel", calls), 30*time.Second)
+	assertNaturalEnd(t, v, 1)
+	if c := callOf(v, "E"); canonical(t, c.Result) != canonical(t, map[string]any{"n": 1}) {
+		t.Errorf("a parallel step's call was judged again: %+v", c)
 	}
 }
 

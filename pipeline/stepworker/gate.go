@@ -47,7 +47,7 @@ func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, agent c
 	children := len(run.Children) // the child runs it has, and those the calls before start
 	for i, c := range calls {
 		if blocked != "" {
-			c.Status, c.Error = pipeline.CallCancelled, "not run: the run was blocked at call "+blocked
+			c.Status, c.Error = pipeline.CallCancelled, blockedAt(blocked)
 			out[i] = c
 			continue
 		}
@@ -95,6 +95,10 @@ func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, agent c
 	}
 	return out, nil
 }
+
+// blockedAt is the error of a call not run because ToolGate blocked the
+// call id before it.
+func blockedAt(id string) string { return "not run: the run was blocked at call " + id }
 
 // precheck fails a call before the gate when its tool is not the agent's or
 // its arguments do not fit the tool's JSON Schema, with a message the model

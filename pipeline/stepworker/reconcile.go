@@ -218,6 +218,16 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 	agent, _ := w.cfg.Agent(run.CurrentAgent)
 	switch pipeline.DeriveRunStatus(pipeline.CallStatuses(ahead(agent, calls))) {
 	case pipeline.RunRunning:
+		judged, err := w.regate(ctx, run, calls, now)
+		if pe := (*phaseError)(nil); errors.As(err, &pe) {
+			return w.giveUpFrom(ctx, run, err.Error())
+		}
+		if err != nil {
+			return nil, err
+		}
+		if judged {
+			return w.reread(ctx, run)
+		}
 		if err := w.startChildren(ctx, run, calls); err != nil {
 			return nil, err
 		}

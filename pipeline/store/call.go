@@ -185,7 +185,46 @@ func (s *Store) RenewCallLease(ctx context.Context, runID, callID string, lease 
 // ids, step, status, result, error and update time are set, its lease is
 // cleared, and the rest (tool, arguments, attempts) is GetCall's to read.
 func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o CallOutcome, now time.Time) (Finished, error) {
-	if err := checkOutcome(o); err != nil {
+	return s.finishCall(ctx, runID, callID, owner, pipeline.CallRunning, o, nil, now)
+}
+
+// GateCall records what ToolGate decided, judging again, for a call of a
+// sequential step that has not run yet (status new) once the calls before
+// it committed: o as FinishCall takes it (succeeded or failed for
+// set_result and block, suspended with its parking for suspend, and the
+// state updates and failed actions of the phase), gate the decision. A
+// block also cancels the calls of cancel (the step's calls after it, those
+// still new), each with error reason and a tool_call.finished. ErrStale
+// when the call is no longer new.
+func (s *Store) GateCall(ctx context.Context, runID, callID string, o CallOutcome, gate pipeline.GateAction, cancel []string, reason string, now time.Time) (Finished, error) {
+	g := &gateArg{Gate: gate, Cancel: gateCancel{Expect: pipeline.CallNew, To: pipeline.CallCancelled, Error: reason,
+		Calls: make([]cancelledCall, len(cancel))}}
+	for i, id := range cancel {
+		ev, err := finishedEntry(-1, id, pipeline.CallCancelled, nil, reason, now)
+		if err != nil {
+			return Finished{}, err
+		}
+		g.Cancel.Calls[i] = cancelledCall{ID: id, Event: ev}
+	}
+	return s.finishCall(ctx, runID, callID, "", pipeline.CallNew, o, g, now)
+}
+
+// gateArg is what finish_call writes for GateCall: the call's gate, and
+// the calls a block cancels.
+type gateArg struct {
+	Gate   pipeline.GateAction `json:"gate"`
+	Cancel gateCancel           `json:"cancel"`
+}
+
+type gateCancel struct {
+	Expect pipeline.ToolCallStatus `json:"expect"`
+	To     pipeline.ToolCallStatus `json:"to"`
+	Error  string                  `json:"error"`
+	Calls  []cancelledCall         `json:"calls"`
+}
+
+func (s *Store) finishCall(ctx context.Context, runID, callID, owner string, from pipeline.ToolCallStatus, o CallOutcome, gate *gateArg, now time.Time) (Finished, error) {
+	if err := checkOutcome(from, o); err != nil {
 		return Finished{}, err
 	}
 	what := fmt.Sprintf("finish call %s of run %s by %s", callID, runID, owner)
@@ -221,8 +260,9 @@ func (s *Store) FinishCall(ctx context.Context, runID, callID, owner string, o C
 			Parked   *parkedArg                `json:"parked,omitempty"`
 			State    []stateUpdate             `json:"state"`
 			Failed   []entry                   `json:"failed"`
-		}{owner, toMillis(now), pipeline.CallRunning, o.Status, string(o.Result), o.Error, inFlightStatuses, finished, parked,
-			stateUpdates(o.State), failed})
+			Gate     *gateArg                  `json:"gate,omitempty"`
+		}{owner, toMillis(now), from, o.Status, string(o.Result), o.Error, inFlightStatuses, finished, parked,
+			stateUpdates(o.State), failed, gate})
 		if errors.Is(err, errRetry) {
 			continue
 		}
@@ -315,14 +355,14 @@ type finishedData struct {
 
 // checkOutcome lets a tool worker set only what the domain allows a running
 // call to become, cancel excepted (cancelling is a decision, not an outcome).
-func checkOutcome(o CallOutcome) error {
+func checkOutcome(from pipeline.ToolCallStatus, o CallOutcome) error {
 	switch o.Status {
 	case pipeline.CallSucceeded, pipeline.CallFailed, pipeline.CallSuspended:
 	default:
 		return fmt.Errorf("%w: a tool worker may not finish a call as %q", ErrInvalid, o.Status)
 	}
-	if !pipeline.CallRunning.CanTransition(o.Status) {
-		return fmt.Errorf("%w: running → %s is not a call transition", ErrInvalid, o.Status)
+	if !from.CanTransition(o.Status) {
+		return fmt.Errorf("%w: %s → %s is not a call transition", ErrInvalid, from, o.Status)
 	}
 	if (o.Status == pipeline.CallSuspended) != (o.Parking != nil) {
 		return fmt.Errorf("%w: outcome %s with parking %v: parking goes with suspended, and only with it", ErrInvalid, o.Status, o.Parking != nil)

@@ -1,5 +1,7 @@
 -- FinishCall: record the outcome of a running call the caller holds; a
--- suspended outcome also writes the call's parking.
+-- suspended outcome also writes the call's parking. GateCall: the same for
+-- a call ToolGate judged again before it ran (expect new, no owner), with
+-- its gate, and the calls a block cancels.
 -- KEYS: 1 call hash, 2 events stream, 3 run hash
 -- ARGV[1]: {owner, now (ms), expect (the status of a call under a lease:
 --   running), to (the outcome's status, Go checked the move), result (JSON;
@@ -12,7 +14,11 @@
 --   ask_approval; absent for a parking that asks nobody)}), state (plugin
 --   state updates, {key, value}; "" deletes: the run's plugin state hash is
 --   part(run hash, 'state')), failed (action.failed entries; the script
---   sets their step)}
+--   sets their step), gate (absent but for GateCall: {gate (the call's
+--   gate), cancel {expect (the status of a call not run yet), to
+--   (cancelled), error, calls ({id, event (its tool_call.finished entry;
+--   the script sets its step)}, the calls to cancel while they are still
+--   expect)}})}
 -- Returns {call hash, fan in, step}: the call hash, as the script leaves
 -- it, only for a parked call ({} otherwise: the caller knows what it
 -- wrote, and a result can be big); fan in is 0 while other calls of the
@@ -30,7 +36,7 @@ end
 if status ~= a.expect then
   return redis.error_reply('STALE call is ' .. status)
 end
-if call.lease_owner ~= a.owner then
+if (call.lease_owner or '') ~= a.owner then
   return redis.error_reply('LEASE_LOST call is held by ' .. (call.lease_owner or ''))
 end
 local parked = a.parked
@@ -45,6 +51,10 @@ local set = {'status', a.to, 'result', a.result, 'error', a.error, 'lease_owner'
 if (call.sent or '') ~= '' then
   set[#set + 1] = 'sent'
   set[#set + 1] = ''
+end
+if a.gate then
+  set[#set + 1] = 'gate'
+  set[#set + 1] = a.gate.gate
 end
 redis.call('HSET', call_key, unpack(set))
 set_fields(call, set)
@@ -75,6 +85,17 @@ a.event.step = step
 emit(events_key, a.event)
 put_state(part(run_key, 'state'), a.state)
 emit_failed(events_key, a.failed, step)
+if a.gate then
+  local c = a.gate.cancel
+  for _, later in ipairs(c.calls) do
+    local key = part(run_key, 'call:' .. later.id)
+    if redis.call('HGET', key, 'status') == c.expect then
+      redis.call('HSET', key, 'status', c.to, 'error', c.error, 'updated_at', a.now)
+      later.event.step = step
+      emit(events_key, later.event)
+    end
+  end
+end
 if parked then
   parked.event.step = step
   emit(events_key, parked.event)

@@ -1,0 +1,71 @@
+package stepworker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+)
+
+// regate is ToolGate judging a call of a sequential step again, as the
+// seeds' sequential mode does: the call about to be dispatched, once the
+// calls before it committed (a plugin tool's state command among them),
+// is gated on the run's plugin state as it is now. It runs only for agents
+// whose plugins hook ToolGate, and only for a call with calls before it
+// that is not dispatched yet; the hooks see no Messages. The configuration's
+// voices are as at the commit (they allowed the call); a plugin's intercept
+// other than allow is written with the phase's state updates and failed
+// actions (store.GateCall: a block cancels the calls after it, and the step's
+// end ends the run blocked), and regate reports true: the caller reads the
+// run again. An allow writes nothing: the phase's state updates are not
+// kept. A hook error is a *phaseError.
+func (w *Worker) regate(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, now time.Time) (bool, error) {
+	agent, _ := w.cfg.Agent(run.CurrentAgent)
+	if !agent.Sequential() || !w.plugins[run.CurrentAgent].HasHooks(pipeline.PhaseToolGate) {
+		return false, nil
+	}
+	next := w.dispatchable(run, calls)
+	if len(next) != 1 || next[0] == 0 {
+		return false, nil
+	}
+	i := next[0]
+	c := calls[i]
+	if c.Status != pipeline.CallNew || w.dispatched(c, now) {
+		return false, nil
+	}
+	ph, err := w.phases(ctx, run, nil)
+	if err != nil {
+		return false, err
+	}
+	fromPlugins, err := ph.gateCall(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	in := pipeline.CombineIntercepts(append(w.policy(c), fromPlugins...)...)
+	o := store.CallOutcome{State: ph.updates(), Failed: ph.strand()}
+	var cancel []string
+	switch in.Action {
+	case pipeline.GateSuspend:
+		t, _ := w.cfg.Tool(c.Tool)
+		o.Status, o.Parking = pipeline.CallSuspended, t.Park(run.ID, c.ID, in.Reason, now)
+	case pipeline.GateSetResult:
+		o.Status, o.Result, o.Error = pipeline.CallSucceeded, in.Result, in.Error
+		if in.Error != "" {
+			o.Status = pipeline.CallFailed
+		}
+	case pipeline.GateBlock:
+		o.Status, o.Error = pipeline.CallFailed, in.Reason
+		for _, later := range calls[i+1:] {
+			cancel = append(cancel, later.ID)
+		}
+	default:
+		return false, nil
+	}
+	_, err = w.store.GateCall(ctx, run.ID, c.ID, o, in.Action, cancel, blockedAt(c.ID), now)
+	if errors.Is(err, store.ErrStale) {
+		return true, nil // the call moved on meanwhile: read it again
+	}
+	return err == nil, err
+}
