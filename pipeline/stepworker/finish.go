@@ -110,7 +110,7 @@ func (w *Worker) publishResult(ctx context.Context, snap store.Snapshot) error {
 // decision outcome waiting in the run's outbox, tells a child's parent its
 // answer (tellParent), cancels a parent's children that are not done
 // (cancelChildren), settles the budget holds its steps left
-// (settleHolds), and runs the RunEnd hooks.
+// (settleHolds), and runs RunEnd, once per run (runEnd).
 // An error leaves the rest to the next reconcile, as does a result of
 // false: the outbox is being published by another reconcile (or one that
 // died, until its claim runs out), or a RunEnd hook failed. A hook that

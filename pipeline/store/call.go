@@ -213,7 +213,7 @@ func (s *Store) GateCall(ctx context.Context, runID, callID string, o CallOutcom
 // the calls a block cancels.
 type gateArg struct {
 	Gate   pipeline.GateAction `json:"gate"`
-	Cancel gateCancel           `json:"cancel"`
+	Cancel gateCancel          `json:"cancel"`
 }
 
 type gateCancel struct {
