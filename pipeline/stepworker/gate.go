@@ -75,25 +75,35 @@ func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, agent c
 				children++
 			}
 		}
-		c.Gate = in.Action
-		switch in.Action {
-		case pipeline.GateBlock:
-			c.Status, c.Error = pipeline.CallFailed, in.Reason
+		out[i] = w.gated(c, in, now)
+		if in.Action == pipeline.GateBlock {
 			blocked = c.ID
-		case pipeline.GateSuspend:
-			t, _ := w.cfg.Tool(c.Tool)
-			c.Status, c.Parking = pipeline.CallSuspended, t.Park(run.ID, c.ID, in.Reason, now)
-		case pipeline.GateSetResult:
-			c.Status, c.Result, c.Error = pipeline.CallSucceeded, in.Result, in.Error
-			if in.Error != "" {
-				c.Status = pipeline.CallFailed
-			}
-		default:
-			c.Status = pipeline.CallNew
 		}
-		out[i] = c
 	}
 	return out, nil
+}
+
+// gated is call c as ToolGate's combined decision in leaves it: a block
+// fails it with the reason, a suspend parks it with its tool's approval
+// settings, a set_result finishes it with the result (or fails it with the
+// error), an allow leaves it new.
+func (w *Worker) gated(c pipeline.ToolCall, in pipeline.Intercept, now time.Time) pipeline.ToolCall {
+	c.Gate = in.Action
+	switch in.Action {
+	case pipeline.GateBlock:
+		c.Status, c.Error = pipeline.CallFailed, in.Reason
+	case pipeline.GateSuspend:
+		t, _ := w.cfg.Tool(c.Tool)
+		c.Status, c.Parking = pipeline.CallSuspended, t.Park(c.RunID, c.ID, in.Reason, now)
+	case pipeline.GateSetResult:
+		c.Status, c.Result, c.Error = pipeline.CallSucceeded, in.Result, in.Error
+		if in.Error != "" {
+			c.Status = pipeline.CallFailed
+		}
+	default:
+		c.Status = pipeline.CallNew
+	}
+	return c
 }
 
 // blockedAt is the error of a call not run because ToolGate blocked the

@@ -97,3 +97,18 @@ func TestStepWorker_a_crash_or_failure_anywhere_keeps_each_compaction_once(t *te
 	pipelinetest.CutEach(t, pipelinetest.Compaction(), pipelinetest.StepWorker)
 	pipelinetest.FailEach(t, pipelinetest.Compaction(), pipelinetest.StepWorker)
 }
+
+// A step worker killed at any operation, or whose one operation fails,
+// between a plugin tool's commit and the next call's second ToolGate is
+// replaced or repaired: the second call is still answered by ToolGate from
+// the state the tool committed, as undisturbed.
+func TestStepWorker_a_sequential_call_is_judged_again_whatever_fails_in_between(t *testing.T) {
+	want := pipelinetest.New(t, pipelinetest.Regate()).Undisturbed()
+	for _, m := range want.Messages {
+		if m.ToolCallID == "call_0_1" && !strings.Contains(m.Content, "noted") {
+			t.Fatalf("echo answered %q; want ToolGate's answer from the note's state", m.Content)
+		}
+	}
+	pipelinetest.CutEach(t, pipelinetest.Regate(), pipelinetest.StepWorker)
+	pipelinetest.FailEach(t, pipelinetest.Regate(), pipelinetest.StepWorker)
+}

@@ -44,24 +44,16 @@ func (w *Worker) regate(ctx context.Context, run pipeline.Run, calls []pipeline.
 		return false, err
 	}
 	in := pipeline.CombineIntercepts(append(w.policy(c), fromPlugins...)...)
-	o := store.CallOutcome{State: ph.updates(), Failed: ph.strand()}
+	d := w.gated(c, in, now)
+	if d.Status == pipeline.CallNew {
+		return false, nil
+	}
+	o := store.CallOutcome{Status: d.Status, Result: d.Result, Error: d.Error, Parking: d.Parking, State: ph.updates(), Failed: ph.strand()}
 	var cancel []string
-	switch in.Action {
-	case pipeline.GateSuspend:
-		t, _ := w.cfg.Tool(c.Tool)
-		o.Status, o.Parking = pipeline.CallSuspended, t.Park(run.ID, c.ID, in.Reason, now)
-	case pipeline.GateSetResult:
-		o.Status, o.Result, o.Error = pipeline.CallSucceeded, in.Result, in.Error
-		if in.Error != "" {
-			o.Status = pipeline.CallFailed
-		}
-	case pipeline.GateBlock:
-		o.Status, o.Error = pipeline.CallFailed, in.Reason
+	if in.Action == pipeline.GateBlock {
 		for _, later := range calls[i+1:] {
 			cancel = append(cancel, later.ID)
 		}
-	default:
-		return false, nil
 	}
 	_, err = w.store.GateCall(ctx, run.ID, c.ID, o, in.Action, cancel, blockedAt(c.ID), now)
 	if errors.Is(err, store.ErrStale) {

@@ -32,6 +32,11 @@ agents:
   parent:
     model: {provider: script, turns: [{text: "hi"}]}
     tools: [echo, ask_helper]
+  regating:
+    model: {provider: script, turns: [{text: "hi"}]}
+    tools: [note, echo]
+    tool_execution: sequential
+    plugins: {probe: {}}
   helper:
     model: {provider: script, turns: [{text: "looking", tool_calls: [{name: echo, arguments: {x: 1}}]}, {text: "the helper's answer"}]}
     tools: [echo]
@@ -45,6 +50,7 @@ tools:
   external: {executor: {builtin: pending}, resume_mode: pass_decision_to_tool}
   approve_or_go: {executor: {builtin: echo}, permission: ask, approval_timeout: 30s, on_timeout: resume}
   ask_helper: {executor: {agent: helper, input: "about {{.topic}}"}}
+  note: {executor: {plugin: probe}}
 `
 
 // handoffConfig is scenarioConfig with two more agents: triage, which may
@@ -77,8 +83,9 @@ budgets:
 // itself, steps that reserve and settle a budget, a run cancelled while it
 // waits, a decision still held when the run ends (rejected then, before
 // the RunEnd hook and the result), a parked call resumed by its
-// on_timeout, a call answered by the child run it starts (Child), and a
-// run handed from one agent to another (Handoff).
+// on_timeout, a call answered by the child run it starts (Child), a run
+// handed from one agent to another (Handoff), and a sequential call judged
+// again after a plugin tool's state command (Regate).
 func Scenarios() []Scenario {
 	resume := func(call string, payload string) *topics.Decision {
 		return &topics.Decision{DecisionID: "d-" + call, CallID: call, Action: topics.ActionResume,
@@ -112,6 +119,7 @@ func Scenarios() []Scenario {
 			{"text":"done"}]}`},
 		Child(),
 		Handoff(),
+		Regate(),
 	}
 }
 
@@ -157,6 +165,15 @@ func Budget() Scenario {
 	return Scenario{Name: "budget", Config: budgetConfig, Agent: "parallel", Script: `{"provider":"script","turns":[
 		{"text":"two at once","usage":{"input_tokens":100,"output_tokens":20},"tool_calls":[{"name":"echo","arguments":{"x":1}},{"name":"echo","arguments":{"x":2}}]},
 		{"text":"done","usage":{"input_tokens":150,"output_tokens":10}}]}`}
+}
+
+// Regate is the scenario whose sequential step runs a plugin tool whose
+// state command makes ToolGate, judging the next call again, answer it:
+// echo's result is {"noted":true}, never its arguments.
+func Regate() Scenario {
+	return Scenario{Name: "regate", Config: scenarioConfig, Agent: "regating", Script: `{"provider":"script","turns":[
+		{"text":"note, then echo","tool_calls":[{"name":"note","arguments":{}},{"name":"echo","arguments":{"x":1}}]},
+		{"text":"done"}]}`}
 }
 
 // HeldAtRunEnd is the scenario whose decision, sent before the first step,
