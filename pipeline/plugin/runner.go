@@ -54,9 +54,10 @@ func (s *Set) Empty() bool {
 	return true
 }
 
-// Persistent reports whether key is checkpointed with the run.
+// Persistent reports whether key is checkpointed with the run (a nil Set:
+// the runtime's keys only).
 func (s *Set) Persistent(key string) bool {
-	return key == FailedActionsKey.Name || key == RunEndKey.Name || s.reg.persistent[key]
+	return key == FailedActionsKey.Name || key == RunEndKey.Name || s != nil && s.reg.persistent[key]
 }
 
 // PersistentUpdates keeps the updates of persistent keys, in order: what a
