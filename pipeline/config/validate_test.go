@@ -211,3 +211,16 @@ func TestModel_Validate_for_a_model_a_run_brings(t *testing.T) {
 		}
 	}
 }
+
+func TestValidate_a_plugin_tool_needs_its_plugin_on_every_agent_that_lists_it(t *testing.T) {
+	_, err := config.Parse([]byte(`
+tools: {remember: {executor: {plugin: memory}}}
+agents:
+  with:    {model: {provider: script}, tools: [remember], plugins: {memory: {}}}
+  without: {model: {provider: script}, tools: [remember]}
+`))
+	want := []string{`agents.without.tools[0]: tool "remember" is executed by plugin "memory", which this agent does not enable under plugins`}
+	if got := problemLines(err); !slices.Equal(got, want) {
+		t.Fatalf("problems: %q", got)
+	}
+}
