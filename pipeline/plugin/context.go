@@ -11,7 +11,7 @@ import (
 // Context is what a hook or handler sees of the phase it runs in. The
 // fields a phase does not have are nil. Hooks must not change it directly:
 // they return a Command, and the built-in actions change the request, the
-// intercepts or the result.
+// proposed calls, the intercepts or the result.
 type Context struct {
 	Phase    pipeline.Phase
 	Run      pipeline.Run
