@@ -73,11 +73,7 @@ func registerRuntimeActions(r *Registrar) {
 		return nil
 	})))
 	must(r.Action(SkipInference, pipeline.PhaseBeforeInference, func(_ context.Context, pc *Context, raw json.RawMessage) (Command, error) {
-		var reason string
-		if err := json.Unmarshal(raw, &reason); err != nil || reason == "" {
-			reason = "a plugin asked to skip inference"
-		}
-		pc.Skip = reason
+		pc.Skip = reasonOr(raw, "a plugin asked to skip inference")
 		return Command{}, nil
 	}))
 	must(r.Action(EditToolCall, pipeline.PhaseAfterInference, onResponse(func(pc *Context, e ToolCallEdit) error {
@@ -96,11 +92,7 @@ func registerRuntimeActions(r *Registrar) {
 		return nil
 	}, func(i int) int { return i })))
 	must(r.Action(RequestTermination, pipeline.PhaseAfterInference, func(_ context.Context, pc *Context, raw json.RawMessage) (Command, error) {
-		var reason string
-		if err := json.Unmarshal(raw, &reason); err != nil || reason == "" {
-			reason = "a plugin asked to end the run"
-		}
-		pc.End = reason
+		pc.End = reasonOr(raw, "a plugin asked to end the run")
 		return Command{}, nil
 	}))
 	must(r.Action(ToolIntercept, pipeline.PhaseToolGate, func(_ context.Context, pc *Context, raw json.RawMessage) (Command, error) {
@@ -150,4 +142,14 @@ func onResponse[P any](change func(*Context, P) error, index func(P) int) Handle
 		}
 		return Command{}, change(pc, p)
 	}
+}
+
+// reasonOr is the reason a payload gives (a JSON string), or def when it
+// gives none.
+func reasonOr(raw json.RawMessage, def string) string {
+	var reason string
+	if err := json.Unmarshal(raw, &reason); err != nil || reason == "" {
+		return def
+	}
+	return reason
 }
