@@ -56,6 +56,12 @@ type Run struct {
 	// another agent, whose instructions, model and tools its next steps
 	// use. The store fills it with Agent for a run never handed off.
 	CurrentAgent string `json:"current_agent,omitempty"`
+	// AgentVersion is the version (a content hash, package versions) of
+	// CurrentAgent's definition and its tools' the run is pinned to: the
+	// version current where it was created, or, after a handoff, the
+	// target's version current where it was handed off. "" for a run
+	// created before versions existed: it follows the configuration.
+	AgentVersion string `json:"agent_version,omitempty"`
 	Handoffs     int    `json:"-"` // how many times it was handed off (runs.max_handoffs bounds them)
 	HandoffCall  string `json:"-"` // the call of its latest handoff ("" before any)
 }

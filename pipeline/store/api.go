@@ -35,12 +35,13 @@ type StepCommit struct {
 
 // Handoff is a run handed from one agent to another by one of its step's
 // calls (config.Agent.Handoffs): the run's holder becomes To, its
-// handoff count goes up by one, and the event run.handoff {"from", "to"}
-// names both.
+// handoff count goes up by one, its agent version becomes Version, and
+// the event run.handoff {"from", "to", "agent_version"?} names them.
 type Handoff struct {
-	From   string // the agent that held the run
-	To     string // the agent that holds it from the next step on
-	CallID string // the call of the step that handed it off
+	From    string // the agent that held the run
+	To      string // the agent that holds it from the next step on
+	Version string // the version of To the run is pinned to from then on ("": none, it follows the configuration)
+	CallID  string // the call of the step that handed it off
 }
 
 // StepEnd is what the StepEnd handler commits once every call of the step is

@@ -23,6 +23,7 @@ import (
 func runFields(r pipeline.Run) []any {
 	return withoutEmpty(append([]any{
 		"agent", r.Agent,
+		"agent_ver", r.AgentVersion,
 		"tenant", r.Tenant,
 		"status", string(r.Status),
 		"step", r.Step,
@@ -105,6 +106,7 @@ func decodeRun(runID string, h fields) (pipeline.Run, error) {
 	// holder: the agent a handoff gave the run to (commit_step.lua writes
 	// it); none before the first.
 	r.CurrentAgent = cmp.Or(h.get("holder"), r.Agent)
+	r.AgentVersion = h.get("agent_ver") // the holder's: a handoff writes its target's
 	r.Handoffs, r.HandoffCall = int(d.int("handoffs")), h.get("handoff_call")
 	if reason := h.get("term_reason"); reason != "" {
 		r.Termination = &pipeline.Termination{

@@ -37,6 +37,8 @@ import (
 //	<p>:schedule:{<schedule>}  HASH   a schedule's record (schedules.go)
 //	<p>:schedules              ZSET   schedule ids scored by when the sweepers look
 //	                                  at them next (unix ms; paused: +inf)
+//	<p>:agentver:<hash>        STRING an agent version's definition, JSON, written
+//	                                  once (versions.go; package versions)
 
 func (s *Store) runKey(runID string) string    { return s.prefix + ":{" + runID + "}:run" }
 func (s *Store) msgsKey(runID string) string   { return s.prefix + ":{" + runID + "}:msgs" }
@@ -57,6 +59,8 @@ func (s *Store) runsKey() string    { return s.prefix + ":runs" }
 func (s *Store) activeKey() string  { return s.prefix + ":active" }
 func (s *Store) pendingKey() string { return s.prefix + ":pending" }
 func (s *Store) aliveKey() string   { return s.prefix + ":alive" }
+
+func (s *Store) agentVersionKey(hash string) string { return s.prefix + ":agentver:" + hash }
 
 func (s *Store) scheduleKey(id string) string { return s.prefix + ":schedule:{" + id + "}" }
 func (s *Store) schedulesKey() string         { return s.prefix + ":schedules" }

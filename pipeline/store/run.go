@@ -15,10 +15,10 @@ import (
 // CreateRun writes a new run (status created, step state pending, created
 // and updated at now, at its first step: 0, or a fork's step after the one
 // it was forked from), appends its input messages (a fork's: the history it
-// copied) and the run.created event (data: agent, and forked_from or
-// rerun_of when set), and indexes it for ListRuns. The caller's Status,
-// Step, Termination, Usage, Attempts, lease and times are ignored; ID,
-// Agent, Model, Metadata, RequestHash, tenant, batch, trace, a child run's
+// copied) and the run.created event (data: agent, and agent_version,
+// forked_from or rerun_of when set), and indexes it for ListRuns. The
+// caller's Status, Step, Termination, Usage, Attempts, lease and times are
+// ignored; ID, Agent, AgentVersion, Model, Metadata, RequestHash, tenant, batch, trace, a child run's
 // parent and depth, ForkedFrom, RerunOf, StartAt, ScheduleID and TickAt are
 // kept.
 //
@@ -57,17 +57,18 @@ func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.M
 		return pipeline.Run{}, false, err
 	}
 	fresh := pipeline.Run{
-		ID: run.ID, Agent: run.Agent, Tenant: run.Tenant, Model: run.Model, Metadata: run.Metadata, RequestHash: run.RequestHash, Trace: run.Trace, Batch: run.Batch, BatchBudget: run.BatchBudget,
+		ID: run.ID, Agent: run.Agent, AgentVersion: run.AgentVersion, Tenant: run.Tenant, Model: run.Model, Metadata: run.Metadata, RequestHash: run.RequestHash, Trace: run.Trace, Batch: run.Batch, BatchBudget: run.BatchBudget,
 		ParentRunID: run.ParentRunID, ParentCallID: run.ParentCallID, Depth: run.Depth,
 		ForkedFrom: run.ForkedFrom, RerunOf: run.RerunOf,
 		StartAt: run.StartAt, ScheduleID: run.ScheduleID, TickAt: run.TickAt,
 		Status: pipeline.RunCreated, Step: run.FirstStep(), StepState: pipeline.StepPending, CreatedAt: now, UpdatedAt: now,
 	}
 	ev, err := newEntry(fresh.Step, "", pipeline.EventRunCreated, now, struct {
-		Agent      string              `json:"agent"`
-		ForkedFrom *pipeline.ForkPoint `json:"forked_from,omitempty"`
-		RerunOf    string              `json:"rerun_of,omitempty"`
-	}{run.Agent, run.ForkedFrom, run.RerunOf})
+		Agent        string              `json:"agent"`
+		AgentVersion string              `json:"agent_version,omitempty"`
+		ForkedFrom   *pipeline.ForkPoint `json:"forked_from,omitempty"`
+		RerunOf      string              `json:"rerun_of,omitempty"`
+	}{run.Agent, run.AgentVersion, run.ForkedFrom, run.RerunOf})
 	if err != nil {
 		return pipeline.Run{}, false, err
 	}

@@ -343,9 +343,10 @@ func (s *Store) commitStepCmd(runID string, step int, owner string, c StepCommit
 // holds the run next, the call that handed it off and its run.handoff
 // entry.
 type handoffArg struct {
-	To    string `json:"to"`
-	Call  string `json:"call"`
-	Event entry  `json:"event"`
+	To      string `json:"to"`
+	Version string `json:"version"`
+	Call    string `json:"call"`
+	Event   entry  `json:"event"`
 }
 
 // handoffOf is h as commit_step.lua takes it; nil for none.
@@ -360,13 +361,14 @@ func handoffOf(step int, h *Handoff, now time.Time) (*handoffArg, error) {
 		return nil, fmt.Errorf("handoff: %w", err)
 	}
 	ev, err := newEntry(step, h.CallID, pipeline.EventRunHandoff, now, struct {
-		From string `json:"from"`
-		To   string `json:"to"`
-	}{h.From, h.To})
+		From    string `json:"from"`
+		To      string `json:"to"`
+		Version string `json:"agent_version,omitempty"`
+	}{h.From, h.To, h.Version})
 	if err != nil {
 		return nil, err
 	}
-	return &handoffArg{To: h.To, Call: h.CallID, Event: ev}, nil
+	return &handoffArg{To: h.To, Version: h.Version, Call: h.CallID, Event: ev}, nil
 }
 
 // writtenCall is a call a commit writes: its id and status, its hash's

@@ -24,8 +24,9 @@
 --           state (the plugin state updates: {key, value}, "" deletes),
 --           failed (the action.failed entries of the step's phases),
 --           handoff (absent unless the step hands the run to another
---           agent: {to (the agent), call (the call that hands it off),
---           event (its run.handoff entry)})}
+--           agent: {to (the agent), version (the version of it the run
+--           is pinned to, "" for none), call (the call that hands it
+--           off), event (its run.handoff entry)})}
 -- Returns the run hash as the commit leaves it; the calls are as the
 -- caller wrote them.
 local run_key, events_key, msgs_key, step_key, state_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -76,9 +77,11 @@ local set = {'step_state', a.to, 'lease_owner', '', 'lease_until', '0', 'updated
 if a.cost ~= 0 then
   set[#set + 1], set[#set + 2] = 'cost', (tonumber(run.cost) or 0) + a.cost
 end
--- holder: the agent the run is handed to (the run's agent until then).
+-- holder: the agent the run is handed to (the run's agent until then),
+-- agent_ver: the version of it the run is pinned to ("": none).
 if a.handoff then
   set[#set + 1], set[#set + 2] = 'holder', a.handoff.to
+  set[#set + 1], set[#set + 2] = 'agent_ver', a.handoff.version
   set[#set + 1], set[#set + 2] = 'handoffs', (tonumber(run.handoffs) or 0) + 1
   set[#set + 1], set[#set + 2] = 'handoff_call', a.handoff.call
 end
