@@ -23,6 +23,7 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
 	"github.com/stepwise-run/stepwise/pipeline/toolworker"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 	"github.com/stepwise-run/stepwise/pipeline/worker"
 )
 
@@ -176,10 +177,15 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	vers, err := versions.New(s.Config, s.Store)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
 	g := s.Config.Gateway
 	return gateway.New(gateway.Config{
 		Store: s.Store, Publisher: s.Publisher, Names: s.Names,
-		Agents: func(name string) bool { _, ok := s.Config.Agent(name); return ok },
+		Agents:   func(name string) bool { _, ok := s.Config.Agent(name); return ok },
+		Versions: vers,
 		ClientTools: func(name string) bool {
 			t, ok := s.Config.Tool(name)
 			return ok && t.Executor.Frontend != nil

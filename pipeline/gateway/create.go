@@ -112,6 +112,11 @@ func (s *Server) start(ctx context.Context, nr newRun) (_ pipeline.Run, _ bool, 
 	run.StepState = pipeline.StepPending
 	run.CreatedAt = now
 	run.UpdatedAt = now
+	if s.cfg.Versions != nil {
+		if run.AgentVersion, err = s.cfg.Versions.Pin(ctx, run.Agent); err != nil {
+			return pipeline.Run{}, false, err
+		}
+	}
 	sweepAt := now.Add(s.cfg.SweepAfter)
 	if run.StartAt.After(now) {
 		sweepAt = run.StartAt // the sweeper requests its first step then

@@ -38,6 +38,10 @@ type RunSummary struct {
 	// CurrentAgent is the agent that holds the run now: Agent until a
 	// handoff gave it to another (agents' handoffs).
 	CurrentAgent string `json:"current_agent,omitempty"`
+	// AgentVersion is the version of CurrentAgent's definition the run is
+	// pinned to (a content hash; package versions); absent for a run
+	// created before versions existed.
+	AgentVersion string `json:"agent_version,omitempty"`
 }
 
 // RunView is the answer of GET /v1/runs/{id}: the summary and every tool
@@ -128,6 +132,7 @@ func summaryOf(r pipeline.Run) RunSummary {
 		Termination: r.Termination, Usage: r.Usage, Metadata: r.Metadata, BatchID: r.Batch, ParentRunID: r.ParentRunID,
 		StartAt: r.StartAt, ScheduleID: r.ScheduleID, TickAt: r.TickAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ForkedFrom: r.ForkedFrom, RerunOf: r.RerunOf, CurrentAgent: r.CurrentAgent,
+		AgentVersion: r.AgentVersion,
 	}
 }
 

@@ -56,6 +56,10 @@ type Config struct {
 	// tools provider-executed, and takes the client's output of such a call
 	// as the decision that resumes it. Nil: the client executes none.
 	ClientTools func(name string) bool
+	// Versions pins each run it creates to the version of its agent in
+	// the gateway's configuration (run.agent_version; package versions).
+	// Nil pins none: such runs follow the workers' configuration.
+	Versions Pinner
 	// ValidateModel checks a run's own script model (the "model" field of
 	// POST /v1/runs). Nil accepts any JSON object.
 	ValidateModel func(raw json.RawMessage) error
@@ -127,6 +131,12 @@ type Config struct {
 	// client IP) holds open on this gateway. Default
 	// DefaultMaxStreamsPerKey (64); one more is answered 429.
 	MaxStreamsPerKey int
+}
+
+// Pinner gives the version a new run of an agent is pinned to;
+// *versions.Catalog is one.
+type Pinner interface {
+	Pin(ctx context.Context, agent string) (string, error)
 }
 
 func (c *Config) setDefaults() {

@@ -10,6 +10,7 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/schedule"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 )
 
 // Batch is how many due schedules one Pass looks at.
@@ -33,6 +34,9 @@ type Firer struct {
 	Now   func() time.Time
 	Poll  time.Duration
 	Log   *slog.Logger
+	// Versions pins each run a schedule starts to the version of its
+	// agent current here (package versions); nil pins none.
+	Versions *versions.Catalog
 }
 
 // Pass looks at the schedules that are due (store.DueSchedules, each
@@ -128,7 +132,14 @@ func (f *Firer) complete(ctx context.Context, sc schedule.Schedule) (schedule.Sc
 // reconcile requests its first step.
 func (f *Firer) create(ctx context.Context, sc schedule.Schedule, fr schedule.Firing) error {
 	now := f.Now()
-	_, created, err := f.Store.StartRun(ctx, sc.NewRun(fr), sc.Run.Input, now, now)
+	run := sc.NewRun(fr)
+	if f.Versions != nil {
+		var err error
+		if run.AgentVersion, err = f.Versions.Pin(ctx, run.Agent); err != nil {
+			return fmt.Errorf("schedule %s: run %s: %w", sc.ID, fr.RunID, err)
+		}
+	}
+	_, created, err := f.Store.StartRun(ctx, run, sc.Run.Input, now, now)
 	if err != nil {
 		return fmt.Errorf("schedule %s: start run %s: %w", sc.ID, fr.RunID, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -56,13 +57,14 @@ func (w *Worker) childRefused(run pipeline.Run, c pipeline.ToolCall, children in
 }
 
 // startChildren starts the child run of each parked call of an agent
-// tool that the parent does not record as started.
-func (w *Worker) startChildren(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) error {
+// tool (as ver, the parent's agent version, defines it) that the parent
+// does not record as started.
+func (w *Worker) startChildren(ctx context.Context, ver *versions.Version, run pipeline.Run, calls []pipeline.ToolCall) error {
 	for _, c := range calls {
 		if c.Status != pipeline.CallSuspended || run.Children[c.ID] {
 			continue
 		}
-		t, _ := w.cfg.Tool(c.Tool)
+		t, _ := ver.Tool(c.Tool)
 		if t.Executor.Agent == "" {
 			continue
 		}
@@ -74,8 +76,9 @@ func (w *Worker) startChildren(ctx context.Context, run pipeline.Run, calls []pi
 }
 
 // startChild registers call c's child on run (so that run's end finds it
-// to cancel), writes it in run's tenant, batch and trace, requests its
-// first step and marks it started.
+// to cancel), writes it in run's tenant, batch and trace, pinned to the
+// version of its agent this worker has now, requests its first step and
+// marks it started.
 func (w *Worker) startChild(ctx context.Context, run pipeline.Run, c pipeline.ToolCall, ex config.Executor) error {
 	if _, registered := run.Children[c.ID]; !registered {
 		if err := w.store.MarkChild(ctx, run.ID, c.ID, false); err != nil {
@@ -86,9 +89,13 @@ func (w *Worker) startChild(ctx context.Context, run pipeline.Run, c pipeline.To
 	if err != nil {
 		return err
 	}
+	version, err := w.versions.Pin(ctx, ex.Agent)
+	if err != nil {
+		return err
+	}
 	now := w.now()
 	child := pipeline.Run{
-		ID: pipeline.ChildRunID(run.ID, c.ID), Agent: ex.Agent, Tenant: run.Tenant, Batch: run.Batch, BatchBudget: run.BatchBudget,
+		ID: pipeline.ChildRunID(run.ID, c.ID), Agent: ex.Agent, AgentVersion: version, Tenant: run.Tenant, Batch: run.Batch, BatchBudget: run.BatchBudget,
 		Trace: run.Trace, ParentRunID: run.ID, ParentCallID: c.ID, Depth: run.Depth + 1,
 	}
 	sum := sha256.Sum256([]byte(ex.Agent + "\x00" + input))

@@ -152,8 +152,17 @@ func (w *Worker) prepare(ctx context.Context, d topics.Decision, signedBy string
 		if err != nil {
 			return sd, before, err
 		}
-		w.checkResume(ctx, run, call, &sd)
-		if agent, _ := w.cfg.Agent(run.CurrentAgent); !agent.Sequential() {
+		ver, err := w.versionOf(ctx, run)
+		if lostVersion(err) {
+			// The run cannot go on: it ends with the error, and the
+			// decision finds it done.
+			return sd, before, w.giveUp(ctx, run, err.Error())
+		}
+		if err != nil {
+			return sd, before, err
+		}
+		w.checkResume(ctx, ver, call, &sd)
+		if !ver.Agent.Sequential() {
 			sd.Dispatcher = w.instance // a resumed call of a parallel step is published at once
 		}
 	} else if err := w.store.ScheduleSweep(ctx, d.RunID, before); err != nil {

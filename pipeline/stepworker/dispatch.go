@@ -6,6 +6,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -14,8 +15,7 @@ import (
 // (new, or resuming after a decision); in sequential mode only the first
 // call that is not terminal, if it waits (while it runs or is suspended,
 // the ones after it wait).
-func (w *Worker) dispatchable(run pipeline.Run, calls []pipeline.ToolCall) []int {
-	agent, _ := w.cfg.Agent(run.CurrentAgent)
+func dispatchable(agent config.Agent, calls []pipeline.ToolCall) []int {
 	var out []int
 	for i, c := range calls {
 		waits := c.Status == pipeline.CallNew || c.Status == pipeline.CallResuming

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -19,8 +20,8 @@ func (w *Worker) budgetSpent(attempts int) bool {
 
 // callBudgetSpent is budgetSpent for a call of tool: its max_attempts when it
 // sets one.
-func (w *Worker) callBudgetSpent(tool string, attempts int) bool {
-	if t, ok := w.cfg.Tool(tool); ok && t.MaxAttempts > 0 {
+func (w *Worker) callBudgetSpent(ver *versions.Version, tool string, attempts int) bool {
+	if t, ok := ver.Tool(tool); ok && t.MaxAttempts > 0 {
 		return attempts > t.MaxAttempts
 	}
 	return w.budgetSpent(attempts)

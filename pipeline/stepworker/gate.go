@@ -8,26 +8,8 @@ import (
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
-	"github.com/stepwise-run/stepwise/pipeline/policy"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 )
-
-// conditions holds the compiled ask_when of every tool that has one.
-type conditions map[string]*policy.Condition
-
-func compileConditions(cfg *config.Config) (conditions, error) {
-	out := conditions{}
-	for name, t := range cfg.Tools {
-		if t.AskWhen == "" {
-			continue
-		}
-		c, err := policy.Compile(t.AskWhen)
-		if err != nil {
-			return nil, fmt.Errorf("tools.%s.ask_when: %w", name, err)
-		}
-		out[name] = c
-	}
-	return out, nil
-}
 
 // gate is ToolGate: it decides, serially and in call order, what happens to
 // each proposed call before anything executes — the worker's own intercepts
@@ -41,7 +23,7 @@ func compileConditions(cfg *config.Config) (conditions, error) {
 // runs.children. Gate decisions depend only on the configuration, the
 // arguments and the run as claimed (its handoff count, the child runs it
 // started in earlier steps), so replaying a step decides the same.
-func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, agent config.Agent, params map[string]json.RawMessage, calls []pipeline.ToolCall, now time.Time) ([]pipeline.ToolCall, error) {
+func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, ver *versions.Version, params map[string]json.RawMessage, calls []pipeline.ToolCall, now time.Time) ([]pipeline.ToolCall, error) {
 	out := make([]pipeline.ToolCall, len(calls))
 	blocked, handing := "", false
 	children := len(run.Children) // the child runs it has, and those the calls before start
@@ -51,7 +33,7 @@ func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, agent c
 			out[i] = c
 			continue
 		}
-		if to, ok := agent.HandoffTarget(c.Tool); ok {
+		if to, ok := ver.Agent.HandoffTarget(c.Tool); ok {
 			out[i] = w.answerHandoff(run, c, to, handing)
 			handing = handing || out[i].Status == pipeline.CallSucceeded
 			continue
@@ -60,22 +42,23 @@ func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, agent c
 		if err != nil {
 			return nil, err
 		}
-		in := pipeline.CombineIntercepts(append(w.policy(c), fromPlugins...)...)
+		in := pipeline.CombineIntercepts(append(w.policy(ver, c), fromPlugins...)...)
 		_, configured := w.cfg.Tool(c.Tool)
-		if pre := w.precheck(agent, params, c); pre != nil && (configured || len(fromPlugins) == 0) {
+		_, pinned := ver.Tool(c.Tool)
+		if pre := w.precheck(ver, params, c); pre != nil && (configured || pinned || len(fromPlugins) == 0) {
 			// An unavailable tool or invalid arguments fail the call whatever
 			// else is said; only a plugin answering a tool of its own
 			// (tool_search) is not "unavailable".
 			in = *pre
 		}
-		if t, _ := w.cfg.Tool(c.Tool); in.Action == pipeline.GateSuspend && t.Executor.Agent != "" {
+		if t, _ := ver.Tool(c.Tool); in.Action == pipeline.GateSuspend && t.Executor.Agent != "" {
 			if refused := w.childRefused(run, c, children); refused != "" {
 				in = pipeline.Intercept{Action: pipeline.GateSetResult, Error: refused}
 			} else {
 				children++
 			}
 		}
-		out[i] = w.gated(c, in, now)
+		out[i] = w.gated(ver, c, in, now)
 		if in.Action == pipeline.GateBlock {
 			blocked = c.ID
 		}
@@ -87,13 +70,13 @@ func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, agent c
 // fails it with the reason, a suspend parks it with its tool's approval
 // settings, a set_result finishes it with the result (or fails it with the
 // error), an allow leaves it new.
-func (w *Worker) gated(c pipeline.ToolCall, in pipeline.Intercept, now time.Time) pipeline.ToolCall {
+func (w *Worker) gated(ver *versions.Version, c pipeline.ToolCall, in pipeline.Intercept, now time.Time) pipeline.ToolCall {
 	c.Gate = in.Action
 	switch in.Action {
 	case pipeline.GateBlock:
 		c.Status, c.Error = pipeline.CallFailed, in.Reason
 	case pipeline.GateSuspend:
-		t, _ := w.cfg.Tool(c.Tool)
+		t, _ := ver.Tool(c.Tool)
 		c.Status, c.Parking = pipeline.CallSuspended, t.Park(c.RunID, c.ID, in.Reason, now)
 	case pipeline.GateSetResult:
 		c.Status, c.Result, c.Error = pipeline.CallSucceeded, in.Result, in.Error
@@ -113,8 +96,8 @@ func blockedAt(id string) string { return "not run: the run was blocked at call 
 // precheck fails a call before the gate when its tool is not the agent's or
 // its arguments do not fit the tool's JSON Schema, with a message the model
 // can act on; nil when the call may be gated.
-func (w *Worker) precheck(agent config.Agent, params map[string]json.RawMessage, c pipeline.ToolCall) *pipeline.Intercept {
-	if _, configured := w.cfg.Tool(c.Tool); !configured || !offers(agent, c.Tool) {
+func (w *Worker) precheck(ver *versions.Version, params map[string]json.RawMessage, c pipeline.ToolCall) *pipeline.Intercept {
+	if _, offered := ver.Tool(c.Tool); !offered {
 		return &pipeline.Intercept{Action: pipeline.GateSetResult, Error: fmt.Sprintf("tool %q is not available to this agent", c.Tool)}
 	}
 	if err := w.schemas.check(params[c.Tool], c.Arguments); err != nil {
@@ -123,10 +106,11 @@ func (w *Worker) precheck(agent config.Agent, params map[string]json.RawMessage,
 	return nil
 }
 
-// policy is the configuration's voice at ToolGate for one call: the frontend
-// and agent executors and the tool's permission.
-func (w *Worker) policy(c pipeline.ToolCall) []pipeline.Intercept {
-	t, _ := w.cfg.Tool(c.Tool)
+// policy is the configuration's voice at ToolGate for one call, as ver, the
+// run's agent version, pinned it: the frontend and agent executors and the
+// tool's permission.
+func (w *Worker) policy(ver *versions.Version, c pipeline.ToolCall) []pipeline.Intercept {
+	t, _ := ver.Tool(c.Tool)
 	var out []pipeline.Intercept
 	if t.Executor.Frontend != nil {
 		out = append(out, pipeline.Intercept{Action: pipeline.GateSuspend, Reason: "a frontend tool: the client supplies the result"})
@@ -138,7 +122,7 @@ func (w *Worker) policy(c pipeline.ToolCall) []pipeline.Intercept {
 	case config.PermissionDeny:
 		out = append(out, pipeline.Intercept{Action: pipeline.GateBlock, Reason: fmt.Sprintf("tool %q is denied by policy", c.Tool)})
 	case config.PermissionAsk:
-		if ask, why := w.asks(c); ask {
+		if ask, why := asks(ver, c); ask {
 			out = append(out, pipeline.Intercept{Action: pipeline.GateSuspend, Reason: why})
 		}
 	}
@@ -148,8 +132,8 @@ func (w *Worker) policy(c pipeline.ToolCall) []pipeline.Intercept {
 // asks evaluates a tool's ask_when. No condition asks always; a condition
 // that cannot be evaluated on these arguments asks too: when in doubt, a
 // person decides.
-func (w *Worker) asks(c pipeline.ToolCall) (bool, string) {
-	cond, ok := w.conditions[c.Tool]
+func asks(ver *versions.Version, c pipeline.ToolCall) (bool, string) {
+	cond, ok := ver.AskWhen(c.Tool)
 	if !ok {
 		return true, fmt.Sprintf("tool %q needs approval", c.Tool)
 	}
@@ -158,13 +142,4 @@ func (w *Worker) asks(c pipeline.ToolCall) (bool, string) {
 		return true, fmt.Sprintf("tool %q needs approval (its condition could not be evaluated: %v)", c.Tool, err)
 	}
 	return ask, fmt.Sprintf("tool %q needs approval: %s", c.Tool, cond)
-}
-
-func offers(agent config.Agent, tool string) bool {
-	for _, t := range agent.Tools {
-		if t == tool {
-			return true
-		}
-	}
-	return false
 }

@@ -8,19 +8,20 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/model"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 )
 
 // handoffParams is the JSON Schema of every handoff tool: it takes no
 // arguments, as the OpenAI Agents SDK's handoffs take none by default.
 var handoffParams = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
 
-// handoffSpecs are the handoffs agent offers, as the tools the model is
-// told about: transfer_to_<name>, described by the target's description.
-func (w *Worker) handoffSpecs(agent config.Agent) []model.ToolSpec {
-	specs := make([]model.ToolSpec, 0, len(agent.Handoffs))
-	for _, to := range agent.Handoffs {
-		target, _ := w.cfg.Agent(to)
-		specs = append(specs, model.ToolSpec{Name: config.HandoffTool(to), Description: config.HandoffDescription(to, target), Parameters: handoffParams})
+// handoffSpecs are the handoffs ver, an agent version, offers, as the
+// tools the model is told about: transfer_to_<name>, described as the
+// version pinned its target's description.
+func handoffSpecs(ver *versions.Version) []model.ToolSpec {
+	specs := make([]model.ToolSpec, 0, len(ver.Agent.Handoffs))
+	for _, to := range ver.Agent.Handoffs {
+		specs = append(specs, model.ToolSpec{Name: config.HandoffTool(to), Description: ver.Handoffs[to], Parameters: handoffParams})
 	}
 	return specs
 }
@@ -62,15 +63,6 @@ func handoffOf(run pipeline.Run, agent config.Agent, calls []pipeline.ToolCall) 
 		}
 	}
 	return nil
-}
-
-// heldAfter is run as the commit of handoff leaves it: held by the agent
-// handoff hands it to; run itself when handoff is nil.
-func heldAfter(run pipeline.Run, handoff *store.Handoff) pipeline.Run {
-	if handoff != nil {
-		run.CurrentAgent = handoff.To
-	}
-	return run
 }
 
 // seenBy is the conversation msgs as agent, holding run, sees it: all of

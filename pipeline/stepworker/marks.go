@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
@@ -65,8 +66,8 @@ func (w *Worker) dispatched(c pipeline.ToolCall, now time.Time) bool {
 
 // markOutgoing marks the calls of a commit that its reconcile will publish
 // (dispatchable) as being sent by this worker.
-func (w *Worker) markOutgoing(run pipeline.Run, calls []pipeline.ToolCall) {
-	for _, i := range w.dispatchable(run, calls) {
+func (w *Worker) markOutgoing(agent config.Agent, calls []pipeline.ToolCall) {
+	for _, i := range dispatchable(agent, calls) {
 		calls[i].DispatchedBy = w.instance
 	}
 }

@@ -6,14 +6,13 @@ import (
 	"testing"
 
 	"github.com/stepwise-run/stepwise/pipeline"
-	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 )
 
 // The ids a step gives its calls: the model's when free in the run, else
 // derived from the step and position, never one the conversation already
 // names (CommitStep would refuse it, and the step would never commit).
 func TestNameCalls_gives_ids_unique_in_the_run_and_stable_across_attempts(t *testing.T) {
-	w := &Worker{cfg: &config.Config{}}
 	prior := []pipeline.Message{
 		{Role: pipeline.RoleUser, Content: "go"},
 		{Role: pipeline.RoleAssistant, ToolCalls: []pipeline.ToolCallRequest{{ID: "c"}, {ID: "call_1_1"}}},
@@ -23,7 +22,7 @@ func TestNameCalls_gives_ids_unique_in_the_run_and_stable_across_attempts(t *tes
 	reqs := []pipeline.ToolCallRequest{{ID: "c"}, {ID: "d"}, {ID: "d"}, {}, {ID: "e"}}
 	want := "c_s1_s1 d call_1_2 call_1_3 e"
 	for attempt := range 2 {
-		calls := w.nameCalls(pipeline.Run{ID: "r", Step: 1}, prior, reqs)
+		calls := nameCalls(&versions.Version{}, pipeline.Run{ID: "r", Step: 1}, prior, reqs)
 		var ids []string
 		for i, c := range calls {
 			if c.Index != i || c.Step != 1 || c.RunID != "r" || c.Queue != "default" {
@@ -37,7 +36,7 @@ func TestNameCalls_gives_ids_unique_in_the_run_and_stable_across_attempts(t *tes
 	}
 	// The model proposing "call_1_1", an id the run has, in a step whose
 	// derived name for position 1 is that id too.
-	calls := w.nameCalls(pipeline.Run{ID: "r", Step: 1}, prior, []pipeline.ToolCallRequest{{ID: "x"}, {ID: "call_1_1"}})
+	calls := nameCalls(&versions.Version{}, pipeline.Run{ID: "r", Step: 1}, prior, []pipeline.ToolCallRequest{{ID: "x"}, {ID: "call_1_1"}})
 	if calls[1].ID != "call_1_1_s1" {
 		t.Fatalf("a taken id became %q", calls[1].ID)
 	}
@@ -47,7 +46,6 @@ func TestNameCalls_gives_ids_unique_in_the_run_and_stable_across_attempts(t *tes
 // looks up the ids its calls may get, rather than gathering every id the
 // run has (which made a run's steps cost the square of its calls).
 func TestNameCalls_costs_no_more_in_a_long_run(t *testing.T) {
-	w := &Worker{cfg: &config.Config{}}
 	conversation := func(steps int) []pipeline.Message {
 		msgs := []pipeline.Message{{Role: pipeline.RoleUser, Content: "go"}}
 		for s := range steps {
@@ -60,7 +58,7 @@ func TestNameCalls_costs_no_more_in_a_long_run(t *testing.T) {
 	reqs := []pipeline.ToolCallRequest{{Name: "echo"}, {ID: "toolu_1", Name: "echo"}}
 	allocs := func(steps int) float64 {
 		msgs := conversation(steps)
-		return testing.AllocsPerRun(20, func() { w.nameCalls(pipeline.Run{ID: "r", Step: 1000}, msgs, reqs) })
+		return testing.AllocsPerRun(20, func() { nameCalls(&versions.Version{}, pipeline.Run{ID: "r", Step: 1000}, msgs, reqs) })
 	}
 	if short, long := allocs(10), allocs(1000); long > short {
 		t.Errorf("naming 2 calls after 1,000 steps: %.0f allocations, after 10: %.0f", long, short)

@@ -10,6 +10,7 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -186,7 +187,14 @@ func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*vie
 func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*view, error) {
 	snap := v.Snapshot
 	run, calls := snap.Run, snap.Calls
-	decided, err := w.applyDue(ctx, snap, now)
+	ver, err := w.versionOf(ctx, run)
+	if lostVersion(err) {
+		return w.giveUpFrom(ctx, run, err.Error())
+	}
+	if err != nil {
+		return nil, err
+	}
+	decided, err := w.applyDue(ctx, ver, snap, now)
 	if err != nil {
 		return nil, err
 	}
@@ -208,17 +216,17 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 			sentWithin(c.DispatchedAt, now, w.settings.Lease.Duration) {
 			continue
 		}
-		if w.callBudgetSpent(c.Tool, c.Attempts+1) {
+		if w.callBudgetSpent(ver, c.Tool, c.Attempts+1) {
 			return w.giveUpFrom(ctx, run, fmt.Sprintf("tool call %s (%s) was claimed %d times without finishing", c.ID, c.Tool, c.Attempts))
 		}
 		redrive = append(redrive, c) // its worker died: the claim counts the attempt
 	}
 	w.metrics.Redriven("call", len(redrive))
 
-	agent, _ := w.cfg.Agent(run.CurrentAgent)
+	agent := ver.Agent
 	switch pipeline.DeriveRunStatus(pipeline.CallStatuses(ahead(agent, calls))) {
 	case pipeline.RunRunning:
-		judged, err := w.regate(ctx, run, calls, now)
+		judged, err := w.regate(ctx, ver, run, calls, now)
 		if pe := (*phaseError)(nil); errors.As(err, &pe) {
 			return w.giveUpFrom(ctx, run, err.Error())
 		}
@@ -228,11 +236,11 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 		if judged {
 			return w.reread(ctx, run)
 		}
-		if err := w.startChildren(ctx, run, calls); err != nil {
+		if err := w.startChildren(ctx, ver, run, calls); err != nil {
 			return nil, err
 		}
 		var fresh []pipeline.ToolCall // marked by this worker's commit, not published yet
-		for _, i := range w.dispatchable(run, calls) {
+		for _, i := range dispatchable(agent, calls) {
 			switch c := calls[i]; {
 			case v.mine && c.DispatchedBy == w.instance:
 				fresh = append(fresh, c)
@@ -260,7 +268,7 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 		}
 		// A waiting run's children start once it is set waiting, so a
 		// child's answer finds it so.
-		if err := w.startChildren(ctx, run, calls); err != nil {
+		if err := w.startChildren(ctx, ver, run, calls); err != nil {
 			return nil, err
 		}
 		// Its parked calls go in the pending indexes again, in case the
@@ -268,7 +276,7 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 		_, err := w.store.RescheduleWaiting(ctx, run, calls, snap.Scheduled, nextLook(snap))
 		return nil, err
 	default:
-		return w.endStep(ctx, run, calls, v.here)
+		return w.endStep(ctx, ver, run, calls, v.here)
 	}
 }
 
@@ -277,7 +285,7 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 // decision of calls whose approval deadline has passed (recorded as a
 // timeout, not as somebody's decision); and it rejects the decisions held
 // past their hold. It reports whether it changed anything.
-func (w *Worker) applyDue(ctx context.Context, snap store.Snapshot, now time.Time) (bool, error) {
+func (w *Worker) applyDue(ctx context.Context, ver *versions.Version, snap store.Snapshot, now time.Time) (bool, error) {
 	run := snap.Run
 	parked := map[string]bool{}           // the parked calls only: most steps have none
 	var byID map[string]pipeline.ToolCall // for the held decisions: most runs hold none
@@ -297,7 +305,7 @@ func (w *Worker) applyDue(ctx context.Context, snap store.Snapshot, now time.Tim
 		switch {
 		case parked[h.CallID]:
 			d := h.Decision
-			w.checkResume(ctx, run, byID[h.CallID], &d)
+			w.checkResume(ctx, ver, byID[h.CallID], &d)
 			if _, err := w.store.ApplyDecision(ctx, run.ID, d, h.Until, now); err != nil {
 				return changed, err
 			}
@@ -326,7 +334,7 @@ func (w *Worker) applyDue(ctx context.Context, snap store.Snapshot, now time.Tim
 			ID: TimeoutDecisionID(c.ID, c.Parking.ParkedAt), CallID: c.ID, Action: action, DecidedBy: "stepwise",
 			Reason: fmt.Sprintf("no decision within %s", waited), Timeout: true,
 		}
-		w.checkResume(ctx, run, c, &d)
+		w.checkResume(ctx, ver, c, &d)
 		if _, err := w.store.ApplyDecision(ctx, run.ID, d, now, now); err != nil {
 			return changed, err
 		}

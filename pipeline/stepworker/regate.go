@@ -7,6 +7,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 )
 
 // regate is ToolGate judging a call of a sequential step again, as the
@@ -21,12 +22,11 @@ import (
 // end ends the run blocked), and regate reports true: the caller reads the
 // run again. An allow writes nothing: the phase's state updates are not
 // kept. A hook error is a *phaseError.
-func (w *Worker) regate(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, now time.Time) (bool, error) {
-	agent, _ := w.cfg.Agent(run.CurrentAgent)
-	if !agent.Sequential() || !w.plugins[run.CurrentAgent].HasHooks(pipeline.PhaseToolGate) {
+func (w *Worker) regate(ctx context.Context, ver *versions.Version, run pipeline.Run, calls []pipeline.ToolCall, now time.Time) (bool, error) {
+	if !ver.Agent.Sequential() || !w.plugins[run.CurrentAgent].HasHooks(pipeline.PhaseToolGate) {
 		return false, nil
 	}
-	next := w.dispatchable(run, calls)
+	next := dispatchable(ver.Agent, calls)
 	if len(next) != 1 || next[0] == 0 {
 		return false, nil
 	}
@@ -43,8 +43,8 @@ func (w *Worker) regate(ctx context.Context, run pipeline.Run, calls []pipeline.
 	if err != nil {
 		return false, err
 	}
-	in := pipeline.CombineIntercepts(append(w.policy(c), fromPlugins...)...)
-	d := w.gated(c, in, now)
+	in := pipeline.CombineIntercepts(append(w.policy(ver, c), fromPlugins...)...)
+	d := w.gated(ver, c, in, now)
 	if d.Status == pipeline.CallNew {
 		return false, nil
 	}

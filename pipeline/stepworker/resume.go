@@ -7,6 +7,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 )
 
 // checkResume is ToolGate for a resume decision of a parked call, as the
@@ -19,7 +20,7 @@ import (
 // is not checked: its result is the decision, nothing runs. Plugins'
 // ToolGate hooks are not asked again. A call that is not parked is left
 // to the store (held, or rejected).
-func (w *Worker) checkResume(ctx context.Context, run pipeline.Run, c pipeline.ToolCall, d *store.Decision) {
+func (w *Worker) checkResume(ctx context.Context, ver *versions.Version, c pipeline.ToolCall, d *store.Decision) {
 	if d.Action != store.ActionResume || c.Status != pipeline.CallSuspended || c.Parking == nil {
 		return
 	}
@@ -27,8 +28,7 @@ func (w *Worker) checkResume(ctx context.Context, run pipeline.Run, c pipeline.T
 	if mode == pipeline.ResumeUseDecisionAsResult {
 		return
 	}
-	agent, _ := w.cfg.Agent(run.CurrentAgent)
-	params := paramsOf(w.toolSpecs(ctx, []string{c.Tool}))
+	params := paramsOf(w.toolSpecs(ctx, ver, []string{c.Tool}))
 	if mode == pipeline.ResumePassDecisionToTool && len(d.Payload) > 0 {
 		if err := w.schemas.check(params[c.Tool], d.Payload); err != nil {
 			d.Refuse = fmt.Sprintf("the payload does not fit the parameters of %s: %v", c.Tool, err)
@@ -36,11 +36,11 @@ func (w *Worker) checkResume(ctx context.Context, run pipeline.Run, c pipeline.T
 		}
 		c.Arguments = json.RawMessage(d.Payload)
 	}
-	if pre := w.precheck(agent, params, c); pre != nil {
+	if pre := w.precheck(ver, params, c); pre != nil {
 		d.Block = pre.Error
 		return
 	}
-	for _, in := range w.policy(c) {
+	for _, in := range w.policy(ver, c) {
 		if in.Action == pipeline.GateBlock {
 			d.Block = in.Reason
 			return

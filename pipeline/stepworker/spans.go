@@ -9,9 +9,9 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/stepwise-run/stepwise/pipeline"
-	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/model"
 	"github.com/stepwise-run/stepwise/pipeline/tracing"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 )
 
 // The spans of a step (package tracing): the step, its inference with the
@@ -49,12 +49,12 @@ func splitModelKey(key string) (provider, name string) {
 
 // gateSpan runs ToolGate in a span that records, per call, what it
 // decided (an event per call; a parked call's ticket and reason).
-func (w *Worker) gateSpan(ctx context.Context, ph *phases, run pipeline.Run, agent config.Agent, params map[string]json.RawMessage, calls []pipeline.ToolCall) ([]pipeline.ToolCall, error) {
+func (w *Worker) gateSpan(ctx context.Context, ph *phases, run pipeline.Run, ver *versions.Version, params map[string]json.RawMessage, calls []pipeline.ToolCall) ([]pipeline.ToolCall, error) {
 	ctx, span := tracing.Start(ctx, "", oteltrace.SpanKindInternal, func() (string, []attribute.KeyValue) {
 		return "tool_gate", []attribute.KeyValue{tracing.RunID(run.ID), tracing.Step(run.Step)}
 	})
 	defer span.End()
-	out, err := w.gate(ctx, ph, run, agent, params, calls, w.now())
+	out, err := w.gate(ctx, ph, run, ver, params, calls, w.now())
 	tracing.Fail(span, err)
 	if !span.IsRecording() {
 		return out, err

@@ -8,16 +8,18 @@ import (
 
 	"github.com/stepwise-run/stepwise/pipeline/model"
 	"github.com/stepwise-run/stepwise/pipeline/tools/schema"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 )
 
-// toolSpecs returns the agent's tools as the model is told about them: name,
-// description and JSON Schema from the configuration, or, for an MCP tool
-// the configuration leaves bare, from the catalog the tool workers publish.
-func (w *Worker) toolSpecs(ctx context.Context, names []string) []model.ToolSpec {
+// toolSpecs returns the tools of ver, an agent version, as the model is
+// told about them: name, description and JSON Schema from the version, or,
+// for an MCP tool the configuration leaves bare, from the catalog the tool
+// workers publish.
+func (w *Worker) toolSpecs(ctx context.Context, ver *versions.Version, names []string) []model.ToolSpec {
 	specs := make([]model.ToolSpec, 0, len(names))
 	var bare []string
 	for _, n := range names {
-		t, _ := w.cfg.Tool(n)
+		t, _ := ver.Tool(n)
 		specs = append(specs, model.ToolSpec{Name: n, Description: t.Description, Parameters: t.Parameters})
 		if t.Executor.MCP != nil && (t.Description == "" || len(t.Parameters) == 0) {
 			bare = append(bare, n)

@@ -19,6 +19,7 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tracing"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 	"github.com/stepwise-run/stepwise/pipeline/worker"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -234,7 +235,16 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 			w.abandonStep(run, log)
 		}
 	}()
-	agent, _ := w.cfg.Agent(run.CurrentAgent)
+	ver, err := w.versionOf(ctx, run)
+	if err != nil {
+		if lostVersion(err) {
+			w.logErr(log, "end run", w.giveUp(ctx, run, err.Error()))
+		} else {
+			log.Error("read the run's agent version; the sweeper will retry the step", "error", err)
+		}
+		return
+	}
+	agent := ver.Agent
 	mdl, err := w.models.forRun(run)
 	if err != nil {
 		w.logErr(log, "end run", w.giveUp(ctx, run, err.Error()))
@@ -270,7 +280,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	if !ph.set.Empty() { // only hooks use them
 		ph.pc.Model, ph.pc.Keep = mdl, keeper{w: w, run: run, lost: lost}
 	}
-	specs := append(w.toolSpecs(ctx, agent.Tools), w.handoffSpecs(agent)...)
+	specs := append(w.toolSpecs(ctx, ver, agent.Tools), handoffSpecs(ver)...)
 	resp, err := w.infer(ctx, ph, run, agent, mdl, specs, log)
 	stopRenewing() // the commit checks the lease; renewing past it would only fail
 	if err != nil {
@@ -299,7 +309,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	for i := range resp.ToolCalls {
 		resp.ToolCalls[i].Arguments = w.redact.JSON(resp.ToolCalls[i].Arguments)
 	}
-	calls, err := w.gateSpan(ctx, ph, run, agent, paramsOf(specs), w.nameCalls(run, msgs, resp.ToolCalls))
+	calls, err := w.gateSpan(ctx, ph, run, ver, paramsOf(specs), nameCalls(ver, run, msgs, resp.ToolCalls))
 	if err != nil {
 		w.logErr(log, "end run", w.giveUp(ctx, run, err.Error()))
 		return
@@ -310,10 +320,20 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	}
 	// From its commit on, a step that hands the run off runs its calls as
 	// the agent it hands the run to runs them.
+	// A run handed off is pinned to the version of its new agent this
+	// worker has now.
 	handoff := handoffOf(run, agent, calls)
-	after := heldAfter(run, handoff)
-	mode, _ := w.cfg.Agent(after.CurrentAgent)
-	w.markOutgoing(after, calls) // published by the commit's reconcile, marked by the commit (marks.go)
+	mode := agent
+	if handoff != nil {
+		if handoff.Version, err = w.versions.Pin(ctx, handoff.To); err != nil {
+			log.Error("pin the version of the agent the run is handed to; the sweeper will retry the step", "error", err)
+			return
+		}
+		if next, ok := w.versions.Current(handoff.To); ok {
+			mode = next.Agent
+		}
+	}
+	w.markOutgoing(mode, calls) // published by the commit's reconcile, marked by the commit (marks.go)
 	failed := ph.strand()
 	commit := store.StepCommit{Assistant: assistant, Calls: calls, Usage: resp.Usage, State: ph.updates(), Failed: failed,
 		Sequential: mode.Sequential(), Handoff: handoff}
@@ -384,7 +404,7 @@ const releaseTimeout = 5 * time.Second
 // the claim): CommitStep writes each call with the message that names it,
 // so no id is missed and no round trip is needed; CommitStep's refusal of
 // a taken id stays the backstop.
-func (w *Worker) nameCalls(run pipeline.Run, msgs []pipeline.Message, reqs []pipeline.ToolCallRequest) []pipeline.ToolCall {
+func nameCalls(ver *versions.Version, run pipeline.Run, msgs []pipeline.Message, reqs []pipeline.ToolCallRequest) []pipeline.ToolCall {
 	derived := func(i int) string { return "call_" + strconv.Itoa(run.Step) + "_" + strconv.Itoa(i) }
 	taken := takenIDs(msgs, reqs, derived)
 	seen := map[string]bool{} // in this step
@@ -398,7 +418,7 @@ func (w *Worker) nameCalls(run pipeline.Run, msgs []pipeline.Message, reqs []pip
 			id += "_s" + strconv.Itoa(run.Step)
 		}
 		seen[id] = true
-		t, _ := w.cfg.Tool(r.Name)
+		t, _ := ver.Tool(r.Name)
 		calls[i] = pipeline.ToolCall{
 			ID: id, RunID: run.ID, Step: run.Step, Index: i, Tool: r.Name,
 			Queue: queueOf(t.Queue), Status: pipeline.CallNew, Arguments: r.Arguments,

@@ -11,6 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 	"github.com/stepwise-run/stepwise/pipeline/worker"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -63,7 +64,7 @@ func (w *Worker) HandleToolResult(msg *message.Message) error {
 // handler publishes what follows (or, if it died, the sweeper does), and
 // publishing it here too would only send duplicates. A caller that holds a
 // pool slot (here) claims the next step in the same round trip and runs it.
-func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall, here bool) (*view, error) {
+func (w *Worker) endStep(ctx context.Context, ver *versions.Version, run pipeline.Run, calls []pipeline.ToolCall, here bool) (*view, error) {
 	state, failed, err := w.stepEnd(ctx, run, calls)
 	if pe := (*phaseError)(nil); errors.As(err, &pe) {
 		return w.giveUpFrom(ctx, run, err.Error())
@@ -73,7 +74,7 @@ func (w *Worker) endStep(ctx context.Context, run pipeline.Run, calls []pipeline
 	}
 	end := store.StepEnd{ToolMessages: toolMessages(calls), Finish: finishOf(calls), State: state, Failed: failed, CallIDs: callIDs(calls)}
 	if end.Finish == nil {
-		stop, err := w.stopped(ctx, run, calls)
+		stop, err := w.stopped(ctx, ver, run, calls)
 		if err != nil {
 			return nil, fmt.Errorf("stop conditions of run %s: %w", run.ID, err)
 		}

@@ -2,31 +2,17 @@ package stepworker
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/stepwise-run/stepwise/pipeline"
-	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/stop"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 )
 
-// compileStops compiles every agent's stop conditions once.
-func compileStops(cfg *config.Config) (map[string]*stop.Conditions, error) {
-	out := make(map[string]*stop.Conditions, len(cfg.Agents))
-	for name, a := range cfg.Agents {
-		c, err := stop.Compile(a.Stop)
-		if err != nil {
-			return nil, fmt.Errorf("agents.%s.stop: %w", name, err)
-		}
-		out[name] = c
-	}
-	return out, nil
-}
-
-// stopped evaluates the agent's stop conditions at the end of the run's
-// current step, whose calls are given; it reads only the history the
-// conditions need. nil: the run goes on.
-func (w *Worker) stopped(ctx context.Context, run pipeline.Run, calls []pipeline.ToolCall) (*pipeline.Termination, error) {
-	conds := w.stops[run.CurrentAgent]
+// stopped evaluates the stop conditions of ver, the run's agent version,
+// at the end of the run's current step, whose calls are given; it reads
+// only the history the conditions need. nil: the run goes on.
+func (w *Worker) stopped(ctx context.Context, ver *versions.Version, run pipeline.Run, calls []pipeline.ToolCall) (*pipeline.Termination, error) {
+	conds := ver.Stops()
 	if !conds.Enabled() {
 		return nil, nil
 	}
@@ -39,7 +25,7 @@ func (w *Worker) stopped(ctx context.Context, run pipeline.Run, calls []pipeline
 		history = all
 	}
 	steps := stop.History(history, run.Step, max(conds.NeedsHistory(), 1))
-	if agent, _ := w.cfg.Agent(run.CurrentAgent); agent.Stop.ContentMatch != "" {
+	if ver.Agent.Stop.ContentMatch != "" {
 		text, err := w.lastAssistantText(ctx, run.ID)
 		if err != nil {
 			return nil, err

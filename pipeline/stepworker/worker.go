@@ -14,9 +14,9 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/plugin"
 	"github.com/stepwise-run/stepwise/pipeline/scheduler"
 	"github.com/stepwise-run/stepwise/pipeline/secrets"
-	"github.com/stepwise-run/stepwise/pipeline/stop"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/tools/catalog"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 	"github.com/stepwise-run/stepwise/pipeline/worker"
 	"github.com/stepwise-run/stepwise/topics"
 )
@@ -27,37 +27,36 @@ type Config = worker.Deps
 // Worker holds the Step and StepEnd handlers and the sweeper. Its handlers
 // are safe for concurrent use by a Watermill router.
 type Worker struct {
-	ctx        context.Context // bounds the work on the pool
-	cancel     context.CancelFunc
-	store      *store.Store
-	pub        topics.Publisher
-	names      topics.Names
-	cfg        *config.Config
-	settings   config.StepWorker
-	now        func() time.Time
-	log        *slog.Logger
-	pool       *worker.Pool
-	decided    *worker.Pool // the reconciles after decisions (decide.go), and fan-ins when pool is full: no inference, so no inference slot
-	claims     *worker.Claims
-	models     *models
-	conditions conditions
-	catalog    *catalog.Catalog
-	schemas    schemas
-	stops      map[string]*stop.Conditions
-	plugins    map[string]*plugin.Set
-	signers    map[string][][]byte // producer → keys, when decisions must be signed
-	tenants    map[string]string   // producer → the one tenant whose runs its verified decisions may decide
-	redact     *secrets.Redactor
-	fanIn      *coalescer
-	inferring  *worker.Watch[string] // the inferences on the pool by run, to stop an ended run's (inferring.go)
-	shares     *shares               // each tenant's share of the pool
-	metrics    *metrics.Set
-	limits     *limits.Limiter
-	instance   string                          // this run of the process, for marks and heartbeats (marks.go)
-	live       atomic.Pointer[map[string]bool] // the instances alive at the last heartbeat
-	unsent     unsent                          // marks to take back
-	schedules  *scheduler.Firer                // fires the schedules' ticks in RunSweeper
-	archive    *archive.Archiver               // of done runs, before their results (runs.archive); nil: none
+	ctx       context.Context // bounds the work on the pool
+	cancel    context.CancelFunc
+	store     *store.Store
+	pub       topics.Publisher
+	names     topics.Names
+	cfg       *config.Config
+	settings  config.StepWorker
+	now       func() time.Time
+	log       *slog.Logger
+	pool      *worker.Pool
+	decided   *worker.Pool // the reconciles after decisions (decide.go), and fan-ins when pool is full: no inference, so no inference slot
+	claims    *worker.Claims
+	models    *models
+	catalog   *catalog.Catalog
+	schemas   schemas
+	versions  *versions.Catalog // the agents' versions: the configuration's, and those runs are pinned to
+	plugins   map[string]*plugin.Set
+	signers   map[string][][]byte // producer → keys, when decisions must be signed
+	tenants   map[string]string   // producer → the one tenant whose runs its verified decisions may decide
+	redact    *secrets.Redactor
+	fanIn     *coalescer
+	inferring *worker.Watch[string] // the inferences on the pool by run, to stop an ended run's (inferring.go)
+	shares    *shares               // each tenant's share of the pool
+	metrics   *metrics.Set
+	limits    *limits.Limiter
+	instance  string                          // this run of the process, for marks and heartbeats (marks.go)
+	live      atomic.Pointer[map[string]bool] // the instances alive at the last heartbeat
+	unsent    unsent                          // marks to take back
+	schedules *scheduler.Firer                // fires the schedules' ticks in RunSweeper
+	archive   *archive.Archiver               // of done runs, before their results (runs.archive); nil: none
 }
 
 // New returns a worker whose background work (inference on the pool) lives
@@ -73,11 +72,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stepworker: %w", err)
 	}
-	conds, err := compileConditions(cfg.Config)
-	if err != nil {
-		return nil, fmt.Errorf("stepworker: %w", err)
-	}
-	stops, err := compileStops(cfg.Config)
+	vers, err := versions.New(cfg.Config, cfg.Store)
 	if err != nil {
 		return nil, fmt.Errorf("stepworker: %w", err)
 	}
@@ -105,34 +100,33 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	inferring := newInferring(cfg.Store)
 	go inferring.Run(ctx, func(err error) { log.Error("read the status of the runs inferring here", "error", err) })
 	return &Worker{
-		ctx:        ctx,
-		cancel:     cancel,
-		store:      cfg.Store,
-		redact:     cfg.Redact,
-		metrics:    cfg.Metrics,
-		limits:     cfg.Limits,
-		fanIn:      newCoalescer(),
-		inferring:  inferring,
-		shares:     newShares(pool.Size()),
-		instance:   newInstance(),
-		pub:        cfg.Publisher,
-		names:      cfg.Names,
-		cfg:        cfg.Config,
-		settings:   s,
-		signers:    signers,
-		tenants:    cfg.Config.Decisions.Tenants(),
-		now:        cfg.Now,
-		log:        log,
-		pool:       pool,
-		decided:    worker.NewPool(s.Concurrency),
-		claims:     worker.NewClaims(cfg.WorkerID),
-		models:     models,
-		conditions: conds,
-		catalog:    cfg.Catalog,
-		stops:      stops,
-		plugins:    plugins,
-		schedules:  &scheduler.Firer{Store: cfg.Store, Now: cfg.Now, Poll: s.SweepInterval.Duration, Log: cfg.Logger},
-		archive:    arch,
+		ctx:       ctx,
+		cancel:    cancel,
+		store:     cfg.Store,
+		redact:    cfg.Redact,
+		metrics:   cfg.Metrics,
+		limits:    cfg.Limits,
+		fanIn:     newCoalescer(),
+		inferring: inferring,
+		shares:    newShares(pool.Size()),
+		instance:  newInstance(),
+		pub:       cfg.Publisher,
+		names:     cfg.Names,
+		cfg:       cfg.Config,
+		settings:  s,
+		signers:   signers,
+		tenants:   cfg.Config.Decisions.Tenants(),
+		now:       cfg.Now,
+		log:       log,
+		pool:      pool,
+		decided:   worker.NewPool(s.Concurrency),
+		claims:    worker.NewClaims(cfg.WorkerID),
+		models:    models,
+		catalog:   cfg.Catalog,
+		versions:  vers,
+		plugins:   plugins,
+		schedules: &scheduler.Firer{Store: cfg.Store, Now: cfg.Now, Poll: s.SweepInterval.Duration, Log: cfg.Logger, Versions: vers},
+		archive:   arch,
 	}, nil
 }
 
