@@ -56,21 +56,24 @@ func TestDecisionChecks_a_payload_that_does_not_fit_the_tool_is_rejected_and_not
 	}
 }
 
-// A resumed call passes ToolGate again: a tool the policy denies since it
-// parked is blocked without running, and the run ends blocked, as a block
-// at commit ends it.
-func TestDecisionChecks_a_resumed_call_whose_tool_is_now_denied_is_blocked(t *testing.T) {
+// A resumed call passes ToolGate again: with runs.upgrade_waiting, a run
+// moves to its agent's new version when a decision wakes it, so a tool the
+// policy denies since it parked is blocked without running, and the run
+// ends blocked, as a block at commit ends it.
+func TestDecisionChecks_a_resumed_call_whose_tool_is_now_denied_is_blocked_when_waiting_runs_upgrade(t *testing.T) {
 	in := newInfra(t)
 	before := connect(t, in, parseConfig(t, approvalsConfig))
 	stopStep := start(t, before.RunStepWorker)
 	start(t, func(ctx context.Context) error { return before.RunToolWorker(ctx, nil) })
 	base := serve(t, before)
 	id := createRun(t, base, "r-denied", "approvals", script(call("A", "tool_a", `{"x":1}`)))
-	waitFor(t, base, id, "waiting", func(v runView) bool { return v.Status == pipeline.RunWaiting })
+	parkedOn := waitFor(t, base, id, "waiting", func(v runView) bool { return v.Status == pipeline.RunWaiting }).AgentVersion
 
-	// The policy changes while the call waits: tool_a is denied now.
+	// The policy changes while the call waits: tool_a is denied now, and
+	// waiting runs move to the new version.
 	stopStep()
-	denied := strings.Replace(approvalsConfig, "tool_a: {executor: {builtin: echo}, permission: ask}", "tool_a: {executor: {builtin: echo}, permission: deny}", 1)
+	denied := strings.Replace(approvalsConfig, "tool_a: {executor: {builtin: echo}, permission: ask}", "tool_a: {executor: {builtin: echo}, permission: deny}", 1) +
+		"runs: {upgrade_waiting: true}\n"
 	after := connect(t, in, parseConfig(t, denied))
 	start(t, after.RunStepWorker)
 
@@ -86,6 +89,9 @@ func TestDecisionChecks_a_resumed_call_whose_tool_is_now_denied_is_blocked(t *te
 	}
 	for _, e := range eventsOf(runEvents(t, after, id), pipeline.EventToolCallStarted) {
 		t.Fatalf("the denied tool ran: %+v", e)
+	}
+	if v.AgentVersion == "" || v.AgentVersion == parkedOn {
+		t.Fatalf("the run is on version %q; want the new one, not %q", v.AgentVersion, parkedOn)
 	}
 }
 

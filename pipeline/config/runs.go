@@ -67,6 +67,12 @@ type Runs struct {
 	// Archive writes each ended run's record to a topic or to files
 	// before the retention may delete it; unset, none is archived.
 	Archive Archive `json:"archive,omitzero"`
+	// UpgradeWaiting moves a waiting run to the current version of its
+	// agent when a resume decision wakes it: the decision is checked
+	// against that version and the run's next steps use it. Default false:
+	// a run finishes on the version it was created with, whatever the
+	// configuration says since (ADR 0068).
+	UpgradeWaiting bool `json:"upgrade_waiting,omitempty"`
 }
 
 // MaxSearchableMetadata is how many metadata keys runs.searchable_metadata

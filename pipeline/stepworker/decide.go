@@ -158,6 +158,9 @@ func (w *Worker) prepare(ctx context.Context, d topics.Decision, signedBy string
 			// decision finds it done.
 			return sd, before, w.giveUp(ctx, run, err.Error())
 		}
+		if err == nil {
+			ver, sd.Upgrade, err = w.upgradeOf(ctx, run, ver)
+		}
 		if err != nil {
 			return sd, before, err
 		}

@@ -287,6 +287,10 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 // past their hold. It reports whether it changed anything.
 func (w *Worker) applyDue(ctx context.Context, ver *versions.Version, snap store.Snapshot, now time.Time) (bool, error) {
 	run := snap.Run
+	ver, upgrade, err := w.upgradeOf(ctx, run, ver)
+	if err != nil {
+		return false, err
+	}
 	parked := map[string]bool{}           // the parked calls only: most steps have none
 	var byID map[string]pipeline.ToolCall // for the held decisions: most runs hold none
 	if len(snap.Held) > 0 {
@@ -305,6 +309,7 @@ func (w *Worker) applyDue(ctx context.Context, ver *versions.Version, snap store
 		switch {
 		case parked[h.CallID]:
 			d := h.Decision
+			d.Upgrade = upgradeIf(d.Action, upgrade)
 			w.checkResume(ctx, ver, byID[h.CallID], &d)
 			if _, err := w.store.ApplyDecision(ctx, run.ID, d, h.Until, now); err != nil {
 				return changed, err
@@ -332,7 +337,7 @@ func (w *Worker) applyDue(ctx context.Context, ver *versions.Version, snap store
 		waited := c.Parking.Deadline.Sub(c.Parking.ParkedAt).Round(time.Second)
 		d := store.Decision{
 			ID: TimeoutDecisionID(c.ID, c.Parking.ParkedAt), CallID: c.ID, Action: action, DecidedBy: "stepwise",
-			Reason: fmt.Sprintf("no decision within %s", waited), Timeout: true,
+			Reason: fmt.Sprintf("no decision within %s", waited), Timeout: true, Upgrade: upgradeIf(action, upgrade),
 		}
 		w.checkResume(ctx, ver, c, &d)
 		if _, err := w.store.ApplyDecision(ctx, run.ID, d, now, now); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
 	"github.com/stepwise-run/stepwise/pipeline/versions"
 )
 
@@ -32,4 +33,33 @@ func (w *Worker) versionOf(ctx context.Context, run pipeline.Run) (*versions.Ver
 // definition. Any other error (Redis unreachable) is retried.
 func lostVersion(err error) bool {
 	return errors.Is(err, versions.ErrLost)
+}
+
+// upgradeOf is the version a resume decision for run, pinned to ver, is
+// checked against, and the version the decision moves the run to: with
+// runs.upgrade_waiting, a waiting run on another version than its agent's
+// current one moves to the current one (pinned, so Redis has it); else
+// ver, and "" (it stays).
+func (w *Worker) upgradeOf(ctx context.Context, run pipeline.Run, ver *versions.Version) (*versions.Version, string, error) {
+	if !w.cfg.Runs.UpgradeWaiting || run.Status != pipeline.RunWaiting {
+		return ver, "", nil
+	}
+	cur, ok := w.versions.Current(run.CurrentAgent)
+	if !ok || cur.Hash == ver.Hash {
+		return ver, "", nil
+	}
+	hash, err := w.versions.Pin(ctx, run.CurrentAgent)
+	if err != nil {
+		return nil, "", err
+	}
+	return cur, hash, nil
+}
+
+// upgradeIf is upgrade for a resume and "" for a cancel: only a resume
+// moves a run to another version.
+func upgradeIf(action, upgrade string) string {
+	if action != store.ActionResume {
+		return ""
+	}
+	return upgrade
 }

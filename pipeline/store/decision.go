@@ -39,6 +39,11 @@ type Decision struct {
 	// publish. Only for a call that may be published at once (a step that
 	// runs its calls in parallel); never kept with a held decision.
 	Dispatcher string `json:"-"`
+
+	// Upgrade, when set, is the agent version a waiting run the decision
+	// wakes is moved to (runs.upgrade_waiting; package versions); "" keeps
+	// the version it has. Never kept with a held decision.
+	Upgrade string `json:"-"`
 }
 
 // DecisionOutcome is what ApplyDecision did with a decision.
@@ -95,7 +100,8 @@ type (
 		Status     pipeline.ToolCallStatus `json:"status"` // resuming for every resume, cancelled for a cancel
 	}
 	resumedData struct {
-		DecisionID string `json:"decision_id"`
+		DecisionID   string `json:"decision_id"`
+		AgentVersion string `json:"agent_version,omitempty"` // the version the run moved to (Decision.Upgrade)
 	}
 )
 
@@ -252,6 +258,7 @@ type decisionArg struct {
 	Refuse    string                    `json:"refuse"`
 	Ended     pipeline.RunStatus        `json:"ended"`
 	Wake      runMove                   `json:"wake"`
+	Upgrade   string                    `json:"upgrade"`
 	Parkable  []pipeline.ToolCallStatus `json:"parkable"`
 	Decidable []pipeline.ToolCallStatus `json:"decidable"`
 	InFlight  []pipeline.ToolCallStatus `json:"in_flight"` // what the step's open count counts (lib.lua's move_open)
@@ -289,7 +296,7 @@ func decisionArgOf(d Decision, holdUntil, now time.Time) (decisionArg, error) {
 	arg := decisionArg{
 		ID: d.ID, Call: d.CallID, Now: toMillis(now), Why: appliedReason(d),
 		Held: string(held), ArgsHash: d.ArgsHash,
-		Ended: endedRun, Wake: wake, Parkable: parkable, Decidable: decidable, InFlight: inFlightStatuses,
+		Ended: endedRun, Wake: wake, Upgrade: d.Upgrade, Parkable: parkable, Decidable: decidable, InFlight: inFlightStatuses,
 		// dec_signed is written even when empty: a call decided again
 		// (resumed, parked anew, then timed out) must not keep an earlier
 		// decision's signer.
@@ -339,7 +346,7 @@ func decisionArgOf(d Decision, holdUntil, now time.Time) (decisionArg, error) {
 			DecisionID: d.ID, Action: d.Action, DecidedBy: d.DecidedBy, SignedBy: d.SignedBy,
 			Reason: d.Reason, Timeout: d.Timeout, Status: reported,
 		}},
-		{&arg.Events.Resumed, pipeline.EventRunResumed, resumedData{DecisionID: d.ID}},
+		{&arg.Events.Resumed, pipeline.EventRunResumed, resumedData{DecisionID: d.ID, AgentVersion: d.Upgrade}},
 	}
 	for _, ev := range evs {
 		if *ev.to, err = newEntry(-1, d.CallID, ev.typ, now, ev.data); err != nil {

@@ -12,6 +12,8 @@
 --   refuse: why to reject a resume ("" none: its payload fits the tool),
 --   ended: the run status at which decisions are rejected,
 --   wake {from, to}: the move of a run the decision wakes,
+--   upgrade: the agent version the run it wakes moves to ("": it keeps
+--     its own; runs.upgrade_waiting),
 --   in_flight: the call statuses the step's open count counts (move_open),
 --   parkable: the list of statuses of a call that may still park (held),
 --   decidable: the list of statuses a decision applies to,
@@ -133,6 +135,9 @@ add(a.events.applied)
 if rstatus == a.wake.from then
   -- A waiting run's termination is its reason alone (set_waiting.lua).
   redis.call('HSET', run_key, 'status', a.wake.to, 'term_reason', '', 'updated_at', a.now)
+  if a.upgrade ~= '' then
+    redis.call('HSET', run_key, 'agent_ver', a.upgrade)
+  end
   a.events.resumed.step = run[2]
   emit(events_key, a.events.resumed)
 end
