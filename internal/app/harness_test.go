@@ -201,6 +201,8 @@ type runView struct {
 	Metadata    json.RawMessage      `json:"metadata"`
 	ForkedFrom  *pipeline.ForkPoint  `json:"forked_from"`
 	RerunOf     string               `json:"rerun_of"`
+	// AgentVersion is the version of its agent the run is pinned to.
+	AgentVersion string `json:"agent_version"`
 }
 
 type callView struct {
