@@ -16,6 +16,7 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/metrics"
 	"github.com/stepwise-run/stepwise/pipeline/scheduler"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 	"github.com/stepwise-run/stepwise/topics"
 )
 
@@ -56,10 +57,11 @@ type Config struct {
 	// tools provider-executed, and takes the client's output of such a call
 	// as the decision that resumes it. Nil: the client executes none.
 	ClientTools func(name string) bool
-	// Versions pins each run it creates to the version of its agent in
-	// the gateway's configuration (run.agent_version; package versions).
-	// Nil pins none: such runs follow the workers' configuration.
-	Versions Pinner
+	// Versions pins each run it creates (and each a schedule it triggers
+	// starts) to the version of its agent in the gateway's configuration
+	// (run.agent_version; package versions), and GET /v1/agents lists
+	// them. Nil pins none: such runs follow the workers' configuration.
+	Versions *versions.Catalog
 	// ValidateModel checks a run's own script model (the "model" field of
 	// POST /v1/runs). Nil accepts any JSON object.
 	ValidateModel func(raw json.RawMessage) error
@@ -131,12 +133,6 @@ type Config struct {
 	// client IP) holds open on this gateway. Default
 	// DefaultMaxStreamsPerKey (64); one more is answered 429.
 	MaxStreamsPerKey int
-}
-
-// Pinner gives the version a new run of an agent is pinned to;
-// *versions.Catalog is one.
-type Pinner interface {
-	Pin(ctx context.Context, agent string) (string, error)
 }
 
 func (c *Config) setDefaults() {
@@ -244,7 +240,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, keys: keys, origins: newOrigins(cfg.CORSOrigins), hosts: newHosts(cfg.AllowedHosts),
-		streams: newStreamCounter(cfg.MaxStreamsPerKey), schedules: &scheduler.Firer{Store: cfg.Store, Now: cfg.Now, Log: cfg.Logger}}
+		streams: newStreamCounter(cfg.MaxStreamsPerKey), schedules: &scheduler.Firer{Store: cfg.Store, Now: cfg.Now, Log: cfg.Logger, Versions: cfg.Versions}}
 	if s.openapi, err = contracts.OpenAPIJSON(); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -288,6 +284,7 @@ func (s *Server) table() []route {
 		{"POST /v1/schedules/{id}/resume", need(ScopeRunsWrite, s.resumeSchedule)},
 		{"POST /v1/schedules/{id}/trigger", need(ScopeRunsWrite, s.triggerSchedule)},
 		{"GET /v1/dead-letters", need(ScopeAdmin, s.listDeadLetters)},
+		{"GET /v1/agents", need(ScopeAdmin, s.listAgents)},
 		{"GET /v1/openapi.json", http.HandlerFunc(s.serveOpenAPI)},
 		{"GET /{$}", console.Handler()},
 		{"GET /console/", console.Handler()},

@@ -1,11 +1,15 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stepwise-run/stepwise/pipeline"
 )
 
 // PutAgentVersion writes the definition of an agent version under its
@@ -31,4 +35,60 @@ func (s *Store) AgentVersion(ctx context.Context, hash string) ([]byte, error) {
 		return nil, fmt.Errorf("get agent version %s: %w", hash, err)
 	}
 	return b, nil
+}
+
+// VersionRuns is how many live runs (not done) of an agent are pinned to
+// one of its versions ("" for runs created before versions existed).
+type VersionRuns struct {
+	Agent   string `json:"agent"`
+	Version string `json:"version"`
+	Runs    int    `json:"active_runs"`
+}
+
+// LiveVersions counts the live runs that are not done by the agent that
+// holds them and the version they are pinned to, sorted by agent and
+// version. It reads at most limit runs of the live index (oldest first,
+// one pipelined read of each: a count made when asked, nothing kept to
+// drift); truncated reports that there were more.
+func (s *Store) LiveVersions(ctx context.Context, limit int) (_ []VersionRuns, truncated bool, _ error) {
+	if err := s.listLiveOnce(ctx); err != nil {
+		return nil, false, fmt.Errorf("count runs by version: %w", err)
+	}
+	ids, err := s.rdb.ZRange(ctx, s.liveKey(), 0, int64(limit)).Result()
+	if err != nil {
+		return nil, false, fmt.Errorf("count runs by version: %w", err)
+	}
+	if truncated = len(ids) > limit; truncated {
+		ids = ids[:limit]
+	}
+	cmds := make([]*redis.SliceCmd, len(ids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HMGet(ctx, s.runKey(id), "agent", "holder", "agent_ver", "status")
+		}
+		return nil
+	}); err != nil {
+		return nil, false, fmt.Errorf("count runs by version: %w", err)
+	}
+	counts := map[VersionRuns]int{}
+	for _, c := range cmds {
+		v := c.Val()
+		agent, _ := v[0].(string)
+		holder, _ := v[1].(string)
+		ver, _ := v[2].(string)
+		status, _ := v[3].(string)
+		if status == "" || pipeline.RunStatus(status).Final() { // retired meanwhile, or ended
+			continue
+		}
+		counts[VersionRuns{Agent: cmp.Or(holder, agent), Version: ver}]++
+	}
+	out := make([]VersionRuns, 0, len(counts))
+	for k, n := range counts {
+		k.Runs = n
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b VersionRuns) int {
+		return cmp.Or(cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.Version, b.Version))
+	})
+	return out, truncated, nil
 }
