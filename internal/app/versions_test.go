@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/cli"
 	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 )
 
 // versionsConfig is a deployment whose agent clerk offers approve and
@@ -82,9 +85,23 @@ func TestVersions_runs_parked_across_a_tool_set_change_finish_on_their_version(t
 	// A deploy: the workers and the gateway restart with clerk's new tool set.
 	stopStep()
 	stopTools()
-	after := connect(t, in, parseConfig(t, changedTools()))
+	changed := parseConfig(t, changedTools())
+	after := connect(t, in, changed)
 	workers(t, after)
 	base := serve(t, after)
+	// stepwise agents shows both versions: the new one current, the old
+	// one with its 100 runs.
+	t.Setenv(cli.EnvGateway, base)
+	code, stdout, _ := stepwiseCLI(t, "agents")
+	vs, err := versions.New(changed, after.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, _ := vs.Current("clerk")
+	if code != cli.ExitOK || !regexp.MustCompile(`clerk\s+`+started+`\s+-\s+100\n`).MatchString(stdout) ||
+		!regexp.MustCompile(`clerk\s+`+current.Hash+`\s+yes\s+0\n`).MatchString(stdout) {
+		t.Fatalf("stepwise agents: exit %d\n%s", code, stdout)
+	}
 	for _, id := range ids {
 		decide(t, base, id, map[string]any{"decision_id": "ok-" + id, "call_id": "A", "action": "resume"})
 	}

@@ -34,13 +34,14 @@ or http://127.0.0.1:8080; $STEPWISE_API_KEY is sent as the bearer key):
   schedules list | get S | pause S | resume S | trigger S | delete S
   schedules create (--cron EXPR [--timezone TZ] | --every D) [--id S] [--overlap skip|buffer_one|allow_all]
                    [--catchup-window D] (--agent A --input TEXT | --run JSON)
+  agents                                       the agents, their current versions and the runs on each version
 `
 
 // errUsage marks a usage error: exit code 2.
 var errUsage = errors.New("usage")
 
 // Commands are the names Main serves.
-var Commands = []string{"submit", "runs", "pending", "decide", "rerun", "schedules"}
+var Commands = []string{"submit", "runs", "pending", "decide", "rerun", "schedules", "agents"}
 
 // Main runs one client command (args begin with its name) and returns the
 // exit code. Results go to stdout, progress and errors to stderr.
@@ -50,7 +51,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	run := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"submit": submit, "runs": runs, "pending": pending, "decide": decide, "rerun": rerun, "schedules": schedules,
+		"submit": submit, "runs": runs, "pending": pending, "decide": decide, "rerun": rerun, "schedules": schedules, "agents": agents,
 	}[args[0]]
 	if run == nil {
 		fmt.Fprintf(stderr, "stepwise: unknown command %q\n\n%s", args[0], Usage)
