@@ -76,7 +76,9 @@ func TestVersions_runs_parked_across_a_tool_set_change_finish_on_their_version(t
 		ids[i] = createRun(t, oldBase, fmt.Sprintf("r-parked-%d", i), "clerk", parkThenOldTool(i))
 	}
 	testinfra.Eventually(t, 60*time.Second, func() bool { return listCount(t, oldBase, "clerk", pipeline.RunWaiting) == n },
-		func() string { return fmt.Sprintf("%d of %d runs waiting", listCount(t, oldBase, "clerk", pipeline.RunWaiting), n) })
+		func() string {
+			return fmt.Sprintf("%d of %d runs waiting", listCount(t, oldBase, "clerk", pipeline.RunWaiting), n)
+		})
 	started := getRun(t, oldBase, ids[0]).AgentVersion
 	if started == "" {
 		t.Fatal("a new run has no agent_version")
@@ -106,7 +108,9 @@ func TestVersions_runs_parked_across_a_tool_set_change_finish_on_their_version(t
 		decide(t, base, id, map[string]any{"decision_id": "ok-" + id, "call_id": "A", "action": "resume"})
 	}
 	testinfra.Eventually(t, 90*time.Second, func() bool { return listCount(t, base, "clerk", pipeline.RunDone) == n },
-		func() string { return fmt.Sprintf("%d of %d runs done", listCount(t, base, "clerk", pipeline.RunDone), n) })
+		func() string {
+			return fmt.Sprintf("%d of %d runs done", listCount(t, base, "clerk", pipeline.RunDone), n)
+		})
 	for i, id := range ids {
 		v := getRun(t, base, id)
 		assertNaturalEnd(t, v, 2)
