@@ -214,7 +214,8 @@ func TestConsole_a_runs_page_shows_its_child_runs_and_its_parent(t *testing.T) {
 }
 
 // A run handed from triage to refunds names, on its page, the agent that
-// holds it and who held each step: its calls' and its events'.
+// holds it, the version of it the run is pinned to, and who held each
+// step: its calls' and its events'.
 func TestConsole_a_handed_off_run_names_who_held_each_step(t *testing.T) {
 	ctx := browser(t)
 	base := startDev(t)
@@ -224,7 +225,7 @@ func TestConsole_a_handed_off_run_names_who_held_each_step(t *testing.T) {
 	if code := keyDo(t, "POST", base+"/v1/runs", run, nil); code != 201 {
 		t.Fatalf("create the run: %d", code)
 	}
-	var page struct{ Holder, Calls, Events string }
+	var page struct{ Holder, Version, Calls, Events string }
 	err := chromedp.Run(ctx,
 		chromedp.Navigate(base+"/#/runs/console-handoff"),
 		chromedp.WaitVisible(`#key-input`, chromedp.ByQuery),
@@ -234,11 +235,18 @@ func TestConsole_a_handed_off_run_names_who_held_each_step(t *testing.T) {
 			const status = document.querySelector('#run-status'), holder = document.querySelector('#run-holder');
 			const held = (sel) => document.querySelector(sel)?.querySelector('.held-by')?.textContent;
 			if (status?.textContent !== 'done' || held('#calls tr[data-call="H"]') !== 'triage' || held('#calls tr[data-call="E"]') !== 'refunds') return null;
-			return {Holder: holder?.textContent || '', Calls: document.querySelector('#calls').innerText, Events: document.querySelector('.events').innerText};
+			return {Holder: holder?.textContent || '', Version: document.querySelector('#run-version')?.textContent || '',
+				Calls: document.querySelector('#calls').innerText, Events: document.querySelector('.events').innerText};
 		})()`, &page, chromedp.WithPollingTimeout(30*time.Second)),
 	)
 	if err != nil || page.Holder != "refunds" || !strings.Contains(page.Events, "run.handoff") {
 		t.Fatalf("the run's page: %v, held by %q, calls:\n%s\nevents:\n%s", err, page.Holder, page.Calls, page.Events)
+	}
+	var got struct {
+		AgentVersion string `json:"agent_version"`
+	}
+	if code := keyDo(t, "GET", base+"/v1/runs/console-handoff", nil, &got); code != 200 || got.AgentVersion == "" || page.Version != got.AgentVersion {
+		t.Fatalf("the page shows version %q; the run is on %q (%d)", page.Version, got.AgentVersion, code)
 	}
 }
 

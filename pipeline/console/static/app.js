@@ -231,6 +231,7 @@ function runPage(id) {
       h('span', { class: 'muted' }, 'status'), h('span', { id: 'run-status' }, status(run.status)),
       h('span', { class: 'muted' }, 'agent'), h('span', {}, run.agent),
       ...(run.current_agent && run.current_agent !== run.agent ? [h('span', { class: 'muted' }, 'held by'), h('span', { id: 'run-holder' }, run.current_agent)] : []),
+      ...(run.agent_version ? [h('span', { class: 'muted' }, 'version'), h('span', { id: 'run-version', class: 'mono' }, run.agent_version)] : []),
       h('span', { class: 'muted' }, 'step'), h('span', {}, run.step),
       h('span', { class: 'muted' }, 'termination'), h('span', {}, run.termination ? `${run.termination.reason}${run.termination.code ? ` (${run.termination.code})` : ''}${run.termination.detail ? `: ${run.termination.detail}` : ''}` : '—'),
       h('span', { class: 'muted' }, 'usage'), h('span', {}, usage(run.usage)),
