@@ -15,6 +15,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/store"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 )
 
 // handoffConfig has triage, which answers by handing the run to refunds,
@@ -131,6 +132,14 @@ func TestHandoff_triage_hands_the_run_to_refunds_which_goes_on_with_its_own_tool
 	}
 	if e := eventsOf(events, pipeline.EventRunHandoff)[0]; e.Step != 0 || e.CallID != handoff.CallID {
 		t.Fatalf("run.handoff %+v; want step 0, call %s", e, handoff.CallID)
+	}
+	// The handoff pinned the run to refunds' version (ADR 0068).
+	vs, err := versions.New(stack.Config, stack.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refunds, _ := vs.Current("refunds"); v.AgentVersion != refunds.Hash {
+		t.Fatalf("the handed-off run is on version %q, want refunds' %q", v.AgentVersion, refunds.Hash)
 	}
 }
 
