@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/versions"
 )
 
 // childrenConfig has a researcher whose tool summarise is the agent
@@ -60,6 +61,7 @@ type childView struct {
 	Status       pipeline.RunStatus `json:"status"`
 	ParentRunID  string             `json:"parent_run_id"`
 	ParentCallID string             `json:"parent_call_id"`
+	AgentVersion string             `json:"agent_version"`
 	Termination  pipeline.Termination
 	Children     []struct {
 		RunID  string             `json:"run_id"`
@@ -120,6 +122,11 @@ func TestChildren_twenty_summarisers_answer_a_researchers_parallel_calls(t *test
 	if len(tree.Children) != 20 {
 		t.Fatalf("%d children listed, want 20: %+v", len(tree.Children), tree.Children)
 	}
+	vs, err := versions.New(parseConfig(t, childrenConfig), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	summariser, _ := vs.Current("summariser")
 	for i, c := range tree.Children {
 		if c.CallID != fmt.Sprintf("c%d", i) || c.RunID != id+"."+c.CallID || c.Status != pipeline.RunDone {
 			t.Errorf("child %d: %+v", i, c)
@@ -127,6 +134,9 @@ func TestChildren_twenty_summarisers_answer_a_researchers_parallel_calls(t *test
 		child := getTree(t, base, c.RunID)
 		if child.ParentRunID != id || child.ParentCallID != c.CallID {
 			t.Errorf("child %s names parent %q call %q", c.RunID, child.ParentRunID, child.ParentCallID)
+		}
+		if child.AgentVersion != summariser.Hash { // pinned when it started (ADR 0068)
+			t.Errorf("child %s is on version %q, want summariser's %q", c.RunID, child.AgentVersion, summariser.Hash)
 		}
 		msgs := getMessages(t, base, c.RunID)
 		if want := fmt.Sprintf("Summarise: doc-%d", i); len(msgs) == 0 || msgs[0].Content != want {
