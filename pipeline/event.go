@@ -32,6 +32,7 @@ const (
 	EventRunHandoff       EventType = "run.handoff"       // the step's commit handed the run to another agent; data {"from", "to"}
 	EventContextCompacted EventType = "context.compacted" // compaction replaced earlier turns of the prompt by a summary; data builtin.Compacted
 	EventActionFailed     EventType = "action.failed"     // a scheduled action failed or could not run where it was aimed; data FailedAction
+	EventRunUpgraded      EventType = "run.upgraded"      // an operator moved a waiting run to another version of its agent; data {"from", "to"}
 )
 
 // Event is one entry of a run's event log. ID is the log position the store

@@ -163,3 +163,52 @@ func TestVersions_a_run_whose_version_is_lost_ends_with_an_error(t *testing.T) {
 		t.Fatalf("a tool ran after the version was lost: %+v", e)
 	}
 }
+
+// stepwise agents upgrade moves an agent's waiting runs to its current
+// version, explicitly: their decisions are then judged, and their next
+// steps run, by the new tool set (old_tool is refused), and run.upgraded
+// records the move.
+func TestVersions_agents_upgrade_moves_the_waiting_runs_to_the_current_version(t *testing.T) {
+	in := newInfra(t)
+	before := connect(t, in, parseConfig(t, versionsConfig))
+	stopStep := start(t, before.RunStepWorker)
+	oldBase := serve(t, before)
+	ids := []string{"r-up-0", "r-up-1", "r-up-2"}
+	for i, id := range ids {
+		createRun(t, oldBase, id, "clerk", parkThenOldTool(i))
+	}
+	testinfra.Eventually(t, 30*time.Second, func() bool { return listCount(t, oldBase, "clerk", pipeline.RunWaiting) == len(ids) },
+		func() string {
+			return fmt.Sprintf("%d runs waiting", listCount(t, oldBase, "clerk", pipeline.RunWaiting))
+		})
+	started := getRun(t, oldBase, ids[0]).AgentVersion
+	stopStep()
+
+	after := connect(t, in, parseConfig(t, changedTools()))
+	workers(t, after)
+	base := serve(t, after)
+	t.Setenv(cli.EnvGateway, base)
+	code, stdout, _ := stepwiseCLI(t, "agents", "upgrade", "clerk")
+	if code != cli.ExitOK || !strings.HasPrefix(stdout, "3 waiting runs of clerk moved to version ") {
+		t.Fatalf("stepwise agents upgrade: exit %d: %s", code, stdout)
+	}
+	if code, stdout, _ = stepwiseCLI(t, "agents", "upgrade", "clerk"); code != cli.ExitOK || !strings.HasPrefix(stdout, "0 waiting runs") {
+		t.Fatalf("a second upgrade: exit %d: %s", code, stdout)
+	}
+	for _, id := range ids {
+		decide(t, base, id, map[string]any{"decision_id": "ok-" + id, "call_id": "A", "action": "resume"})
+	}
+	for _, id := range ids {
+		v := waitDone(t, base, id, 30*time.Second)
+		if v.AgentVersion == started || v.AgentVersion == "" {
+			t.Fatalf("run %s is on version %q; want the new one", id, v.AgentVersion)
+		}
+		if c := callOf(v, "O"); !strings.Contains(c.Error, "not available") {
+			t.Fatalf("run %s: old_tool after the upgrade: %+v; want it refused", id, c)
+		}
+		up := eventsOf(runEvents(t, after, id), pipeline.EventRunUpgraded)
+		if len(up) != 1 || !strings.Contains(string(up[0].Data), started) || !strings.Contains(string(up[0].Data), v.AgentVersion) {
+			t.Fatalf("run %s: run.upgraded events %+v", id, up)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"text/tabwriter"
 )
 
@@ -18,10 +19,42 @@ type agentView struct {
 	} `json:"versions"`
 }
 
-// agents prints GET /v1/agents: a line per version in use of each agent,
-// with its runs that are not done, the current version marked; an agent
-// with none in use gets one line of its current version.
+// agents lists the agents and their versions (agentsList), or with
+// "upgrade NAME" moves NAME's waiting runs to its current version.
 func agents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "upgrade" {
+		return agentsUpgrade(ctx, args[1:], stdout, stderr)
+	}
+	return agentsList(ctx, args, stdout, stderr)
+}
+
+// agentsUpgrade posts /v1/agents/NAME/upgrade and says how many runs moved.
+func agentsUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, gw := flags("agents upgrade", stderr)
+	pos, err := parse(fs, args, 1, "NAME")
+	if err != nil {
+		return err
+	}
+	var res struct {
+		Version   string `json:"version"`
+		Upgraded  int    `json:"upgraded"`
+		Truncated bool   `json:"truncated"`
+	}
+	if err := newClient(*gw).json(ctx, "POST", "/v1/agents/"+url.PathEscape(pos[0])+"/upgrade", nil, &res); err != nil {
+		return err
+	}
+	more := ""
+	if res.Truncated {
+		more = " (only the oldest 100,000 live runs were looked at)"
+	}
+	_, err = fmt.Fprintf(stdout, "%d waiting runs of %s moved to version %s%s\n", res.Upgraded, pos[0], res.Version, more)
+	return err
+}
+
+// agentsList prints GET /v1/agents: a line per version in use of each
+// agent, with its runs that are not done, the current version marked; an
+// agent with none in use gets one line of its current version.
+func agentsList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, gw := flags("agents", stderr)
 	if _, err := parse(fs, args, 0, "no arguments"); err != nil {
 		return err

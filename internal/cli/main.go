@@ -35,6 +35,7 @@ or http://127.0.0.1:8080; $STEPWISE_API_KEY is sent as the bearer key):
   schedules create (--cron EXPR [--timezone TZ] | --every D) [--id S] [--overlap skip|buffer_one|allow_all]
                    [--catchup-window D] (--agent A --input TEXT | --run JSON)
   agents                                       the agents, their current versions and the runs on each version
+  agents upgrade NAME                          move NAME's waiting runs to its current version
 `
 
 // errUsage marks a usage error: exit code 2.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/stepwise-run/stepwise/pipeline/store"
@@ -55,4 +56,40 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 		a.Versions = append(a.Versions, c)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// UpgradeResult is the answer of POST /v1/agents/{name}/upgrade: the
+// version the agent's waiting runs were moved to and how many moved.
+type UpgradeResult struct {
+	Agent     string `json:"agent"`
+	Version   string `json:"version"`
+	Upgraded  int    `json:"upgraded"`
+	Truncated bool   `json:"truncated"`
+}
+
+// upgradeAgent serves POST /v1/agents/{name}/upgrade: it moves the
+// agent's waiting runs to its version in the gateway's configuration
+// (pinned first, so Redis has it); their next steps use it. 404 for an
+// agent the configuration does not have.
+func (s *Server) upgradeAgent(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if s.cfg.Versions == nil {
+		writeError(w, apiErr(http.StatusNotFound, CodeNotFound, "this gateway pins no versions"))
+		return
+	}
+	if _, ok := s.cfg.Versions.Current(name); !ok {
+		writeError(w, apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("no agent %q in the gateway's configuration", name)))
+		return
+	}
+	version, err := s.cfg.Versions.Pin(r.Context(), name)
+	if err != nil {
+		s.fail(w, r, "pin the version of agent "+name, err)
+		return
+	}
+	moved, truncated, err := s.cfg.Store.UpgradeWaiting(r.Context(), name, version, maxCountedRuns, s.cfg.Now())
+	if err != nil {
+		s.fail(w, r, "upgrade the waiting runs of agent "+name, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, UpgradeResult{Agent: name, Version: version, Upgraded: moved, Truncated: truncated})
 }

@@ -63,3 +63,17 @@ func TestAgents_a_run_shows_its_version_and_the_agents_count_runs_by_version(t *
 		t.Fatalf("helper %+v", b)
 	}
 }
+
+// An upgrade names an agent of the gateway's configuration; with no
+// waiting runs it moves none.
+func TestAgents_an_upgrade_of_an_unknown_agent_is_404_and_of_one_without_waiting_runs_moves_none(t *testing.T) {
+	h, vs := versionedHarness(t)
+	h.post("/v1/agents/nobody/upgrade", nil).wantError(t, http.StatusNotFound, gateway.CodeNotFound, "nobody")
+	h.post("/v1/runs", map[string]any{"run_id": "h-1", "agent": "helper", "input": "hi"}).want(t, http.StatusCreated, nil)
+	var res gateway.UpgradeResult
+	h.post("/v1/agents/helper/upgrade", nil).want(t, http.StatusOK, &res)
+	helper, _ := vs.Current("helper")
+	if res.Agent != "helper" || res.Version != helper.Hash || res.Upgraded != 0 || res.Truncated {
+		t.Fatalf("upgrade %+v", res)
+	}
+}

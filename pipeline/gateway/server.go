@@ -285,6 +285,7 @@ func (s *Server) table() []route {
 		{"POST /v1/schedules/{id}/trigger", need(ScopeRunsWrite, s.triggerSchedule)},
 		{"GET /v1/dead-letters", need(ScopeAdmin, s.listDeadLetters)},
 		{"GET /v1/agents", need(ScopeAdmin, s.listAgents)},
+		{"POST /v1/agents/{name}/upgrade", need(ScopeAdmin, s.upgradeAgent)},
 		{"GET /v1/openapi.json", http.HandlerFunc(s.serveOpenAPI)},
 		{"GET /{$}", console.Handler()},
 		{"GET /console/", console.Handler()},

@@ -44,6 +44,7 @@ type scripts struct {
 	admitRun, growBatch                                                               *redis.Script
 	putSchedule, keepState                                                            *redis.Script
 	commitRunEnd                                                                      *redis.Script
+	upgradeRun                                                                        *redis.Script
 }
 
 // loadScripts prepares the scripts, each the same way: the constants
@@ -85,5 +86,6 @@ func loadScripts(consts string) scripts {
 		growBatch:      load("grow_batch"),
 		putSchedule:    load("put_schedule"),
 		keepState:      load("keep_state"),
+		upgradeRun:     load("upgrade_run"),
 	}
 }

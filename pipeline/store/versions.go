@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -51,15 +52,9 @@ type VersionRuns struct {
 // one pipelined read of each: a count made when asked, nothing kept to
 // drift); truncated reports that there were more.
 func (s *Store) LiveVersions(ctx context.Context, limit int) (_ []VersionRuns, truncated bool, _ error) {
-	if err := s.listLiveOnce(ctx); err != nil {
-		return nil, false, fmt.Errorf("count runs by version: %w", err)
-	}
-	ids, err := s.rdb.ZRange(ctx, s.liveKey(), 0, int64(limit)).Result()
+	ids, truncated, err := s.liveRuns(ctx, limit)
 	if err != nil {
 		return nil, false, fmt.Errorf("count runs by version: %w", err)
-	}
-	if truncated = len(ids) > limit; truncated {
-		ids = ids[:limit]
 	}
 	cmds := make([]*redis.SliceCmd, len(ids))
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -91,4 +86,55 @@ func (s *Store) LiveVersions(ctx context.Context, limit int) (_ []VersionRuns, t
 		return cmp.Or(cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.Version, b.Version))
 	})
 	return out, truncated, nil
+}
+
+// UpgradeWaiting moves every waiting run held by agent that is pinned to
+// another version to version (an operator's explicit upgrade; ADR 0068),
+// each by one script that checks it still waits and is still held by agent
+// (upgrade_run.lua; event run.upgraded {"from", "to"}). It looks at most
+// at limit live runs (truncated: there were more) and returns how many it
+// moved. A run's next steps, and the decisions that wake it, use version.
+func (s *Store) UpgradeWaiting(ctx context.Context, agent, version string, limit int, now time.Time) (moved int, truncated bool, _ error) {
+	if version == "" {
+		return 0, false, fmt.Errorf("%w: upgrade the runs of %s to no version", ErrInvalid, agent)
+	}
+	ev, err := newEntry(-1, "", pipeline.EventRunUpgraded, now, nil)
+	if err != nil {
+		return 0, false, err
+	}
+	ids, truncated, err := s.liveRuns(ctx, limit)
+	if err != nil {
+		return 0, false, fmt.Errorf("upgrade the waiting runs of %s: %w", agent, err)
+	}
+	for _, id := range ids {
+		v, err := s.call(ctx, s.scripts.upgradeRun, "upgrade run "+id, []string{s.runKey(id), s.eventsKey(id)}, struct {
+			Agent   string             `json:"agent"`
+			Waiting pipeline.RunStatus `json:"waiting"`
+			Version string             `json:"version"`
+			Event   entry              `json:"event"`
+		}{agent, pipeline.RunWaiting, version, ev})
+		if err != nil {
+			return moved, truncated, err
+		}
+		if n, _ := v.(int64); n == 1 {
+			moved++
+		}
+	}
+	return moved, truncated, nil
+}
+
+// liveRuns returns the ids of the oldest live runs, at most limit;
+// truncated: there were more.
+func (s *Store) liveRuns(ctx context.Context, limit int) (_ []string, truncated bool, _ error) {
+	if err := s.listLiveOnce(ctx); err != nil {
+		return nil, false, err
+	}
+	ids, err := s.rdb.ZRange(ctx, s.liveKey(), 0, int64(limit)).Result()
+	if err != nil {
+		return nil, false, err
+	}
+	if len(ids) > limit {
+		return ids[:limit], true, nil
+	}
+	return ids, false, nil
 }
