@@ -11,7 +11,8 @@ import (
 )
 
 // dispatchable returns the indexes in calls of the calls that may be
-// published now: in parallel mode every call that waits for a tool worker
+// published now, by the tool execution mode of agent (as the run's
+// version defines it): in parallel mode every call that waits for a tool worker
 // (new, or resuming after a decision); in sequential mode only the first
 // call that is not terminal, if it waits (while it runs or is suspended,
 // the ones after it wait).

@@ -20,8 +20,8 @@ import (
 // agent's handoffs is answered by the worker alone (answerHandoff): no
 // plugin or permission gates it. A call of an agent tool parks until its
 // child run answers (startChildren), or fails at once over the limits of
-// runs.children. Gate decisions depend only on the configuration, the
-// arguments and the run as claimed (its handoff count, the child runs it
+// runs.children. Gate decisions depend only on ver (the run's agent
+// version: its tools and their policy), the arguments and the run as claimed (its handoff count, the child runs it
 // started in earlier steps), so replaying a step decides the same.
 func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, ver *versions.Version, params map[string]json.RawMessage, calls []pipeline.ToolCall, now time.Time) ([]pipeline.ToolCall, error) {
 	out := make([]pipeline.ToolCall, len(calls))
@@ -42,13 +42,14 @@ func (w *Worker) gate(ctx context.Context, ph *phases, run pipeline.Run, ver *ve
 		if err != nil {
 			return nil, err
 		}
-		in := pipeline.CombineIntercepts(append(w.policy(ver, c), fromPlugins...)...)
+		in := pipeline.CombineIntercepts(append(policy(ver, c), fromPlugins...)...)
 		_, configured := w.cfg.Tool(c.Tool)
 		_, pinned := ver.Tool(c.Tool)
 		if pre := w.precheck(ver, params, c); pre != nil && (configured || pinned || len(fromPlugins) == 0) {
 			// An unavailable tool or invalid arguments fail the call whatever
 			// else is said; only a plugin answering a tool of its own
-			// (tool_search) is not "unavailable".
+			// (tool_search: neither a tool of this worker's file nor of
+			// the run's version) is not "unavailable".
 			in = *pre
 		}
 		if t, _ := ver.Tool(c.Tool); in.Action == pipeline.GateSuspend && t.Executor.Agent != "" {
@@ -93,9 +94,10 @@ func (w *Worker) gated(ver *versions.Version, c pipeline.ToolCall, in pipeline.I
 // call id before it.
 func blockedAt(id string) string { return "not run: the run was blocked at call " + id }
 
-// precheck fails a call before the gate when its tool is not the agent's or
-// its arguments do not fit the tool's JSON Schema, with a message the model
-// can act on; nil when the call may be gated.
+// precheck fails a call before the gate when ver, the run's agent version,
+// does not offer its tool or its arguments do not fit the tool's JSON
+// Schema, with a message the model can act on; nil when the call may be
+// gated.
 func (w *Worker) precheck(ver *versions.Version, params map[string]json.RawMessage, c pipeline.ToolCall) *pipeline.Intercept {
 	if _, offered := ver.Tool(c.Tool); !offered {
 		return &pipeline.Intercept{Action: pipeline.GateSetResult, Error: fmt.Sprintf("tool %q is not available to this agent", c.Tool)}
@@ -109,7 +111,7 @@ func (w *Worker) precheck(ver *versions.Version, params map[string]json.RawMessa
 // policy is the configuration's voice at ToolGate for one call, as ver, the
 // run's agent version, pinned it: the frontend and agent executors and the
 // tool's permission.
-func (w *Worker) policy(ver *versions.Version, c pipeline.ToolCall) []pipeline.Intercept {
+func policy(ver *versions.Version, c pipeline.ToolCall) []pipeline.Intercept {
 	t, _ := ver.Tool(c.Tool)
 	var out []pipeline.Intercept
 	if t.Executor.Frontend != nil {

@@ -65,7 +65,8 @@ func (w *Worker) dispatched(c pipeline.ToolCall, now time.Time) bool {
 }
 
 // markOutgoing marks the calls of a commit that its reconcile will publish
-// (dispatchable) as being sent by this worker.
+// (dispatchable by agent, the agent that holds the run after the commit) as
+// being sent by this worker.
 func (w *Worker) markOutgoing(agent config.Agent, calls []pipeline.ToolCall) {
 	for _, i := range dispatchable(agent, calls) {
 		calls[i].DispatchedBy = w.instance

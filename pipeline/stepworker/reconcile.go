@@ -284,7 +284,9 @@ func (w *Worker) reconcileTools(ctx context.Context, v view, now time.Time) (*vi
 // held for calls that have parked since they arrived, and the on_timeout
 // decision of calls whose approval deadline has passed (recorded as a
 // timeout, not as somebody's decision); and it rejects the decisions held
-// past their hold. It reports whether it changed anything.
+// past their hold. ver is the run's agent version the resumes are checked
+// against (upgradeOf may move the run to the current one). It reports
+// whether it changed anything.
 func (w *Worker) applyDue(ctx context.Context, ver *versions.Version, snap store.Snapshot, now time.Time) (bool, error) {
 	run := snap.Run
 	ver, upgrade, err := w.upgradeOf(ctx, run, ver)

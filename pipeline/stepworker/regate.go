@@ -43,7 +43,7 @@ func (w *Worker) regate(ctx context.Context, ver *versions.Version, run pipeline
 	if err != nil {
 		return false, err
 	}
-	in := pipeline.CombineIntercepts(append(w.policy(ver, c), fromPlugins...)...)
+	in := pipeline.CombineIntercepts(append(policy(ver, c), fromPlugins...)...)
 	d := w.gated(ver, c, in, now)
 	if d.Status == pipeline.CallNew {
 		return false, nil

@@ -11,10 +11,11 @@ import (
 )
 
 // checkResume is ToolGate for a resume decision of a parked call, as the
-// seeds replay a resumed call through it: it fills d.Refuse when a
-// pass_decision_to_tool payload does not fit the tool's parameters (the
-// decision is rejected and nothing runs), and d.Block when the tool may
-// not run now — denied by policy, or no longer the agent's — (the decision
+// seeds replay a resumed call through it, judged by ver (the run's agent
+// version, or the one the decision moves it to: upgradeOf): it fills
+// d.Refuse when a pass_decision_to_tool payload does not fit the tool's
+// parameters (the decision is rejected and nothing runs), and d.Block when
+// the tool may not run now — denied by policy, or not offered — (the decision
 // applies and the call fails blocked, without running). A permission of
 // ask passes: the decision is the approval. A use_decision_as_result call
 // is not checked: its result is the decision, nothing runs. Plugins'
@@ -40,7 +41,7 @@ func (w *Worker) checkResume(ctx context.Context, ver *versions.Version, c pipel
 		d.Block = pre.Error
 		return
 	}
-	for _, in := range w.policy(ver, c) {
+	for _, in := range policy(ver, c) {
 		if in.Action == pipeline.GateBlock {
 			d.Block = in.Reason
 			return

@@ -319,9 +319,8 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 		assistant.ToolCalls = append(assistant.ToolCalls, pipeline.ToolCallRequest{ID: c.ID, Name: c.Tool, Arguments: c.Arguments})
 	}
 	// From its commit on, a step that hands the run off runs its calls as
-	// the agent it hands the run to runs them.
-	// A run handed off is pinned to the version of its new agent this
-	// worker has now.
+	// the agent it hands the run to runs them, and the run is pinned to the
+	// version of that agent this worker has now.
 	handoff := handoffOf(run, agent, calls)
 	mode := agent
 	if handoff != nil {
