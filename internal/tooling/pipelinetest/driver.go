@@ -558,7 +558,7 @@ var commits = map[pipeline.EventType]bool{
 	pipeline.EventRunFinished: true, pipeline.EventRunResumed: true, pipeline.EventDecisionApplied: true,
 	pipeline.EventDecisionRejected: true, pipeline.EventDecisionHeld: true, pipeline.EventRunHandoff: true,
 	pipeline.EventContextCompacted: true,
-	pipeline.EventActionFailed: true,
+	pipeline.EventActionFailed:     true,
 }
 
 // clock is the drive's time; it moves only when the driver moves it.
