@@ -33,6 +33,10 @@ const (
 	EventContextCompacted EventType = "context.compacted" // compaction replaced earlier turns of the prompt by a summary; data builtin.Compacted
 	EventActionFailed     EventType = "action.failed"     // a scheduled action failed or could not run where it was aimed; data FailedAction
 	EventRunUpgraded      EventType = "run.upgraded"      // an operator moved a waiting run to another version of its agent; data {"from", "to"}
+
+	// EventStepAwaitingInference: the step's request joined its model's
+	// open batch (batch inference, ADR 0071); data {"custom_id", "model"}.
+	EventStepAwaitingInference EventType = "step.awaiting_inference"
 )
 
 // Event is one entry of a run's event log. ID is the log position the store
