@@ -45,6 +45,7 @@ type scripts struct {
 	putSchedule, keepState                                                            *redis.Script
 	commitRunEnd                                                                      *redis.Script
 	upgradeRun                                                                        *redis.Script
+	inference                                                                         inferenceScripts // inferencejobs.go
 }
 
 // loadScripts prepares the scripts, each the same way: the constants
@@ -87,5 +88,6 @@ func loadScripts(consts string) scripts {
 		putSchedule:    load("put_schedule"),
 		keepState:      load("keep_state"),
 		upgradeRun:     load("upgrade_run"),
+		inference:      loadInferenceScripts(load),
 	}
 }

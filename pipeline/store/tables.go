@@ -59,7 +59,7 @@ func moved[S moving[S]](from, to S) S {
 }
 
 // stepStates are the step's states, in the table's order.
-var stepStates = []pipeline.StepState{pipeline.StepPending, pipeline.StepInferring, pipeline.StepTools}
+var stepStates = []pipeline.StepState{pipeline.StepPending, pipeline.StepInferring, pipeline.StepTools, pipeline.StepAwaitingInference}
 
 // statesTo are those of all that the tables let move to `to`.
 func statesTo[S moving[S]](all []S, to S) []S {
