@@ -33,13 +33,14 @@ type settings struct {
 	timeout     time.Duration
 	maxRetries  int
 	stream      bool
+	batch       *BatchSettings // nil: no batch mode (batch.go)
 }
 
 // sharedFields are read by package config into config.Model's fields.
 var sharedFields = []string{"provider", "name", "base_url", "api_key_env"}
 
 // ownFields are this provider's settings, read from Raw.
-var ownFields = []string{"temperature", "max_tokens", "timeout", "max_retries", "stream"}
+var ownFields = []string{"temperature", "max_tokens", "timeout", "max_retries", "stream", "batch"}
 
 // readSettings reads and checks cfg, reporting every problem at once.
 func readSettings(cfg config.Model) (settings, error) {
@@ -121,6 +122,8 @@ func readSettings(cfg config.Model) (settings, error) {
 			if json.Unmarshal(v, &s.stream) != nil {
 				bad(k, "want true or false, got %s", describe(v))
 			}
+		case "batch":
+			s.batch = readBatch(v, bad)
 		default:
 			if !slices.Contains(sharedFields, k) {
 				bad(k, "unknown setting for provider %q; known: %s", Provider, strings.Join(append(slices.Clone(sharedFields), ownFields...), ", "))

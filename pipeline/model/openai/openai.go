@@ -27,6 +27,9 @@ type Model struct {
 	temperature param.Opt[float64]
 	maxTokens   param.Opt[int64]
 	svc         oai.ChatCompletionService
+	files       oai.FileService   // batch mode's input and output files (batch.go)
+	batches     oai.BatchService  // batch mode's jobs
+	batch       *BatchSettings    // nil: no batch mode
 	redact      *secrets.Redactor // hides the API key, in any JSON spelling, in provider messages
 }
 
@@ -103,6 +106,9 @@ func New(cfg config.Model, opts ...Option) (*Model, error) {
 		stream:  s.stream,
 		timeout: s.timeout,
 		svc:     oai.NewChatCompletionService(sdk...),
+		files:   oai.NewFileService(sdk...),
+		batches: oai.NewBatchService(sdk...),
+		batch:   s.batch,
 		redact:  secrets.New(map[string]string{s.keyEnv: key}),
 	}
 	if s.temperature != nil {
