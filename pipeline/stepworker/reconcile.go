@@ -178,6 +178,8 @@ func (w *Worker) reconcileOnce(ctx context.Context, v view, now time.Time) (*vie
 		return nil, nil
 	case pipeline.StepTools:
 		return w.reconcileTools(ctx, v, now)
+	case pipeline.StepAwaitingInference:
+		return nil, nil // its model's batcher answers it (batcher.go)
 	}
 	return nil, fmt.Errorf("run %s is in step state %q", run.ID, run.StepState)
 }

@@ -172,7 +172,7 @@ func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent 
 		return nil, w.finish(ctx, run, pipeline.Termination{Reason: pipeline.ReasonBehaviorRequested, Detail: ph.pc.Skip})
 	}
 	deltas := w.streamText(ctx, run, log)
-	resp, err := w.inferSpan(ctx, run, mdl, model.Request{
+	resp, err := w.inferOrAwait(ctx, run, mdl, model.Request{
 		RunID: run.ID, Step: run.Step, System: req.System, Messages: req.Messages, Tools: req.Tools,
 		Override: req.Override, OnText: deltas.add,
 	})
@@ -283,6 +283,9 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	specs := append(w.toolSpecs(ctx, ver, agent.Tools), handoffSpecs(ver)...)
 	resp, err := w.infer(ctx, ph, run, agent, mdl, specs, log)
 	stopRenewing() // the commit checks the lease; renewing past it would only fail
+	if errors.Is(err, errAwaiting) {
+		return // parked: the step's batch answers it (batched.go)
+	}
 	if err != nil {
 		if ctx.Err() == nil && !w.rateLimited(ctx, run, err, log) {
 			w.logErr(log, "end run", w.giveUp(ctx, run, err.Error()))

@@ -36,6 +36,7 @@ func (w *Worker) RunSweeper(ctx context.Context) {
 		if n, err := w.Trim(ctx); err != nil {
 			w.log.Error("trim expired runs", "error", err, "runs", n)
 		}
+		w.runBatchers(ctx)
 		select {
 		case <-ctx.Done():
 			return

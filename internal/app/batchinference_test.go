@@ -1,0 +1,161 @@
+package app_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/internal/tooling/fakebatch"
+	"github.com/stepwise-run/stepwise/pipeline"
+)
+
+// batchSteps is how many steps a run of batchAnswer has: an echo call at
+// each step but the last, which answers.
+const batchSteps = 3
+
+// batchAnswer answers a batch's chat completion request as a model that
+// calls echo until batchSteps-1 tool results are in, then answers.
+func batchAnswer(customID string, body json.RawMessage) (json.RawMessage, *fakebatch.LineError) {
+	var req struct {
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, &fakebatch.LineError{Status: 400, Code: "invalid_json", Message: err.Error()}
+	}
+	results := 0
+	for _, m := range req.Messages {
+		if m.Role == "tool" {
+			results++
+		}
+	}
+	msg := map[string]any{"role": "assistant", "content": fmt.Sprintf("done after %d", results)}
+	finish := "stop"
+	if results < batchSteps-1 {
+		msg = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": fmt.Sprintf("call_b%d", results),
+			"type": "function", "function": map[string]any{"name": "echo", "arguments": fmt.Sprintf(`{"n":%d}`, results)}}}}
+		finish = "tool_calls"
+	}
+	out, _ := json.Marshal(map[string]any{"id": "chatcmpl-" + customID, "object": "chat.completion", "created": 1, "model": "test-model",
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+	return out, nil
+}
+
+// batchConfig is an agent whose model is in batch mode on the fake at url.
+func batchConfig(url string) string {
+	return fmt.Sprintf(`
+kafka: {partitions: 4}
+stepworker: {lease: 2s, sweep_interval: 100ms, dispatch_timeout: 3s}
+toolworker: {lease: 2s}
+agents:
+  bulk:
+    model: {provider: openai, name: test-model, base_url: %q, api_key_env: STEPWISE_TEST_OPENAI_KEY, max_retries: 0,
+            batch: {window: 24h, max_wait: 300ms, max_requests: 1000}}
+    tools: [echo]
+`, url+"/v1")
+}
+
+// runBatched creates n runs of the bulk agent on a stack whose model's
+// Batch API is h, waits for each to end, checks each ended as
+// batchAnswer leads it and returns them.
+func runBatched(t *testing.T, h http.Handler, n int) {
+	t.Helper()
+	t.Setenv("STEPWISE_TEST_OPENAI_KEY", "test-key")
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	stack := connect(t, newInfra(t), parseConfig(t, batchConfig(hs.URL)))
+	workers(t, stack)
+	base := serve(t, stack)
+	for i := range n {
+		id := fmt.Sprintf("r-batched-%d", i)
+		if code := httpDo(t, http.MethodPost, base+"/v1/runs", map[string]any{"run_id": id, "agent": "bulk", "input": "go"}, nil); code != http.StatusCreated {
+			t.Fatalf("create %s: %d", id, code)
+		}
+	}
+	for i := range n {
+		id := fmt.Sprintf("r-batched-%d", i)
+		v := waitDone(t, base, id, 60*time.Second)
+		assertNaturalEnd(t, v, batchSteps-1)
+		msgs := getMessages(t, base, id)
+		if last := msgs[len(msgs)-1]; last.Content != fmt.Sprintf("done after %d", batchSteps-1) {
+			t.Fatalf("run %s ended with %+v; want the batch's last answer", id, last)
+		}
+		if v.Usage.InputTokens != 10*batchSteps || v.Usage.OutputTokens != 5*batchSteps {
+			t.Fatalf("run %s used %+v; want each step's answer counted once", id, v.Usage)
+		}
+		if parked := eventsOf(runEvents(t, stack, id), pipeline.EventStepAwaitingInference); len(parked) != batchSteps {
+			t.Fatalf("run %s parked %d times; want once a step: %v", id, len(parked), parked)
+		}
+	}
+}
+
+// Runs of an agent in batch mode step through the Batch API: each step's
+// request waits in its model's open batch, a few jobs a wave of steps
+// carry them all, no custom_id goes twice, and every run ends with the
+// answers the batches gave.
+func TestBatchInference_runs_of_three_steps_finish_through_a_few_batch_jobs(t *testing.T) {
+	fake := &fakebatch.Server{Answer: batchAnswer}
+	const runs = 50
+	runBatched(t, fake, runs)
+	if rep := fake.Repeated(); len(rep) != 0 {
+		t.Fatalf("custom_ids sent twice: %v", rep)
+	}
+	jobs := fake.Batches()
+	requests := 0
+	for _, b := range jobs {
+		requests += b.RequestCounts.Total
+	}
+	t.Logf("%d runs of %d steps: %d batch jobs, %d requests", runs, batchSteps, len(jobs), requests)
+	if requests != runs*batchSteps {
+		t.Fatalf("%d requests in the batches; want %d, one a step", requests, runs*batchSteps)
+	}
+	if len(jobs) > 3*batchSteps {
+		t.Fatalf("%d batch jobs for %d waves of steps; want a few a wave", len(jobs), batchSteps)
+	}
+}
+
+// createdUnrecorded is a Batch API whose first batch creation is carried
+// out but answered 500, as if the batcher died between the provider's
+// create and its own record of it.
+type createdUnrecorded struct {
+	*fakebatch.Server
+	lost atomic.Bool
+}
+
+func (c *createdUnrecorded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/batches") || c.lost.Swap(true) {
+		c.Server.ServeHTTP(w, r)
+		return
+	}
+	c.Server.ServeHTTP(httptest.NewRecorder(), r)
+	http.Error(w, `{"error":{"message":"lost on the way back","type":"server_error"}}`, http.StatusInternalServerError)
+}
+
+// A batch created whose creation the batcher never recorded is found by
+// the job its metadata names: no second batch of the same requests is
+// created, and every answer lands once.
+func TestBatchInference_a_batch_created_but_not_recorded_is_found_not_created_again(t *testing.T) {
+	fake := &createdUnrecorded{Server: &fakebatch.Server{Answer: batchAnswer}}
+	runBatched(t, fake, 10)
+	if !fake.lost.Load() {
+		t.Fatal("no batch creation was lost; the test proves nothing")
+	}
+	if rep := fake.Repeated(); len(rep) != 0 {
+		t.Fatalf("custom_ids sent twice: %v", rep)
+	}
+	seen := map[string]string{}
+	for _, b := range fake.Batches() {
+		job := b.Metadata["stepwise_job"]
+		if other, ok := seen[job]; ok {
+			t.Fatalf("job %s was created twice: batches %s and %s", job, other, b.ID)
+		}
+		seen[job] = b.ID
+	}
+}
