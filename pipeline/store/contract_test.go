@@ -44,7 +44,7 @@ func runContract(t *testing.T, newClient func(t testing.TB) redis.UniversalClien
 	rdb := newClient(t)
 	var cases []contractCase
 	for _, group := range [][]contractCase{runCases, stepCases, stateCases, outboxCases, callCases, fanInCases, endCases, replyCases, markCases, eventCases, listCases, sweepCases,
-		gateCases, decisionCases, cancelCases, pendingCases, tenantIndexCases, reconcileCases, retentionCases, tenantCases, resumeCheckCases, outcomeCases, approvalCases, claimMessagesCases, threadCases, deferCases, budgetCases, siblingCases, admissionCases, handoffCases, scheduleCases, searchCases, keepCases, powersCases} {
+		gateCases, decisionCases, cancelCases, pendingCases, tenantIndexCases, reconcileCases, retentionCases, tenantCases, resumeCheckCases, outcomeCases, approvalCases, claimMessagesCases, threadCases, deferCases, budgetCases, siblingCases, admissionCases, handoffCases, scheduleCases, searchCases, keepCases, powersCases, inferenceCases} {
 		cases = append(cases, group...)
 	}
 	for i, c := range cases {

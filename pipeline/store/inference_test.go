@@ -1,0 +1,143 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/store"
+)
+
+var inferenceCases = []contractCase{
+	{"a_parked_step_takes_the_answer_it_awaits_once_and_no_other", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		f.noEventsFrom(t, "r1", func() {
+			wantErr(t, f.st.AwaitInference(f.ctx, "r1", 0, "w2", "r1.0.1", "openai:m", at(2)), store.ErrLeaseLost)
+		})
+		if err := f.st.AwaitInference(f.ctx, "r1", 0, "w1", "r1.0.1", "openai:m", at(2)); err != nil {
+			t.Fatalf("AwaitInference: %v", err)
+		}
+		run, err := f.st.GetRun(f.ctx, "r1")
+		if err != nil || run.StepState != pipeline.StepAwaitingInference || run.Attempts != 0 || run.LeaseOwner != "" || !run.RequestedAt.IsZero() {
+			t.Fatalf("after the park: %+v, %v", run, err)
+		}
+		evs := f.events(t, "r1")
+		last := evs[len(evs)-1]
+		if last.Type != pipeline.EventStepAwaitingInference {
+			t.Fatalf("last event %s", last.Type)
+		}
+		wantJSON(t, last.Data, `{"custom_id":"r1.0.1","model":"openai:m"}`)
+		// Parked, the step cannot be claimed: only its answer wakes it.
+		_, err = f.st.ClaimStep(f.ctx, "r1", 0, lease("w3", at(40)), at(3))
+		wantErr(t, err, store.ErrStale)
+
+		for _, other := range []struct {
+			step int
+			id   string
+		}{{0, "r1.0.0"}, {1, "r1.0.1"}} {
+			if took, err := f.st.AnswerInference(f.ctx, "r1", other.step, other.id, []byte(`{"body":"no"}`), at(4)); err != nil || took {
+				t.Fatalf("answer %s for step %d taken: %v, %v", other.id, other.step, took, err)
+			}
+		}
+		if took, err := f.st.AnswerInference(f.ctx, "r1", 0, "r1.0.1", []byte(`{"body":"yes"}`), at(4)); err != nil || !took {
+			t.Fatalf("the awaited answer was not taken: %v, %v", took, err)
+		}
+		if took, err := f.st.AnswerInference(f.ctx, "r1", 0, "r1.0.1", []byte(`{"body":"again"}`), at(5)); err != nil || took {
+			t.Fatalf("the same answer taken twice: %v, %v", took, err)
+		}
+		body, found, err := f.st.InferenceAnswer(f.ctx, "r1", 0)
+		if err != nil || !found || string(body) != `{"body":"yes"}` {
+			t.Fatalf("the step's answer: %q, %v, %v", body, found, err)
+		}
+		if _, found, _ := f.st.InferenceAnswer(f.ctx, "r1", 1); found {
+			t.Fatal("step 1 found step 0's answer")
+		}
+		run, err = f.st.ClaimStep(f.ctx, "r1", 0, lease("w3", at(40)), at(6))
+		if err != nil || run.Attempts != 1 {
+			t.Fatalf("the claim after the answer: %+v, %v", run, err)
+		}
+		f.commit(t, "r1", 0, "w3", "c1")
+	}},
+	{"a_cancelled_runs_answer_is_dropped", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		if err := f.st.AwaitInference(f.ctx, "r1", 0, "w1", "r1.0.1", "openai:m", at(2)); err != nil {
+			t.Fatalf("AwaitInference: %v", err)
+		}
+		if _, err := f.st.CancelRun(f.ctx, "r1", "d1", "test", "stop", at(3)); err != nil {
+			t.Fatalf("CancelRun: %v", err)
+		}
+		if took, err := f.st.AnswerInference(f.ctx, "r1", 0, "r1.0.1", []byte(`{}`), at(4)); err != nil || took {
+			t.Fatalf("a cancelled run took its answer: %v, %v", took, err)
+		}
+	}},
+	{"an_open_batch_closes_when_full_or_old_enough_and_a_failed_job_requeues_the_unanswered", func(t *testing.T, f *fixture) {
+		const m = "openai:m"
+		bounds := store.InferenceBounds{MaxRequests: 2, MaxBytes: 1 << 20, MaxWait: 10 * time.Second}
+		queue := func(id string, sec int) {
+			t.Helper()
+			if err := f.st.QueueInference(f.ctx, m, id, []byte(`{"custom_id":"`+id+`"}`), at(sec)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		closeAt := func(job string, sec, want int) {
+			t.Helper()
+			if n, err := f.st.CloseInferenceBatch(f.ctx, m, job, bounds, at(sec)); err != nil || n != want {
+				t.Fatalf("close %s at %ds: %d requests, %v; want %d", job, sec, n, err, want)
+			}
+		}
+		queue("a", 1)
+		closeAt("j0", 2, 0) // neither full nor old enough
+		queue("b", 2)
+		queue("c", 3)
+		closeAt("j1", 3, 2) // full: two of three
+		closeAt("j2", 4, 0) // one left, its wait not over
+		closeAt("j2", 11, 1)
+		jobs, err := f.st.InferenceJobs(f.ctx, m)
+		if err != nil || len(jobs) != 2 || jobs[0].ID != "j1" || jobs[0].State != pipeline.InferenceJobClosed || jobs[0].Requests != 2 {
+			t.Fatalf("jobs %+v, %v", jobs, err)
+		}
+		if ok, err := f.st.AdvanceInferenceJob(f.ctx, m, "j1", pipeline.InferenceJobClosed, pipeline.InferenceJobUploaded, map[string]string{"file_id": "f1"}); err != nil || !ok {
+			t.Fatalf("advance j1: %v, %v", ok, err)
+		}
+		if ok, err := f.st.AdvanceInferenceJob(f.ctx, m, "j1", pipeline.InferenceJobClosed, pipeline.InferenceJobUploaded, map[string]string{"file_id": "f2"}); err != nil || ok {
+			t.Fatalf("advanced j1 twice from closed: %v, %v", ok, err)
+		}
+		if ok, err := f.st.AdvanceInferenceJob(f.ctx, m, "j1", pipeline.InferenceJobUploaded, pipeline.InferenceJobSubmitted, map[string]string{"batch_id": "b1"}); err != nil || !ok {
+			t.Fatalf("submit j1: %v, %v", ok, err)
+		}
+		lines, err := f.st.InferenceJobLines(f.ctx, m, "j1")
+		if err != nil || len(lines) != 2 {
+			t.Fatalf("j1's lines %v, %v", lines, err)
+		}
+		var requeue []string
+		for id := range lines {
+			requeue = append(requeue, id)
+		}
+		requeue = requeue[:1] // the other was answered
+		if ok, err := f.st.FinishInferenceJob(f.ctx, m, "j1", pipeline.InferenceJobRequeued, requeue, at(12)); err != nil || !ok {
+			t.Fatalf("requeue j1: %v, %v", ok, err)
+		}
+		if ok, err := f.st.FinishInferenceJob(f.ctx, m, "j1", pipeline.InferenceJobDone, nil, at(12)); err != nil || ok {
+			t.Fatalf("finished j1 twice: %v, %v", ok, err)
+		}
+		closeAt("j3", 21, 0) // the requeued request, whose wait starts again
+		closeAt("j3", 22, 1)
+		jobs, _ = f.st.InferenceJobs(f.ctx, m)
+		if len(jobs) != 2 || jobs[0].ID != "j2" || jobs[1].ID != "j3" {
+			t.Fatalf("jobs after the requeue %+v", jobs)
+		}
+		if lines, _ := f.st.InferenceJobLines(f.ctx, m, "j3"); lines[requeue[0]] == "" {
+			t.Fatalf("j3 does not hold the requeued %s: %v", requeue[0], lines)
+		}
+	}},
+	{"a_batchers_lease_is_one_holders_until_it_runs_out", func(t *testing.T, f *fixture) {
+		for _, c := range []struct {
+			owner string
+			want  bool
+		}{{"w1", true}, {"w2", false}, {"w1", true}} {
+			if held, err := f.st.TakeBatcherLease(f.ctx, "openai:m", c.owner, time.Minute); err != nil || held != c.want {
+				t.Fatalf("%s takes the lease: %v, %v; want %v", c.owner, held, err, c.want)
+			}
+		}
+	}},
+}
