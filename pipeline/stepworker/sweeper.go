@@ -18,7 +18,8 @@ const (
 )
 
 // RunSweeper fires the schedules that are due (scheduler.Firer.Pass),
-// sweeps, then trims the indexes of expired runs, every
+// sweeps, trims the indexes of expired runs, then runs the batchers of the
+// models in batch mode whose lease it holds (batcher.go), every
 // StepWorker.SweepInterval until ctx ends. Any number of step workers may
 // sweep at once: each due run goes to one of them, and each tick of a
 // schedule fires once. The runs the schedules start are due at once, so
