@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/tooling/fakebatch"
+	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
@@ -157,5 +159,47 @@ func TestBatchInference_a_batch_created_but_not_recorded_is_found_not_created_ag
 			t.Fatalf("job %s was created twice: batches %s and %s", job, other, b.ID)
 		}
 		seen[job] = b.ID
+	}
+}
+
+// The step worker whose sweeper holds a model's batcher stops while a job
+// of the model is in flight at the provider: another step worker's
+// sweeper takes the batcher over once its lease runs out, finds the job
+// where its record left it, and every answer lands once.
+func TestBatchInference_a_batcher_that_dies_with_a_job_in_flight_is_taken_over(t *testing.T) {
+	t.Setenv("STEPWISE_TEST_OPENAI_KEY", "test-key")
+	fake := &fakebatch.Server{Answer: batchAnswer, Delay: time.Second}
+	hs := httptest.NewServer(fake)
+	t.Cleanup(hs.Close)
+	in := newInfra(t)
+	cfg := parseConfig(t, batchConfig(hs.URL))
+	first := connect(t, in, cfg)
+	stopFirst := start(t, first.RunStepWorker)
+	start(t, func(ctx context.Context) error { return first.RunToolWorker(ctx, nil) })
+	base := serve(t, first)
+	const runs = 10
+	for i := range runs {
+		id := fmt.Sprintf("r-takeover-%d", i)
+		if code := httpDo(t, http.MethodPost, base+"/v1/runs", map[string]any{"run_id": id, "agent": "bulk", "input": "go"}, nil); code != http.StatusCreated {
+			t.Fatalf("create %s: %d", id, code)
+		}
+	}
+	testinfra.Eventually(t, 30*time.Second, func() bool { return len(fake.Batches()) > 0 },
+		func() string { return "no batch was created" })
+	stopFirst() // its lease stays in Redis until it runs out, as a dead worker's does
+	second := connect(t, in, cfg)
+	start(t, second.RunStepWorker)
+	for i := range runs {
+		id := fmt.Sprintf("r-takeover-%d", i)
+		assertNaturalEnd(t, waitDone(t, base, id, 60*time.Second), batchSteps-1)
+		if got := getMessages(t, base, id); got[len(got)-1].Content != fmt.Sprintf("done after %d", batchSteps-1) {
+			t.Fatalf("run %s ended with %+v", id, got[len(got)-1])
+		}
+	}
+	if rep := fake.Repeated(); len(rep) != 0 {
+		t.Fatalf("custom_ids sent twice: %v", rep)
+	}
+	if first := fake.Batches()[0]; first.Status != fakebatch.StatusCompleted {
+		t.Fatalf("the job in flight at the stop is %s", first.Status)
 	}
 }
