@@ -15,7 +15,6 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/model"
 )
 
@@ -50,16 +49,6 @@ func readBatch(v json.RawMessage, bad func(field, format string, args ...any)) *
 		bad("batch", "%v", err)
 		return b
 	}
-	duration := func(k string, raw json.RawMessage, into *time.Duration) {
-		var d config.Duration
-		if err := json.Unmarshal(raw, &d); err != nil {
-			bad("batch."+k, "%v", err)
-		} else if d.Duration <= 0 {
-			bad("batch."+k, "must be positive, got %s", d.Duration)
-		} else {
-			*into = d.Duration
-		}
-	}
 	count := func(k string, raw json.RawMessage, into *int) {
 		if json.Unmarshal(raw, into) != nil || *into <= 0 {
 			bad("batch."+k, "want a positive whole number, got %s", describe(raw))
@@ -74,12 +63,12 @@ func readBatch(v json.RawMessage, bad func(field, format string, args ...any)) *
 		raw := fields[k]
 		switch k {
 		case "window":
-			duration(k, raw, &b.Window)
+			positiveDuration("batch."+k, raw, &b.Window, bad)
 			if b.Window%time.Hour != 0 {
 				bad("batch.window", "want whole hours (the provider's completion_window), got %s", b.Window)
 			}
 		case "max_wait":
-			duration(k, raw, &b.MaxWait)
+			positiveDuration("batch."+k, raw, &b.MaxWait, bad)
 		case "max_requests":
 			count(k, raw, &b.MaxRequests)
 		case "max_bytes":

@@ -101,14 +101,7 @@ func readSettings(cfg config.Model) (settings, error) {
 				s.maxTokens = &n
 			}
 		case "timeout":
-			var d config.Duration
-			if err := json.Unmarshal(v, &d); err != nil {
-				bad(k, "%v", err)
-			} else if d.Duration <= 0 {
-				bad(k, "must be positive, got %s", d.Duration)
-			} else {
-				s.timeout = d.Duration
-			}
+			positiveDuration(k, v, &s.timeout, bad)
 		case "max_retries":
 			var n int
 			if json.Unmarshal(v, &n) != nil {
@@ -131,6 +124,19 @@ func readSettings(cfg config.Model) (settings, error) {
 		}
 	}
 	return s, errors.Join(ps...)
+}
+
+// positiveDuration reads the setting k, raw, a duration > 0, into into,
+// reporting a problem to bad.
+func positiveDuration(k string, raw json.RawMessage, into *time.Duration, bad func(field, format string, args ...any)) {
+	var d config.Duration
+	if err := json.Unmarshal(raw, &d); err != nil {
+		bad(k, "%v", err)
+	} else if d.Duration <= 0 {
+		bad(k, "must be positive, got %s", d.Duration)
+	} else {
+		*into = d.Duration
+	}
 }
 
 // configError is one problem of a model's configuration.

@@ -15,8 +15,6 @@ local refusal = step_refusal(run_key, a)
 if refusal then
   return refusal
 end
-local attempts = tonumber(redis.call('HGET', run_key, 'attempts') or '1')
-redis.call('HSET', run_key, 'step_state', a.state, 'lease_owner', '', 'lease_until', 0,
-  'attempts', math.max(attempts - 1, 0), 'step_sent', '', 'awaiting', a.custom_id, 'updated_at', a.now)
+give_back_step(run_key, a.state, a.now, {'awaiting', a.custom_id})
 emit(events_key, a.event)
 return 1

@@ -306,3 +306,18 @@ local function emit_failed(events, failed, step)
     emit(events, e)
   end
 end
+
+-- give_back_step gives back the step of the run whose hash is run, which
+-- its claimer leaves without committing (deferred by a limit, or parked
+-- awaiting its batch's answer): the step state Go computed, state, no
+-- lease, the claim's attempt uncounted, its request unmarked, updated at
+-- now; extra holds more field, value pairs to set with them.
+local function give_back_step(run, state, now, extra)
+  local attempts = tonumber(redis.call('HGET', run, 'attempts') or '1')
+  local set = {'step_state', state, 'lease_owner', '', 'lease_until', 0,
+    'attempts', math.max(attempts - 1, 0), 'step_sent', '', 'updated_at', now}
+  for _, v in ipairs(extra) do
+    set[#set + 1] = v
+  end
+  redis.call('HSET', run, unpack(set))
+end
