@@ -163,7 +163,8 @@ func TestBatchInference_a_batch_created_but_not_recorded_is_found_not_created_ag
 }
 
 // The step worker whose sweeper holds a model's batcher stops while a job
-// of the model is in flight at the provider: another step worker's
+// of the model is in flight at the provider (its runs show their step
+// awaiting_inference): another step worker's
 // sweeper takes the batcher over once its lease runs out, finds the job
 // where its record left it, and every answer lands once.
 func TestBatchInference_a_batcher_that_dies_with_a_job_in_flight_is_taken_over(t *testing.T) {
@@ -184,8 +185,13 @@ func TestBatchInference_a_batcher_that_dies_with_a_job_in_flight_is_taken_over(t
 			t.Fatalf("create %s: %d", id, code)
 		}
 	}
-	testinfra.Eventually(t, 30*time.Second, func() bool { return len(fake.Batches()) > 0 },
-		func() string { return "no batch was created" })
+	var parked struct {
+		StepState pipeline.StepState `json:"step_state"`
+	}
+	testinfra.Eventually(t, 30*time.Second, func() bool {
+		httpDo(t, http.MethodGet, base+"/v1/runs/r-takeover-0", nil, &parked)
+		return parked.StepState == pipeline.StepAwaitingInference && len(fake.Batches()) > 0
+	}, func() string { return fmt.Sprintf("the run's step is %q, %d batches created", parked.StepState, len(fake.Batches())) })
 	stopFirst() // its lease stays in Redis until it runs out, as a dead worker's does
 	second := connect(t, in, cfg)
 	start(t, second.RunStepWorker)

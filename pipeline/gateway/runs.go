@@ -42,6 +42,9 @@ type RunSummary struct {
 	// pinned to (a content hash; package versions); absent for a run
 	// created before versions existed.
 	AgentVersion string `json:"agent_version,omitempty"`
+	// StepState is where the current step of a run not done stands
+	// (awaiting_inference: its request waits in its model's batch).
+	StepState pipeline.StepState `json:"step_state,omitempty"`
 }
 
 // RunView is the answer of GET /v1/runs/{id}: the summary and every tool
@@ -127,13 +130,17 @@ type MessageList struct {
 }
 
 func summaryOf(r pipeline.Run) RunSummary {
-	return RunSummary{
+	v := RunSummary{
 		RunID: r.ID, Agent: r.Agent, Status: r.Status, Step: r.Step,
 		Termination: r.Termination, Usage: r.Usage, Metadata: r.Metadata, BatchID: r.Batch, ParentRunID: r.ParentRunID,
 		StartAt: r.StartAt, ScheduleID: r.ScheduleID, TickAt: r.TickAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ForkedFrom: r.ForkedFrom, RerunOf: r.RerunOf, CurrentAgent: r.CurrentAgent,
 		AgentVersion: r.AgentVersion,
 	}
+	if !r.Status.Final() {
+		v.StepState = r.StepState
+	}
+	return v
 }
 
 func callViewOf(c pipeline.ToolCall) ToolCallView {
