@@ -70,6 +70,26 @@ var inferenceCases = []contractCase{
 			t.Fatalf("a cancelled run took its answer: %v, %v", took, err)
 		}
 	}},
+	{"an_ended_runs_answer_goes_with_the_run", func(t *testing.T, f *fixture) {
+		f = f.retaining(retention)
+		f.claimed(t, "r1")
+		if err := f.st.AwaitInference(f.ctx, "r1", 0, "w1", "r1.0.1", "openai:m", at(2)); err != nil {
+			t.Fatalf("AwaitInference: %v", err)
+		}
+		if took, err := f.st.AnswerInference(f.ctx, "r1", 0, "r1.0.1", []byte(`{}`), at(3)); err != nil || !took {
+			t.Fatalf("the answer was not taken: %v, %v", took, err)
+		}
+		run, err := f.st.CancelRun(f.ctx, "r1", "d1", "test", "stop", at(4))
+		if err != nil {
+			t.Fatalf("CancelRun: %v", err)
+		}
+		if err := f.st.MarkPublished(f.ctx, run, at(5)); err != nil { // its result published, the run retires
+			t.Fatalf("MarkPublished: %v", err)
+		}
+		if ttl := f.rdb.PTTL(f.ctx, f.prefix+":{r1}:answer").Val(); ttl <= 0 {
+			t.Fatalf("the ended run's answer has time to live %s; want the run's", ttl)
+		}
+	}},
 	{"an_open_batch_closes_when_full_or_old_enough_and_a_failed_job_requeues_the_unanswered", func(t *testing.T, f *fixture) {
 		const m = "openai:m"
 		bounds := store.InferenceBounds{MaxRequests: 2, MaxBytes: 1 << 20, MaxWait: 10 * time.Second}

@@ -53,8 +53,9 @@ local function retire(run, step)
     if not compacted then
       redis.call('PEXPIRE', base .. 'events', retention_ms)
     end
-    -- Most runs have no plugin state, decision or outcome: one read tells.
-    local rare = {base .. 'state', base .. 'decisions', base .. 'held', base .. 'outcomes'}
+    -- Most runs have no plugin state, decision, outcome or batch answer:
+    -- one read tells.
+    local rare = {base .. 'state', base .. 'decisions', base .. 'held', base .. 'outcomes', base .. 'answer'}
     if redis.call('EXISTS', unpack(rare)) > 0 then
       for _, k in ipairs(rare) do
         redis.call('PEXPIRE', k, retention_ms)
