@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -54,12 +55,7 @@ func readBatch(v json.RawMessage, bad func(field, format string, args ...any)) *
 			bad("batch."+k, "want a positive whole number, got %s", describe(raw))
 		}
 	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys) // problems in a stable order
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(fields)) { // problems in a stable order
 		raw := fields[k]
 		switch k {
 		case "window":

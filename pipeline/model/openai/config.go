@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -71,12 +72,7 @@ func readSettings(cfg config.Model) (settings, error) {
 	if err != nil {
 		bad("", "%v", err)
 	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys) // problems in a stable order
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(fields)) { // problems in a stable order
 		v := fields[k]
 		if bytes.Equal(v, []byte("null")) {
 			continue // as if absent
