@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,22 @@ type batchModel interface {
 // a failure, the step's claim is simply over.
 var errAwaiting = errors.New("the step awaits its batch inference")
 
+// errNotParked wraps a failure of Redis while a step of a model in batch
+// mode reads its answer or parks: not the run's fault, so the run does not
+// end; its lease runs out and the sweeper requests the step again (or the
+// step moved on without this claim: ErrLeaseLost).
+var errNotParked = errors.New("the step's batch answer could not be read or the step parked")
+
+// parked reports whether the step's inference, ending with err, left the
+// step to its batch (parked) or to the sweeper (errNotParked), rather than
+// failing it.
+func parked(err error, log *slog.Logger) bool {
+	if errors.Is(err, errNotParked) {
+		log.Warn("batch inference; the sweeper retries the step", "error", err)
+	}
+	return errors.Is(err, errAwaiting) || errors.Is(err, errNotParked)
+}
+
 // inferOrAwait infers req live; for a model in batch mode, it returns the
 // answer the step's batch gave it (AnswerInference kept it with the run)
 // or, when there is none yet, puts the request in the model's open batch
@@ -50,7 +67,7 @@ func (w *Worker) inferOrAwait(ctx context.Context, run pipeline.Run, mdl model.M
 	}
 	body, found, err := w.store.InferenceAnswer(ctx, run.ID, run.Step)
 	if err != nil {
-		return model.Response{}, err
+		return model.Response{}, fmt.Errorf("%w: %w", errNotParked, err)
 	}
 	if found {
 		return answerOf(b, body)
@@ -68,10 +85,10 @@ func (w *Worker) inferOrAwait(ctx context.Context, run pipeline.Run, mdl model.M
 	}
 	now := w.now()
 	if err := w.store.QueueInference(ctx, key, id, line, now); err != nil {
-		return model.Response{}, err
+		return model.Response{}, fmt.Errorf("%w: %w", errNotParked, err)
 	}
 	if err := w.store.AwaitInference(ctx, run.ID, run.Step, run.LeaseOwner, id, key, now); err != nil {
-		return model.Response{}, err
+		return model.Response{}, fmt.Errorf("%w: %w", errNotParked, err)
 	}
 	return model.Response{}, errAwaiting
 }

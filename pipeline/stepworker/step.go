@@ -283,8 +283,8 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	specs := append(w.toolSpecs(ctx, ver, agent.Tools), handoffSpecs(ver)...)
 	resp, err := w.infer(ctx, ph, run, agent, mdl, specs, log)
 	stopRenewing() // the commit checks the lease; renewing past it would only fail
-	if errors.Is(err, errAwaiting) {
-		return // parked: the step's batch answers it (batched.go)
+	if parked(err, log) {
+		return // the step's batch answers it, or the sweeper retries it (batched.go)
 	}
 	if err != nil {
 		if ctx.Err() == nil && !w.rateLimited(ctx, run, err, log) {
