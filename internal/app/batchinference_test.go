@@ -191,7 +191,9 @@ func TestBatchInference_a_batcher_that_dies_with_a_job_in_flight_is_taken_over(t
 	testinfra.Eventually(t, 30*time.Second, func() bool {
 		httpDo(t, http.MethodGet, base+"/v1/runs/r-takeover-0", nil, &parked)
 		return parked.StepState == pipeline.StepAwaitingInference && len(fake.Batches()) > 0
-	}, func() string { return fmt.Sprintf("the run's step is %q, %d batches created", parked.StepState, len(fake.Batches())) })
+	}, func() string {
+		return fmt.Sprintf("the run's step is %q, %d batches created", parked.StepState, len(fake.Batches()))
+	})
 	stopFirst() // its lease stays in Redis until it runs out, as a dead worker's does
 	second := connect(t, in, cfg)
 	start(t, second.RunStepWorker)
