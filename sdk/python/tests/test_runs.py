@@ -3,7 +3,7 @@
 import httpx
 import pytest
 
-from stepwise_client import Client, ConflictError
+from stepwise_client import Client, ConflictError, InvalidRequestError
 from stepwise_client.models import Run
 
 from conftest import Dev, until
@@ -62,6 +62,18 @@ def test_listed_runs_include_a_created_one(client: Client, run_id: str):
     page = client.runs.list(agent="quick", limit=500)
     assert run_id in [r.run_id for r in page.runs]
     assert run_id in [r.run_id for r in client.runs.iter(agent="quick", limit=2)]
+
+
+def test_runs_are_searched_by_a_declared_metadata_value(client: Client, run_id: str):
+    client.runs.create(agent="quick", input="Say hello", run_id=run_id, metadata={"order": f"o-{run_id}"})
+    client.runs.create(agent="quick", input="Say hello", run_id=f"{run_id}-other", metadata={"order": "another"})
+
+    page = client.runs.list(meta={"order": f"o-{run_id}"}, agent="quick", since="2000-01-01T00:00:00Z")
+    assert [r.run_id for r in page.runs] == [run_id]
+    assert [r.run_id for r in client.runs.iter(meta={"order": f"o-{run_id}"}, limit=1)] == [run_id]
+
+    with pytest.raises(InvalidRequestError):
+        client.runs.list(meta={"undeclared": "x"})
 
 
 def test_a_cancelled_run_ends_cancelled_and_a_second_cancel_is_a_conflict(client: Client, run_id: str):

@@ -156,9 +156,34 @@ def messages(run_id: str) -> Call:
     return Call("GET", f"/v1/runs/{seg(run_id)}/messages", lambda j: _MESSAGES.validate_python(j["messages"]))
 
 
-def list_runs(status: str | None, agent: str | None, limit: int | None, cursor: str | None) -> Call:
+@dataclass(frozen=True)
+class RunFilter:
+    """RunFilter is what GET /v1/runs searches by: each field a query
+    parameter, ``meta`` the metadata values of keys the configuration
+    declares searchable (``runs.searchable_metadata``), ``since`` and
+    ``until`` RFC 3339 times of creation."""
+
+    status: str | None = None
+    agent: str | None = None
+    tenant: str | None = None
+    batch_id: str | None = None
+    termination: str | None = None
+    since: str | None = None
+    until: str | None = None
+    meta: Mapping[str, str] | None = None
+
+    def params(self) -> dict[str, Any]:
+        """params are the filter's query parameters."""
+        out: dict[str, Any] = {"status": self.status, "agent": self.agent, "tenant": self.tenant,
+                               "batch_id": self.batch_id, "termination": self.termination,
+                               "since": self.since, "until": self.until}
+        out.update({f"meta.{k}": v for k, v in (self.meta or {}).items()})
+        return out
+
+
+def list_runs(f: RunFilter, limit: int | None, cursor: str | None) -> Call:
     return Call("GET", "/v1/runs", RunList.model_validate,
-                params={"status": status, "agent": agent, "limit": limit, "cursor": cursor or None})
+                params={**f.params(), "limit": limit, "cursor": cursor or None})
 
 
 def cancel_run(run_id: str, reason: str | None, decided_by: str | None) -> Call:

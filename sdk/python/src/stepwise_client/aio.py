@@ -94,19 +94,27 @@ class AsyncRuns:
         return await self._client._call(_core.messages(run_id))
 
     async def list(
-        self, *, status: RunStatus | None = None, agent: str | None = None,
+        self, *, status: RunStatus | None = None, agent: str | None = None, tenant: str | None = None,
+        batch_id: str | None = None, termination: str | None = None, since: str | None = None,
+        until: str | None = None, meta: Mapping[str, str] | None = None,
         limit: int | None = None, cursor: str | None = None,
     ) -> RunList:
         """list: see Runs.list."""
-        return await self._client._call(_core.list_runs(status, agent, limit, cursor))
+        f = _core.RunFilter(status, agent, tenant, batch_id, termination, since, until, meta)
+        return await self._client._call(_core.list_runs(f, limit, cursor))
 
     async def iter(
-        self, *, status: RunStatus | None = None, agent: str | None = None, limit: int | None = None,
+        self, *, status: RunStatus | None = None, agent: str | None = None, tenant: str | None = None,
+        batch_id: str | None = None, termination: str | None = None, since: str | None = None,
+        until: str | None = None, meta: Mapping[str, str] | None = None,
+        limit: int | None = None,
     ) -> AsyncIterator[RunSummary]:
         """iter: see Runs.iter."""
         cursor: str | None = None
         while True:
-            page = await self.list(status=status, agent=agent, limit=limit, cursor=cursor)
+            page = await self.list(status=status, agent=agent, tenant=tenant, batch_id=batch_id,
+                                   termination=termination, since=since, until=until, meta=meta,
+                                   limit=limit, cursor=cursor)
             for run in page.runs:
                 yield run
             cursor = page.next_cursor

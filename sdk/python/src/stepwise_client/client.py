@@ -114,23 +114,33 @@ class Runs:
         return self._client._call(_core.messages(run_id))
 
     def list(
-        self, *, status: RunStatus | None = None, agent: str | None = None,
+        self, *, status: RunStatus | None = None, agent: str | None = None, tenant: str | None = None,
+        batch_id: str | None = None, termination: str | None = None, since: str | None = None,
+        until: str | None = None, meta: Mapping[str, str] | None = None,
         limit: int | None = None, cursor: str | None = None,
     ) -> RunList:
-        """list returns one page of runs, newest first.
+        """list returns one page of the runs the filter selects (GET
+        /v1/runs's search: ``meta`` holds values of the keys the
+        configuration declares searchable, ``since`` and ``until`` RFC 3339
+        times of creation), newest first.
 
         A page may hold fewer runs than limit and still have a next_cursor;
         :meth:`iter` follows the cursors.
         """
-        return self._client._call(_core.list_runs(status, agent, limit, cursor))
+        f = _core.RunFilter(status, agent, tenant, batch_id, termination, since, until, meta)
+        return self._client._call(_core.list_runs(f, limit, cursor))
 
     def iter(
-        self, *, status: RunStatus | None = None, agent: str | None = None, limit: int | None = None,
+        self, *, status: RunStatus | None = None, agent: str | None = None, tenant: str | None = None,
+        batch_id: str | None = None, termination: str | None = None, since: str | None = None,
+        until: str | None = None, meta: Mapping[str, str] | None = None,
+        limit: int | None = None,
     ) -> Iterator[RunSummary]:
         """iter yields every run :meth:`list` finds, page after page."""
         cursor: str | None = None
         while True:
-            page = self.list(status=status, agent=agent, limit=limit, cursor=cursor)
+            page = self.list(status=status, agent=agent, tenant=tenant, batch_id=batch_id, termination=termination,
+                             since=since, until=until, meta=meta, limit=limit, cursor=cursor)
             yield from page.runs
             cursor = page.next_cursor
             if not cursor:
