@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -22,33 +21,7 @@ const batchSteps = 3
 
 // batchAnswer answers a batch's chat completion request as a model that
 // calls echo until batchSteps-1 tool results are in, then answers.
-func batchAnswer(customID string, body json.RawMessage) (json.RawMessage, *fakebatch.LineError) {
-	var req struct {
-		Messages []struct {
-			Role string `json:"role"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, &fakebatch.LineError{Status: 400, Code: "invalid_json", Message: err.Error()}
-	}
-	results := 0
-	for _, m := range req.Messages {
-		if m.Role == "tool" {
-			results++
-		}
-	}
-	msg := map[string]any{"role": "assistant", "content": fmt.Sprintf("done after %d", results)}
-	finish := "stop"
-	if results < batchSteps-1 {
-		msg = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": fmt.Sprintf("call_b%d", results),
-			"type": "function", "function": map[string]any{"name": "echo", "arguments": fmt.Sprintf(`{"n":%d}`, results)}}}}
-		finish = "tool_calls"
-	}
-	out, _ := json.Marshal(map[string]any{"id": "chatcmpl-" + customID, "object": "chat.completion", "created": 1, "model": "test-model",
-		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
-		"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
-	return out, nil
-}
+var batchAnswer = fakebatch.CallsThenAnswers(batchSteps-1, "echo")
 
 // batchConfig is an agent whose model is in batch mode on the fake at url.
 func batchConfig(url string) string {

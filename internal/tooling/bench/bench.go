@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/internal/tooling/fakebatch"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/topics"
@@ -36,6 +38,7 @@ type Scenario struct {
 	keys        bool   // the keys of its last run are measured (KeyBytes)
 	requested   bool   // its runs are requested on the run-requests topic, admitted by the gateway under run_requests.max_active
 	stepTimes   bool   // its latencies are its steps' own, from one tool-call publish of a run to the next (stepTimes)
+	batched     bool   // its agent's model is in batch mode, on the fake Batch API the bench serves: the provider's batch jobs are counted
 	latency     time.Duration
 	defaultRuns int
 }
@@ -63,6 +66,8 @@ var Scenarios = []Scenario{
 	{Name: "decisions", What: "runs parked on a call, then all decided at once: from a decision's publish to its run's result",
 		model: `{"provider":"script","turns":[{"text":"needs approval","tool_calls":[{"id":"D","name":"approve","arguments":{"amount":120}}]},{"text":"done"}]}`,
 		steps: 1, calls: 1, decides: true, defaultRuns: 1000},
+	{Name: "batch-inference", What: "runs of an agent of 3 steps (one echo call in each of the first two) whose model is in batch mode, all at once, on a fake OpenAI Batch API: the provider's batch jobs a wave of steps takes",
+		agent: "bulk", steps: 3, calls: 2, batched: true, defaultRuns: 1000},
 	{Name: "run-requests", What: "runs on a model that takes 500 ms a step, requested on Kafka all at once and admitted 2000 at a time: the most runs active, and the lag left",
 		agent: "llm", steps: 3, calls: 2, together: true, requested: true, defaultRuns: 10000},
 }
@@ -126,9 +131,26 @@ agents:
   approver:
     model: {provider: script, turns: [{text: needs approval, tool_calls: [{name: approve, arguments: {amount: 120}}]}, {text: done}]}
     tools: [approve]
+  bulk:
+    model: {provider: openai, name: bench-model, base_url: "` + batchURLHole + `", api_key_env: ` + batchKeyEnv + `, max_retries: 0,
+            batch: {window: 24h, max_wait: 500ms, max_requests: 50000}}
+    tools: [echo]
 tools:
   approve: {executor: {builtin: echo}, permission: ask}
 `
+
+// batchURLHole stands in benchConfig for the base URL of the fake Batch
+// API the bench serves (configFor fills it); batchKeyEnv names its API
+// key, which the bench sets when it is not.
+const (
+	batchURLHole = "{{batch_api}}"
+	batchKeyEnv  = "STEPWISE_BENCH_OPENAI_KEY"
+)
+
+// configFor is benchConfig with the fake Batch API at url.
+func configFor(url string) string {
+	return strings.ReplaceAll(benchConfig, batchURLHole, url+"/v1")
+}
 
 // Options says what to run, and where.
 type Options struct {
@@ -191,7 +213,9 @@ type Result struct {
 	CallsPerS              float64 `json:"calls_per_s"`
 	P50ms                  float64 `json:"p50_ms"` // of a step: a run's time from request to result over its steps (decisions: from the decision's publish to the result; one-run: each step's own)
 	P99ms                  float64 `json:"p99_ms"`
-	Samples                int     `json:"samples"` // how many latencies p50 and p99 are of
+	Samples                int     `json:"samples"`    // how many latencies p50 and p99 are of
+	RunsDone               int     `json:"runs_done"`  // runs that ended, all of them
+	BatchJobs              int     `json:"batch_jobs"` // the provider batch jobs the scenario's steps took (batch-inference; -1 otherwise)
 	RedisRoundTripsPerStep float64 `json:"redis_round_trips_per_step"`
 	KafkaPublishesPerStep  float64 `json:"kafka_publishes_per_step"`
 	AllocBytesPerStep      float64 `json:"alloc_bytes_per_step"` // of this whole process: client, workers and broker
@@ -262,7 +286,14 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.StepWorkers < 0 {
 		return Report{}, fmt.Errorf("%d step worker processes: give 0 (the steps run in the bench's process) or more", o.StepWorkers)
 	}
-	cfg, err := config.Parse([]byte(benchConfig))
+	batchAPI := &fakebatch.Server{Answer: fakebatch.CallsThenAnswers(2, "echo")}
+	batchSrv := httptest.NewServer(batchAPI)
+	defer batchSrv.Close()
+	if os.Getenv(batchKeyEnv) == "" {
+		_ = os.Setenv(batchKeyEnv, "bench") // the fake takes any key; worker processes inherit it
+	}
+	cfgText := configFor(batchSrv.URL)
+	cfg, err := config.Parse([]byte(cfgText))
 	if err != nil {
 		return Report{}, err
 	}
@@ -309,6 +340,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return Report{}, err
 	}
 	defer s.close()
+	s.batchAPI = batchAPI
 	for _, k := range []struct {
 		kind, topic string
 		n           int
@@ -327,7 +359,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			}
 			k.command = []string{exe, k.kind}
 		}
-		w, err := startWorkers(ctx, s.stack, k.kind, k.topic, k.command, k.n, opts.Kafka, opts.Redis)
+		w, err := startWorkers(ctx, s.stack, k.kind, k.topic, k.command, k.n, cfgText, opts.Kafka, opts.Redis)
 		if err != nil {
 			return Report{}, err
 		}
@@ -429,6 +461,9 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		if s.AllResumedMs >= 0 {
 			fmt.Fprintf(w, "  resumed p50 %.1f ms p99 %.1f ms, all in %.0f ms", s.ResumedP50ms, s.ResumedP99ms, s.AllResumedMs)
+		}
+		if s.BatchJobs >= 0 {
+			fmt.Fprintf(w, "  %d runs done through %d provider batch jobs", s.RunsDone, s.BatchJobs)
 		}
 		if s.MaxActiveRuns >= 0 {
 			fmt.Fprintf(w, "  at most %d runs active (limit %d), lag %d at the end", s.MaxActiveRuns, s.AdmissionLimit, s.LagEnd)

@@ -105,6 +105,21 @@ func TestBench_one_run_reports_the_time_of_each_step(t *testing.T) {
 	}
 }
 
+// batch-inference steps its runs through the fake Batch API it serves:
+// each of a run's three steps waits for a batch job, so a wave of steps
+// takes one job at least, and every run ends.
+func TestBench_batch_inference_runs_through_provider_batch_jobs(t *testing.T) {
+	rep, err := bench.Run(context.Background(), bench.Options{
+		Scenarios: []string{"batch-inference"}, Runs: 20, Kafka: testinfra.Kafka(t)[0], Redis: testinfra.RedisServer(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := rep.Scenarios[0]; b.RunsDone != 20 || b.Steps != 60 || b.BatchJobs < 3 {
+		t.Errorf("batch-inference: %+v", b)
+	}
+}
+
 // --plot writes the two charts as PNG files.
 func TestBench_plots_throughput_and_the_latency_CDF(t *testing.T) {
 	if testing.Short() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/app"
 	"github.com/stepwise-run/stepwise/internal/kafka"
+	"github.com/stepwise-run/stepwise/internal/tooling/fakebatch"
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/gateway"
 	"github.com/stepwise-run/stepwise/topics"
@@ -21,15 +22,16 @@ import (
 // stack is the stack under measurement, its counters, and the results of
 // its runs as they arrive.
 type stack struct {
-	stack   *app.Stack
-	trips   *RoundTrips
-	pubs    *Publishes
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	waiting map[string]chan ended // run id → gets its result when it arrives
-	last    string                // the run requested last (KeyBytes measures its keys)
-	parts   []part                // the processes whose CPU is measured apart, this one first
+	stack    *app.Stack
+	trips    *RoundTrips
+	pubs     *Publishes
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	waiting  map[string]chan ended // run id → gets its result when it arrives
+	last     string                // the run requested last (KeyBytes measures its keys)
+	parts    []part                // the processes whose CPU is measured apart, this one first
+	batchAPI *fakebatch.Server     // the Batch API of the batch-inference scenario's model
 }
 
 // part is a process, or processes, whose CPU time so far cpu says (false:
@@ -297,6 +299,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	cpu0 := s.cpu()
+	jobs0 := len(s.batchAPI.Batches())
 	start := time.Now()
 	peak := s.sampleActive(ctx, sc)
 	var lat []time.Duration
@@ -329,7 +332,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	res := Result{
 		Scenario: sc.Name, Runs: n, Steps: steps, Calls: n * sc.calls, Seconds: elapsed.Seconds(),
 		StepsPerS: float64(steps) / elapsed.Seconds(), CallsPerS: float64(n*sc.calls) / elapsed.Seconds(),
-		P50ms: percentile(lat, 0.50), P99ms: percentile(lat, 0.99), Samples: len(lat),
+		P50ms: percentile(lat, 0.50), P99ms: percentile(lat, 0.99), Samples: len(lat), RunsDone: n, BatchJobs: -1,
 		RedisRoundTripsPerStep: per(float64(s.trips.Count())), KafkaPublishesPerStep: per(float64(s.pubs.Count() - int64(n))),
 		AllocBytesPerStep:    per(float64(m1.TotalAlloc - m0.TotalAlloc)),
 		RedisCommandsPerStep: -1, RedisCPUmsPerStep: -1, RedisBusiestCPUmsPerStep: -1, RedisBytesPerParkedCall: -1, LittlesLawFraction: -1,
@@ -359,6 +362,12 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		res.RedisPrimaries = len(after.NodeCPU)
 		for node, cpu := range after.NodeCPU {
 			res.RedisBusiestCPUmsPerStep = max(res.RedisBusiestCPUmsPerStep, per((cpu-before.NodeCPU[node])*1000))
+		}
+	}
+	if sc.batched {
+		res.BatchJobs = len(s.batchAPI.Batches()) - jobs0
+		if twice := s.batchAPI.Repeated(); len(twice) > 0 {
+			return Result{}, fmt.Errorf("the Batch API was sent %d custom_ids twice, %s first", len(twice), twice[0])
 		}
 	}
 	if sc.requested { // after the counts: these reads are the bench's

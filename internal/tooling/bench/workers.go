@@ -35,10 +35,11 @@ type proc struct {
 }
 
 // startWorkers starts n workers of kind (toolworker or stepworker) with
-// command (the program and its first arguments) and waits until each
-// holds partitions of topic, as kind's consumer group says: a bench that
-// began before would measure the rebalances.
-func startWorkers(ctx context.Context, s *app.Stack, kind, topic string, command []string, n int, kafkaAddr, redisURL string) (*workers, error) {
+// command (the program and its first arguments) and the configuration
+// cfgText, and waits until each holds partitions of topic, as kind's
+// consumer group says: a bench that began before would measure the
+// rebalances.
+func startWorkers(ctx context.Context, s *app.Stack, kind, topic string, command []string, n int, cfgText, kafkaAddr, redisURL string) (*workers, error) {
 	if partitions := int(s.Config.Kafka.Partitions); n > partitions {
 		return nil, fmt.Errorf("%d %s processes for %d partitions: the ones beyond would get none", n, label(kind), partitions)
 	}
@@ -48,7 +49,7 @@ func startWorkers(ctx context.Context, s *app.Stack, kind, topic string, command
 	}
 	w := &workers{kind: kind, dir: dir}
 	cfg := filepath.Join(dir, "stepwise.yaml")
-	if err := os.WriteFile(cfg, []byte(benchConfig), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(cfgText), 0o600); err != nil {
 		w.close()
 		return nil, err
 	}
