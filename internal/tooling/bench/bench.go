@@ -131,25 +131,28 @@ agents:
   approver:
     model: {provider: script, turns: [{text: needs approval, tool_calls: [{name: approve, arguments: {amount: 120}}]}, {text: done}]}
     tools: [approve]
-  bulk:
-    model: {provider: openai, name: bench-model, base_url: "` + batchURLHole + `", api_key_env: ` + batchKeyEnv + `, max_retries: 0,
-            batch: {window: 24h, max_wait: 500ms, max_requests: 50000}}
-    tools: [echo]
 tools:
   approve: {executor: {builtin: echo}, permission: ask}
 `
 
-// batchURLHole stands in benchConfig for the base URL of the fake Batch
-// API the bench serves (configFor fills it); batchKeyEnv names its API
-// key, which the bench sets when it is not.
-const (
-	batchURLHole = "{{batch_api}}"
-	batchKeyEnv  = "STEPWISE_BENCH_OPENAI_KEY"
-)
+// batchKeyEnv names the API key of the fake Batch API the bench serves,
+// which the bench sets when it is not.
+const batchKeyEnv = "STEPWISE_BENCH_OPENAI_KEY"
 
-// configFor is benchConfig with the fake Batch API at url.
-func configFor(url string) string {
-	return strings.ReplaceAll(benchConfig, batchURLHole, url+"/v1")
+// configFor is benchConfig and, when batched, the agent of the
+// batch-inference scenario, whose model is in batch mode on the fake Batch
+// API at url. Only then: the batcher it starts in every sweeper would add
+// its reads to the other scenarios' counts.
+func configFor(url string, batched bool) string {
+	if !batched {
+		return benchConfig
+	}
+	bulk := `  bulk:
+    model: {provider: openai, name: bench-model, base_url: "` + url + `/v1", api_key_env: ` + batchKeyEnv + `, max_retries: 0,
+            batch: {window: 24h, max_wait: 500ms, max_requests: 50000}}
+    tools: [echo]
+`
+	return strings.Replace(benchConfig, "\ntools:\n", "\n"+bulk+"tools:\n", 1)
 }
 
 // Options says what to run, and where.
@@ -292,7 +295,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if os.Getenv(batchKeyEnv) == "" {
 		_ = os.Setenv(batchKeyEnv, "bench") // the fake takes any key; worker processes inherit it
 	}
-	cfgText := configFor(batchSrv.URL)
+	cfgText := configFor(batchSrv.URL, slices.ContainsFunc(chosen, func(sc Scenario) bool { return sc.batched }))
 	cfg, err := config.Parse([]byte(cfgText))
 	if err != nil {
 		return Report{}, err
