@@ -38,7 +38,8 @@ type Scenario struct {
 	keys        bool   // the keys of its last run are measured (KeyBytes)
 	requested   bool   // its runs are requested on the run-requests topic, admitted by the gateway under run_requests.max_active
 	stepTimes   bool   // its latencies are its steps' own, from one tool-call publish of a run to the next (stepTimes)
-	batched     bool   // its agent's model is in batch mode, on the fake Batch API the bench serves: the provider's batch jobs are counted
+	fake        bool   // its agent's model is OpenAI's API as the fake the bench serves (fakebatch) answers it, at a price: its cost is reported
+	batched     bool   // its agent's model is in batch mode on the fake: the provider's batch jobs are counted
 	latency     time.Duration
 	defaultRuns int
 }
@@ -66,8 +67,10 @@ var Scenarios = []Scenario{
 	{Name: "decisions", What: "runs parked on a call, then all decided at once: from a decision's publish to its run's result",
 		model: `{"provider":"script","turns":[{"text":"needs approval","tool_calls":[{"id":"D","name":"approve","arguments":{"amount":120}}]},{"text":"done"}]}`,
 		steps: 1, calls: 1, decides: true, defaultRuns: 1000},
-	{Name: "batch-inference", What: "runs of an agent of 3 steps (one echo call in each of the first two) whose model is in batch mode, all at once, on a fake OpenAI Batch API: the provider's batch jobs a wave of steps takes",
-		agent: "bulk", steps: 3, calls: 2, batched: true, defaultRuns: 1000},
+	{Name: "batch-inference", What: "runs of an agent of 3 steps (one echo call in each of the first two) whose model is in batch mode, all at once, on a fake OpenAI Batch API: the provider's batch jobs a wave of steps takes, runs an hour and their cost",
+		agent: "bulk", steps: 3, calls: 2, fake: true, batched: true, defaultRuns: 1000},
+	{Name: "batch-inference-live", What: "the batch-inference workload with batch mode off, on the fake's live API answering after the batch's delay: runs an hour and their cost, against batch-inference's",
+		agent: "bulk-live", steps: 3, calls: 2, fake: true, defaultRuns: 1000},
 	{Name: "run-requests", What: "runs on a model that takes 500 ms a step, requested on Kafka all at once and admitted 2000 at a time: the most runs active, and the lag left",
 		agent: "llm", steps: 3, calls: 2, together: true, requested: true, defaultRuns: 10000},
 }
@@ -135,24 +138,41 @@ tools:
   approve: {executor: {builtin: echo}, permission: ask}
 `
 
-// batchKeyEnv names the API key of the fake Batch API the bench serves,
+// batchKeyEnv names the API key of the fake OpenAI API the bench serves,
 // which the bench sets when it is not.
 const batchKeyEnv = "STEPWISE_BENCH_OPENAI_KEY"
 
-// configFor is benchConfig and, when batched, the agent of the
-// batch-inference scenario, whose model is in batch mode on the fake Batch
-// API at url. Only then: the batcher it starts in every sweeper would add
-// its reads to the other scenarios' counts.
-func configFor(url string, batched bool) string {
-	if !batched {
+// The fake OpenAI API's delays, which decide the batch-inference
+// scenarios' runs an hour: a batch is in progress for BatchDelay after its
+// creation, and a live chat completion takes as long, so that the two
+// scenarios differ by what batching adds (the wait for the batch to
+// close, the batcher's sweep cadence) and not by the provider.
+const BatchDelay = time.Second
+
+// BenchPrice is what the fake's model costs live (GPT-4.1's list price, USD
+// a million tokens): each answer reports 10 prompt and 5 completion tokens.
+var BenchPrice = config.Price{InputPerMTok: 2, OutputPerMTok: 8}
+
+// configFor is benchConfig and, when fake, the agents of the
+// batch-inference scenarios, whose model is on the fake OpenAI API at
+// url, in batch mode (bulk) or not (bulk-live), and its price. Only then:
+// the batcher bulk starts in every sweeper would add its reads to the
+// other scenarios' counts.
+func configFor(url string, fake bool) string {
+	if !fake {
 		return benchConfig
 	}
+	model := `{provider: openai, name: bench-model, base_url: "` + url + `/v1", api_key_env: ` + batchKeyEnv + `, max_retries: 0, stream: false`
 	bulk := `  bulk:
-    model: {provider: openai, name: bench-model, base_url: "` + url + `/v1", api_key_env: ` + batchKeyEnv + `, max_retries: 0,
+    model: ` + model + `,
             batch: {window: 24h, max_wait: 500ms, max_requests: 50000}}
     tools: [echo]
+  bulk-live:
+    model: ` + model + `}
+    tools: [echo]
 `
-	return strings.Replace(benchConfig, "\ntools:\n", "\n"+bulk+"tools:\n", 1)
+	prices := fmt.Sprintf("budgets:\n  prices:\n    openai:bench-model: {input_per_mtok: %g, output_per_mtok: %g}\n", BenchPrice.InputPerMTok, BenchPrice.OutputPerMTok)
+	return strings.Replace(benchConfig, "\ntools:\n", "\n"+bulk+"tools:\n", 1) + prices
 }
 
 // Options says what to run, and where.
@@ -207,18 +227,24 @@ type Machine struct {
 // latencies are this machine's. -1: not measured (the Redis does not say,
 // or the scenario does not park calls).
 type Result struct {
-	Scenario               string  `json:"scenario"`
-	Runs                   int     `json:"runs"`
-	Steps                  int     `json:"steps"`
-	Calls                  int     `json:"calls"`
-	Seconds                float64 `json:"seconds"`
-	StepsPerS              float64 `json:"steps_per_s"`
-	CallsPerS              float64 `json:"calls_per_s"`
-	P50ms                  float64 `json:"p50_ms"` // of a step: a run's time from request to result over its steps (decisions: from the decision's publish to the result; one-run: each step's own)
-	P99ms                  float64 `json:"p99_ms"`
-	Samples                int     `json:"samples"`    // how many latencies p50 and p99 are of
-	RunsDone               int     `json:"runs_done"`  // runs that ended, all of them
-	BatchJobs              int     `json:"batch_jobs"` // the provider batch jobs the scenario's steps took (batch-inference; -1 otherwise)
+	Scenario    string  `json:"scenario"`
+	Runs        int     `json:"runs"`
+	Steps       int     `json:"steps"`
+	Calls       int     `json:"calls"`
+	Seconds     float64 `json:"seconds"`
+	StepsPerS   float64 `json:"steps_per_s"`
+	CallsPerS   float64 `json:"calls_per_s"`
+	P50ms       float64 `json:"p50_ms"` // of a step: a run's time from request to result over its steps (decisions: from the decision's publish to the result; one-run: each step's own)
+	P99ms       float64 `json:"p99_ms"`
+	Samples     int     `json:"samples"`       // how many latencies p50 and p99 are of
+	RunsDone    int     `json:"runs_done"`     // runs that ended, all of them
+	RunsPerHour float64 `json:"runs_per_hour"` // runs_done at the scenario's pace, an hour long
+	BatchJobs   int     `json:"batch_jobs"`    // the provider batch jobs the scenario's steps took (batch-inference; -1 otherwise)
+	// CostPer1000Runs is what a thousand of the scenario's runs cost, in
+	// USD, from each run's usage as its result on run-results reports it
+	// (the batch-inference scenarios, whose model has a price; -1
+	// otherwise).
+	CostPer1000Runs        float64 `json:"cost_usd_per_1000_runs"`
 	RedisRoundTripsPerStep float64 `json:"redis_round_trips_per_step"`
 	KafkaPublishesPerStep  float64 `json:"kafka_publishes_per_step"`
 	AllocBytesPerStep      float64 `json:"alloc_bytes_per_step"` // of this whole process: client, workers and broker
@@ -289,13 +315,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.StepWorkers < 0 {
 		return Report{}, fmt.Errorf("%d step worker processes: give 0 (the steps run in the bench's process) or more", o.StepWorkers)
 	}
-	batchAPI := &fakebatch.Server{Answer: fakebatch.CallsThenAnswers(2, "echo")}
+	batchAPI := &fakebatch.Server{Answer: fakebatch.CallsThenAnswers(2, "echo"), Delay: BatchDelay, LiveDelay: BatchDelay}
 	batchSrv := httptest.NewServer(batchAPI)
 	defer batchSrv.Close()
 	if os.Getenv(batchKeyEnv) == "" {
 		_ = os.Setenv(batchKeyEnv, "bench") // the fake takes any key; worker processes inherit it
 	}
-	cfgText := configFor(batchSrv.URL, slices.ContainsFunc(chosen, func(sc Scenario) bool { return sc.batched }))
+	cfgText := configFor(batchSrv.URL, slices.ContainsFunc(chosen, func(sc Scenario) bool { return sc.fake }))
 	cfg, err := config.Parse([]byte(cfgText))
 	if err != nil {
 		return Report{}, err
@@ -467,6 +493,9 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		if s.BatchJobs >= 0 {
 			fmt.Fprintf(w, "  %d runs done through %d provider batch jobs", s.RunsDone, s.BatchJobs)
+		}
+		if s.CostPer1000Runs >= 0 {
+			fmt.Fprintf(w, "  %.0f runs an hour, USD %.4f per 1,000 runs", s.RunsPerHour, s.CostPer1000Runs)
 		}
 		if s.MaxActiveRuns >= 0 {
 			fmt.Fprintf(w, "  at most %d runs active (limit %d), lag %d at the end", s.MaxActiveRuns, s.AdmissionLimit, s.LagEnd)

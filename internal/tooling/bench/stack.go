@@ -41,10 +41,11 @@ type part struct {
 	cpu  func() (time.Duration, bool)
 }
 
-// ended is a run's result as it arrived: its steps, and when.
+// ended is a run's result as it arrived: its steps, when, and its cost.
 type ended struct {
 	steps int
 	at    time.Time
+	cost  float64 // USD, as the result's usage says
 }
 
 // newStack connects the stack under measurement and runs its step worker
@@ -75,7 +76,7 @@ func newStack(ctx context.Context, o app.Options, steps, tools, gateway bool) (*
 			if r, err := topics.Decode[topics.RunResult](m.Payload); err == nil {
 				s.mu.Lock()
 				if ch, ok := s.waiting[r.RunID]; ok {
-					ch <- ended{r.Step + 1, time.Now()}
+					ch <- ended{r.Step + 1, time.Now(), r.Usage.CostUSD}
 					delete(s.waiting, r.RunID)
 				}
 				s.mu.Unlock()
@@ -126,7 +127,7 @@ type inFlight struct {
 // or its parking and decisions.
 func (s *stack) run(ctx context.Context, sc Scenario, n int) error {
 	if !sc.decides {
-		_, _, _, err := s.batch(ctx, sc, n, nil)
+		_, _, _, _, err := s.batch(ctx, sc, n, nil)
 		return err
 	}
 	parked, err := s.park(ctx, sc, n)
@@ -191,14 +192,15 @@ func (s *stack) decide(ctx context.Context, sc Scenario, parked []inFlight, sent
 }
 
 // batch runs n runs of sc (all at once, or one at a time) and returns the
-// per-step latency of each run, the steps they took and the sum of their
-// times from request to result. "All at once" is one requester after the
+// per-step latency of each run, the steps they took, the sum of their
+// times from request to result and of their costs. "All at once" is one requester after the
 // other, about a millisecond a run: 1,000 runs start over about a second;
 // the runs of a scenario that asks for them together start as a
 // gateway's batch does (requestTogether).
-func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Writer) ([]time.Duration, int, time.Duration, error) {
+func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Writer) ([]time.Duration, int, time.Duration, float64, error) {
 	var lat []time.Duration
 	var busy time.Duration
+	var cost float64
 	steps := 0
 	wait := func(f inFlight) error {
 		if sc.parks {
@@ -213,6 +215,7 @@ func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Write
 			steps += e.steps
 			lat = append(lat, e.at.Sub(f.r.start)/time.Duration(e.steps))
 			busy += e.at.Sub(f.r.start)
+			cost += e.cost
 			if progress != nil && (len(lat)%10 == 0 || len(lat) == n) {
 				fmt.Fprintf(progress, "\r%s: %d/%d runs", sc.Name, len(lat), n)
 			}
@@ -227,7 +230,7 @@ func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Write
 	if sc.together {
 		var err error
 		if flights, err = s.requestTogether(ctx, sc, n); err != nil {
-			return nil, 0, 0, err
+			return nil, 0, 0, 0, err
 		}
 	}
 	for range n - len(flights) {
@@ -235,12 +238,12 @@ func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Write
 		done := s.await(id)
 		r, err := s.request(ctx, sc, id)
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, 0, 0, 0, err
 		}
 		f := inFlight{r, done}
 		if sc.sequential {
 			if err := wait(f); err != nil {
-				return nil, 0, 0, err
+				return nil, 0, 0, 0, err
 			}
 			continue
 		}
@@ -248,13 +251,13 @@ func (s *stack) batch(ctx context.Context, sc Scenario, n int, progress io.Write
 	}
 	for _, f := range flights {
 		if err := wait(f); err != nil {
-			return nil, 0, 0, err
+			return nil, 0, 0, 0, err
 		}
 	}
 	if progress != nil {
 		fmt.Fprintln(progress)
 	}
-	return lat, steps, busy, nil
+	return lat, steps, busy, cost, nil
 }
 
 // requestTogether requests n runs of sc as many at a time as the gateway's
@@ -305,6 +308,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	var lat []time.Duration
 	var steps int
 	var busy time.Duration // the runs' times in flight, summed
+	var cost float64       // the runs' costs, summed
 	var err error
 	sent := make([]time.Time, len(parked)) // when each parked run's decision was published
 	if sc.stepTimes {
@@ -313,7 +317,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	if sc.decides {
 		lat, steps, err = s.decide(ctx, sc, parked, sent, progress)
 	} else {
-		lat, steps, busy, err = s.batch(ctx, sc, n, progress)
+		lat, steps, busy, cost, err = s.batch(ctx, sc, n, progress)
 	}
 	if err != nil {
 		return Result{}, err
@@ -332,7 +336,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	res := Result{
 		Scenario: sc.Name, Runs: n, Steps: steps, Calls: n * sc.calls, Seconds: elapsed.Seconds(),
 		StepsPerS: float64(steps) / elapsed.Seconds(), CallsPerS: float64(n*sc.calls) / elapsed.Seconds(),
-		P50ms: percentile(lat, 0.50), P99ms: percentile(lat, 0.99), Samples: len(lat), RunsDone: n, BatchJobs: -1,
+		P50ms: percentile(lat, 0.50), P99ms: percentile(lat, 0.99), Samples: len(lat), RunsDone: n, RunsPerHour: float64(n) / elapsed.Hours(), BatchJobs: -1, CostPer1000Runs: -1,
 		RedisRoundTripsPerStep: per(float64(s.trips.Count())), KafkaPublishesPerStep: per(float64(s.pubs.Count() - int64(n))),
 		AllocBytesPerStep:    per(float64(m1.TotalAlloc - m0.TotalAlloc)),
 		RedisCommandsPerStep: -1, RedisCPUmsPerStep: -1, RedisBusiestCPUmsPerStep: -1, RedisBytesPerParkedCall: -1, LittlesLawFraction: -1,
@@ -363,6 +367,9 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		for node, cpu := range after.NodeCPU {
 			res.RedisBusiestCPUmsPerStep = max(res.RedisBusiestCPUmsPerStep, per((cpu-before.NodeCPU[node])*1000))
 		}
+	}
+	if sc.fake {
+		res.CostPer1000Runs = cost / float64(n) * 1000
 	}
 	if sc.batched {
 		res.BatchJobs = len(s.batchAPI.Batches()) - jobs0

@@ -78,12 +78,14 @@ func (f *Faults) take(c *int) bool {
 // Server is the fake API; serve it with httptest.NewServer(s) and point
 // the client's base URL at its URL + "/v1". Answer is required; Delay is
 // how long a batch stays in progress (0: it completes at its first read
-// after its creation); Now defaults to time.Now.
+// after its creation); LiveDelay is how long a live chat completion
+// (POST /v1/chat/completions) takes; Now defaults to time.Now.
 type Server struct {
-	Answer func(customID string, body json.RawMessage) (json.RawMessage, *LineError)
-	Delay  time.Duration
-	Now    func() time.Time
-	Faults Faults
+	Answer    func(customID string, body json.RawMessage) (json.RawMessage, *LineError)
+	Delay     time.Duration
+	LiveDelay time.Duration
+	Now       func() time.Time
+	Faults    Faults
 
 	mu      sync.Mutex
 	nextID  int
@@ -162,11 +164,13 @@ type inputLine struct {
 	Body     json.RawMessage `json:"body"`
 }
 
-// ServeHTTP serves /v1/files... and /v1/batches....
+// ServeHTTP serves /v1/files..., /v1/batches... and /v1/chat/completions.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, "/v1")
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
+	case r.Method == http.MethodPost && path == "/chat/completions":
+		s.chat(w, r)
 	case r.Method == http.MethodPost && path == "/files":
 		s.upload(w, r)
 	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "files":

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http/httptest"
@@ -185,5 +186,27 @@ func TestServer_holds_a_batch_in_progress_for_its_delay_and_cancels_it(t *testin
 	}
 	if got, _ := c.Batches.Get(ctx, kept.ID); got.Status != oai.BatchStatusCancelled || got.OutputFileID != "" {
 		t.Errorf("the cancelled batch after the delay: %+v", got)
+	}
+}
+
+// The live API beside the batch one answers a chat completion at once
+// with the same Answer, and the lines it fails as API errors.
+func TestServer_answers_a_live_chat_completion_with_the_same_answer(t *testing.T) {
+	c := newClient(t, &fakebatch.Server{Answer: echo})
+	got, err := c.Chat.Completions.New(context.Background(), oai.ChatCompletionNewParams{
+		Model: "m", Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage("hello")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := got.Choices[0].Message.Content; text != "echo: hello" || got.Usage.TotalTokens != 5 {
+		t.Errorf("answer %q, usage %+v", text, got.Usage)
+	}
+	bad := newClient(t, &fakebatch.Server{Answer: func(string, json.RawMessage) (json.RawMessage, *fakebatch.LineError) {
+		return nil, &fakebatch.LineError{Status: 400, Code: "invalid_value", Message: "a bad request"}
+	}})
+	_, err = bad.Chat.Completions.New(context.Background(), oai.ChatCompletionNewParams{
+		Model: "m", Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage("hello")}})
+	if apiErr := (*oai.Error)(nil); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Message != "a bad request" {
+		t.Errorf("a failed answer: %v", err)
 	}
 }
