@@ -14,7 +14,8 @@ import (
 // TestChaos runs one chaos experiment with the knobs of the STEPWISE_CHAOS_*
 // variables (default: 1000 runs, 60 s of churn) and fails when a run is
 // stuck, wrong, committed or started twice, or a schedule's tick doubled or
-// missed, or, with STEPWISE_CHAOS_ROLLING=true,
+// missed, or a batch run's request was sent or its answer committed twice,
+// or, with STEPWISE_CHAOS_ROLLING=true,
 // paused longer than the limit or when a worker did not exit after
 // SIGTERM. It prints the figures; with STEPWISE_CHAOS_JSON=FILE it also
 // writes them as JSON.
@@ -47,6 +48,7 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("the harness could not finish: %v", err)
 	}
 	if rep.Failed() {
-		t.Fatalf("%d stuck, %d wrong, %d double-committed, %d double-started, %d paused too long of %d runs (%d submitted); %d tick problems", rep.Stuck, rep.Wrong, rep.DoubleCommits, rep.DoubleStarted, rep.Paused, rep.Runs, rep.Submitted, len(rep.TickProblems))
+		t.Fatalf("%d stuck, %d wrong, %d double-committed, %d double-started, %d paused too long of %d runs (%d submitted); %d tick problems; batch: %d requests and %d answers twice",
+			rep.Stuck, rep.Wrong, rep.DoubleCommits, rep.DoubleStarted, rep.Paused, rep.Runs, rep.Submitted, len(rep.TickProblems), rep.BatchRequestsTwice, rep.BatchAnswersTwice)
 	}
 }

@@ -103,7 +103,7 @@ tools:
 // extension, and both histories are normalized with their family's root.
 type member struct {
 	id, root, refRoot string
-	kind              string // memberRun, memberChild, memberFork or memberTick
+	kind              string // memberRun, memberChild, memberFork, memberTick or memberBatch
 }
 
 // The kinds of member.
@@ -112,6 +112,7 @@ const (
 	memberChild = "child"
 	memberFork  = "fork"
 	memberTick  = "tick"
+	memberBatch = "batch" // a run submitted in batch mode (Config.BatchShare)
 )
 
 // refID is the id of m's reference run.

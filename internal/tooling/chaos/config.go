@@ -31,6 +31,7 @@ const (
 	EnvRounds      = "STEPWISE_CHAOS_ROUNDS"       // Config.Rounds, rounds of the rolling restart
 	EnvKafka       = "STEPWISE_CHAOS_KAFKA"        // Config.Kafka: embedded or real
 	EnvBrokerKill  = "STEPWISE_CHAOS_BROKER_KILL"  // Config.BrokerKillEvery; 0 kills no broker
+	EnvBatch       = "STEPWISE_CHAOS_BATCH"        // Config.BatchShare, a fraction; 0 runs none in batch mode
 )
 
 // The brokers a chaos run can run on ([Config.Kafka]).
@@ -83,6 +84,13 @@ type Config struct {
 	// duplicator publishes once more, up to 3 s later; default 0.2;
 	// negative: no duplicates.
 	Duplicate float64
+	// BatchShare is the fraction of the runs submitted whose agent's
+	// model is in batch mode on a fake OpenAI Batch API the harness
+	// serves (see batchAPI); the churn also kills the step worker that
+	// holds the batcher while a provider batch is in flight, about every
+	// three KillEvery. Default 0.2 in the kill churn; negative (and the
+	// default in rolling mode): none.
+	BatchShare float64
 	// Settle is how long, after the churn ends, every run has to end before
 	// the ones still open count as stuck; default 120s.
 	Settle time.Duration
@@ -162,6 +170,12 @@ func (c *Config) setDefaults() {
 	case c.Duplicate == 0:
 		c.Duplicate = 0.2
 	}
+	switch {
+	case c.BatchShare == 0 && c.Rolling:
+		c.BatchShare = -1
+	case c.BatchShare == 0:
+		c.BatchShare = 0.2
+	}
 	if c.RedisKill == nil {
 		kill := !c.Rolling
 		c.RedisKill = &kill
@@ -210,6 +224,9 @@ func (c *Config) Validate() error {
 	if c.Duplicate > 1 {
 		errs = append(errs, fmt.Errorf("duplicate: %g, want a fraction ≤ 1", c.Duplicate))
 	}
+	if c.BatchShare > 1 {
+		errs = append(errs, fmt.Errorf("batch: %g, want a fraction ≤ 1", c.BatchShare))
+	}
 	if c.Settle < 0 {
 		errs = append(errs, fmt.Errorf("settle: %s is negative", c.Settle))
 	}
@@ -251,12 +268,16 @@ func (c *Config) killsBrokers() bool {
 	return c.churning() && c.Kafka == KafkaReal && c.BrokerKillEvery > 0
 }
 
+// batches reports whether a share of the runs is in batch mode.
+func (c *Config) batches() bool { return c.BatchShare > 0 }
+
 // killsRedis reports whether the churn kills redis-server once.
 func (c *Config) killsRedis() bool { return c.churning() && c.RedisKill != nil && *c.RedisKill }
 
 // ConfigFromEnv returns a Config with the knobs the STEPWISE_CHAOS_*
 // variables set, and every problem in them at once. A "0" for the churn,
-// the kill interval or the duplicate fraction switches that fault off.
+// the kill interval, the duplicate fraction or the batch share switches
+// that fault or share off.
 func ConfigFromEnv() (Config, error) {
 	var c Config
 	var errs []error
@@ -305,16 +326,20 @@ func ConfigFromEnv() (Config, error) {
 		boolVar(EnvRedisKill, &kill)
 		c.RedisKill = &kill
 	}
-	if v := os.Getenv(EnvDuplicate); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: want a fraction such as 0.2", EnvDuplicate, v))
+	fracVar := func(name string, into *float64) {
+		if v := os.Getenv(name); v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: want a fraction such as 0.2", name, v))
+			}
+			if f == 0 {
+				f = -1 // off, not the default
+			}
+			*into = f
 		}
-		if f == 0 {
-			f = -1
-		}
-		c.Duplicate = f
 	}
+	fracVar(EnvDuplicate, &c.Duplicate)
+	fracVar(EnvBatch, &c.BatchShare)
 	durVar(EnvSettle, &c.Settle, false)
 	intVar(EnvStepWorkers, &c.StepWorkers)
 	intVar(EnvToolWorkers, &c.ToolWorkers)

@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// forkRuns forks each run of ids whose variant forkStep names, from that
+// forkRuns forks each run of ids whose variant forkStep names (a batch
+// run has none), from that
 // step, as soon as the run is done (<run>.fork, POST /v1/runs/{id}/fork),
 // while the churn goes on, and returns the forks it made (refRoots[v] is
 // the reference run of variant v). It looks at the
@@ -18,7 +19,7 @@ import (
 func forkRuns(ctx context.Context, gw *gateway, cfg *Config, ids, refRoots []string, deadline time.Time) (forks []member, problems []string) {
 	var open []int
 	for i := range ids {
-		if _, ok := forkStep(i%cfg.Variants, cfg.Steps); ok {
+		if _, ok := forkStep(i%cfg.Variants, cfg.Steps); ok && !batchRun(i, cfg.BatchShare) {
 			open = append(open, i)
 		}
 	}

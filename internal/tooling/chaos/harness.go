@@ -98,7 +98,14 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 
 	logf("starting the broker, redis-server, the gateway, %d step and %d tool workers (logs in %s)", cfg.StepWorkers, cfg.ToolWorkers, filepath.Join(dir, "logs"))
-	st, err := startStack(ctx, &cfg, dir, bin)
+	var batch *batchAPI
+	batchURL := ""
+	if cfg.batches() {
+		batch = newBatchAPI()
+		defer batch.close()
+		batchURL = batch.srv.URL
+	}
+	st, err := startStack(ctx, &cfg, dir, bin, batchURL)
 	if err != nil {
 		return rep, err
 	}
@@ -187,7 +194,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			logf("churn for %s: a worker killed every ~%s, redis-server killed: %v", cfg.Churn, cfg.KillEvery, cfg.killsRedis())
 			rolled <- rollingCounts{}
 		}
-		go func() { churned <- churn(ctx, st, rng, cfg.Churn, cfg.KillEvery, redisAt) }()
+		var holder func() string
+		if batch != nil {
+			holder = batch.holder
+		}
+		go func() { churned <- churn(ctx, st, rng, cfg.Churn, cfg.KillEvery, redisAt, holder) }()
 	} else {
 		churned <- churnCounts{}
 		rolled <- rollingCounts{}
@@ -220,7 +231,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		dup.stop()
 	}
 	rep.ChurnS = churnEnd.Sub(churnStart).Seconds()
-	rep.Kills, rep.Restarts = cc.kills, cc.restarts
+	rep.Kills, rep.Restarts, rep.BatcherKills = cc.kills, cc.restarts, cc.batcherKills
 	rep.RedisKills, rep.RedisRestarts, rep.RedisDownS = cc.redisKills, cc.redisRestarts, cc.redisDown.Seconds()
 	rep.HarnessErrors = append(rep.HarnessErrors, cc.errors...)
 	rep.HarnessErrors = append(rep.HarnessErrors, rc.errors...)
@@ -251,6 +262,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	deadline := churnEnd.Add(cfg.Settle)
 	members := make([]member, 0, len(submitted))
 	for _, i := range submitted {
+		if batchRun(i, cfg.BatchShare) {
+			members = append(members, member{id: ids[i], root: ids[i], refRoot: refs.batch, kind: memberBatch})
+			continue
+		}
 		members = append(members, member{id: ids[i], root: ids[i], refRoot: refs.roots[i%cfg.Variants], kind: memberRun})
 	}
 	doneAt := map[string]time.Time{}
@@ -312,6 +327,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return fail(err)
 	}
 	tally(rep, js)
+	if batch != nil {
+		batch.figures(rep)
+	}
 	limit := time.Duration(0)
 	if cfg.Rolling {
 		limit = tim.pauseLimit()
@@ -366,30 +384,34 @@ func describeSource(ctx context.Context, src string) string {
 
 // references are the undisturbed runs the oracle judges by, by run id:
 // one run of each script variant (roots[v] is variant v's), with its
-// children and its fork when the variant has them, and one run of the
-// schedules' script (tick).
+// children and its fork when the variant has them, one run of the
+// schedules' script (tick) and one of the batch agent (batch).
 type references struct {
 	byID  map[string]*reference
 	roots []string
 	tick  string
+	batch string
 }
 
-// runReferences runs one run of each script variant, and one of the
-// schedules' script, undisturbed, forks those of the variants forkStep
-// names once they are done, and keeps what each run, fork and child ended
-// with.
+// runReferences runs one run of each script variant, one of the
+// schedules' script and one of the batch agent, undisturbed, forks those
+// of the variants forkStep names once they are done, and keeps what each
+// run, fork and child ended with.
 func runReferences(ctx context.Context, st *stack, cfg *Config, nonce string, grace time.Duration) (*references, error) {
-	refs := &references{byID: map[string]*reference{}, tick: fmt.Sprintf("chaos-%s-reftick", nonce)}
+	refs := &references{byID: map[string]*reference{}, tick: fmt.Sprintf("chaos-%s-reftick", nonce), batch: fmt.Sprintf("chaos-%s-refbatch", nonce)}
 	var reqs []createRequest
 	scripts := make([]scriptModel, cfg.Variants)
 	for v := range cfg.Variants {
 		id := fmt.Sprintf("chaos-%s-ref%02d", nonce, v)
 		scripts[v] = newScript(cfg.Seed, v, cfg.Steps, id, grace, cfg.composes())
 		refs.roots = append(refs.roots, id)
-		reqs = append(reqs, createRequest{RunID: id, Agent: agentName, Input: runInput, Model: scripts[v]})
+		reqs = append(reqs, createRequest{RunID: id, Agent: agentName, Input: runInput, Model: &scripts[v]})
 	}
 	if cfg.schedules() {
-		reqs = append(reqs, createRequest{RunID: refs.tick, Agent: agentName, Input: tickInput, Model: tickScript})
+		reqs = append(reqs, createRequest{RunID: refs.tick, Agent: agentName, Input: tickInput, Model: &tickScript})
+	}
+	if cfg.batches() {
+		reqs = append(reqs, createRequest{RunID: refs.batch, Agent: batchAgent, Input: runInput})
 	}
 	if err := retry(ctx, 30*time.Second, 250*time.Millisecond, func() error { return st.gw.createBatch(ctx, reqs) }); err != nil {
 		return nil, fmt.Errorf("submit the reference runs: %w", err)
@@ -413,6 +435,11 @@ func runReferences(ctx context.Context, st *stack, cfg *Config, nonce string, gr
 	}
 	if cfg.schedules() {
 		if err := refs.take(ctx, st, deadline, -1, refs.tick, refs.tick, tickScript, 0); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.batches() {
+		if err := refs.take(ctx, st, deadline, -1, refs.batch, refs.batch, batchScript, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -479,7 +506,12 @@ func submit(ctx context.Context, gw *gateway, cfg *Config, ids []string, window,
 		}
 		reqs := make([]createRequest, 0, hi-lo)
 		for i := lo; i < hi; i++ {
-			reqs = append(reqs, createRequest{RunID: ids[i], Agent: agentName, Input: runInput, Model: newScript(cfg.Seed, i%cfg.Variants, cfg.Steps, ids[i], grace, cfg.composes())})
+			if batchRun(i, cfg.BatchShare) {
+				reqs = append(reqs, createRequest{RunID: ids[i], Agent: batchAgent, Input: runInput})
+				continue
+			}
+			script := newScript(cfg.Seed, i%cfg.Variants, cfg.Steps, ids[i], grace, cfg.composes())
+			reqs = append(reqs, createRequest{RunID: ids[i], Agent: agentName, Input: runInput, Model: &script})
 		}
 		tries := 0
 		err := retry(ctx, submitRetryFor, submitTick, func() error { tries++; return gw.createBatch(ctx, reqs) })
@@ -614,7 +646,7 @@ func judgeAll(ctx context.Context, st *stack, rdb *redis.Client, refs *reference
 		}
 		if j.ref != nil {
 			j.verdict = judge(j.ref, j.view, msgs, evs, complete, j.root)
-			j.timed = j.ref.script.countFrom(0, childTool) == 0
+			j.timed = j.ref.script.countFrom(0, childTool) == 0 && j.kind != memberBatch // a batch run waits for its batches
 		} else {
 			j.verdict = verdict{done: j.view.Status == "done", wrong: []string{"no reference: the undisturbed run " + j.refID() + " does not exist"}}
 		}
@@ -627,7 +659,7 @@ func judgeAll(ctx context.Context, st *stack, rdb *redis.Client, refs *reference
 			j.state = &s
 			j.verdict.done = false
 		}
-		if counts := commitCounts(evs); j.kind != memberRun && (counts[evRunCreated] > 1 || counts[evRunStarted] > 1) {
+		if counts := commitCounts(evs); j.kind != memberRun && j.kind != memberBatch && (counts[evRunCreated] > 1 || counts[evRunStarted] > 1) {
 			j.doubleStarted++
 		}
 		j.retriedSteps, j.reexecuted = claimCounts(evs)
@@ -654,6 +686,13 @@ func tally(rep *Report, js []*judgement) {
 			rep.Forks++
 		case memberTick:
 			rep.TickRuns++
+		case memberBatch:
+			rep.BatchRuns++
+			for _, d := range j.verdict.doubles {
+				if _, key, _ := strings.Cut(d, " × "); strings.HasPrefix(key, evAssistant+" ") {
+					rep.BatchAnswersTwice++
+				}
+			}
 		}
 		if j.doubleStarted > 0 {
 			rep.DoubleStarted += j.doubleStarted

@@ -15,8 +15,8 @@ import (
 const maxSamples = 10
 
 // Report is what one chaos run found. Failed says whether the oracle
-// found a run stuck, wrong, committed or started twice, or a tick doubled
-// or missed.
+// found a run stuck, wrong, committed or started twice, a tick doubled
+// or missed, or a batch request or answer twice.
 type Report struct {
 	Started  time.Time `json:"started"`
 	Source   string    `json:"source,omitempty"` // the commit the programs were built from, when known
@@ -56,6 +56,18 @@ type Report struct {
 	// whose run.created or run.started was logged twice, and the agent-tool
 	// calls that started more than one child: a failure.
 	DoubleStarted int `json:"double_started"`
+	// BatchRuns counts the runs submitted in batch mode (Config.BatchShare),
+	// BatchJobs the provider batches the fake Batch API was sent, and
+	// BatcherKills the kills of the step worker holding the batcher while
+	// one was in flight (counted in Kills too). BatchRequestsTwice counts
+	// the custom_ids the fake got in more than one batch, and
+	// BatchAnswersTwice the steps of batch runs that committed their
+	// answer (message.assistant) more than once: either is a failure.
+	BatchRuns          int `json:"batch_runs"`
+	BatchJobs          int `json:"batch_jobs"`
+	BatcherKills       int `json:"batcher_kills"`
+	BatchRequestsTwice int `json:"batch_requests_twice"`
+	BatchAnswersTwice  int `json:"batch_answers_twice"`
 	// Ticks are the schedules' figures; TickProblems says what was wrong
 	// (a tick doubled or missed: a failure).
 	Ticks        *TickFigures `json:"ticks,omitempty"`
@@ -139,12 +151,13 @@ type Sample struct {
 }
 
 // Failed reports whether any run was stuck, wrong, committed or started
-// twice, or a schedule's tick doubled or missed, or,
+// twice, or a schedule's tick doubled or missed, or a batch request sent
+// or answer committed twice, or,
 // in rolling mode, paused longer than the limit, or a worker had to be
 // killed because it did not exit after SIGTERM.
 func (r *Report) Failed() bool {
 	return r.Stuck > 0 || r.Wrong > 0 || r.DoubleCommits > 0 || r.Submitted < r.Runs ||
-		r.DoubleStarted > 0 || len(r.TickProblems) > 0 ||
+		r.DoubleStarted > 0 || len(r.TickProblems) > 0 || r.BatchRequestsTwice > 0 || r.BatchAnswersTwice > 0 ||
 		r.Paused > 0 || (r.Rolling != nil && r.Rolling.Killed > 0)
 }
 
@@ -239,6 +252,10 @@ func (r *Report) WriteTable(w io.Writer) {
 	row("duplicates", r.Duplicates, "records published again by the duplicator")
 	if r.Children+r.Forks+r.TickRuns > 0 {
 		row("composed", fmt.Sprintf("%d children, %d forks, %d tick runs", r.Children, r.Forks, r.TickRuns), "judged beside the runs submitted, like them")
+	}
+	if r.BatchRuns > 0 {
+		row("batch runs", r.BatchRuns, fmt.Sprintf("in batch mode on the fake Batch API: %d provider batches, %d kills of the batcher's holder with one in flight", r.BatchJobs, r.BatcherKills))
+		row("batch twice", fmt.Sprintf("%d requests, %d answers", r.BatchRequestsTwice, r.BatchAnswersTwice), "custom_ids sent in two batches, answers committed twice")
 	}
 	if t := r.Ticks; t != nil {
 		row("ticks", fmt.Sprintf("%d expected, %d fired", t.Expected, t.Fired), fmt.Sprintf("%d doubled, %d missed; %d skipped by the skip schedule (allowed)", t.Doubled, t.Missed, t.Skipped))

@@ -116,10 +116,11 @@ func newScript(seed uint64, v, steps int, runID string, grace time.Duration, com
 	return s
 }
 
-// createRequest is the body of one item of POST /v1/runs/batch.
+// createRequest is the body of one item of POST /v1/runs/batch: a run
+// with its own script, or, without one, a run of its agent's model.
 type createRequest struct {
-	RunID string      `json:"run_id"`
-	Agent string      `json:"agent"`
-	Input string      `json:"input"`
-	Model scriptModel `json:"model"`
+	RunID string       `json:"run_id"`
+	Agent string       `json:"agent"`
+	Input string       `json:"input"`
+	Model *scriptModel `json:"model,omitempty"`
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,20 +44,26 @@ type stack struct {
 
 // configYAML is the programs' configuration: the worker settings and the
 // agent whose runs bring their own scripts, with the tools echo, sleep and
-// the child agent's tool, and the agent it may hand a run to
-// (composeYAML).
-func configYAML(workerYAML string) string {
+// the child agent's tool, the agent it may hand a run to (composeYAML),
+// and, when batchURL is set, the agent of the batch runs, on the fake
+// Batch API there (batchYAML).
+func configYAML(workerYAML, batchURL string) string {
+	batch := ""
+	if batchURL != "" {
+		batch = batchYAML(batchURL)
+	}
 	return strings.TrimRight(workerYAML, "\n") + `
 agents:
   ` + agentName + `:
     model: {provider: script, turns: [{text: "This run brought no script."}]}
     tools: [echo, sleep, ` + childTool + `]
-    handoffs: [` + handoffAgent + `]` + composeYAML()
+    handoffs: [` + handoffAgent + `]` + batch + composeYAML()
 }
 
-// startStack starts every process and returns once the gateway is ready.
-// On error, what was started is stopped.
-func startStack(ctx context.Context, cfg *Config, dir, bin string) (_ *stack, err error) {
+// startStack starts every process and returns once the gateway is ready;
+// batchURL is the fake Batch API's, "" without batch runs. On error, what
+// was started is stopped.
+func startStack(ctx context.Context, cfg *Config, dir, bin, batchURL string) (_ *stack, err error) {
 	s := &stack{dir: dir, logf: cfg.Logf}
 	defer func() {
 		if err != nil {
@@ -67,7 +74,7 @@ func startStack(ctx context.Context, cfg *Config, dir, bin string) (_ *stack, er
 		return nil, err
 	}
 	s.configPath = filepath.Join(dir, "stepwise.yaml")
-	if err := os.WriteFile(s.configPath, []byte(configYAML(cfg.WorkerYAML)), 0o644); err != nil {
+	if err := os.WriteFile(s.configPath, []byte(configYAML(cfg.WorkerYAML, batchURL)), 0o644); err != nil {
 		return nil, fmt.Errorf("write the configuration: %w", err)
 	}
 
@@ -119,10 +126,11 @@ func startStack(ctx context.Context, cfg *Config, dir, bin string) (_ *stack, er
 	return s, nil
 }
 
-// program returns a supervised process of one of the stepwise programs.
+// program returns a supervised process of one of the stepwise programs,
+// whose API key of the fake Batch API is its name (batchAPI.holder).
 func (s *stack) program(bin, program, name string, env []string, args ...string) *process {
 	return &process{
-		name: name, program: program, path: filepath.Join(bin, program), args: args, env: env,
+		name: name, program: program, path: filepath.Join(bin, program), args: args, env: append(slices.Clip(env), batchKeyEnv+"="+name),
 		logPath: filepath.Join(s.dir, "logs", name+".log"), supervise: true, logf: s.logf,
 	}
 }
