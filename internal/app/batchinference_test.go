@@ -56,18 +56,26 @@ func runBatched(t *testing.T, h http.Handler, n int) {
 	}
 	for i := range n {
 		id := fmt.Sprintf("r-batched-%d", i)
-		v := waitDone(t, base, id, 60*time.Second)
-		assertNaturalEnd(t, v, batchSteps-1)
-		msgs := getMessages(t, base, id)
-		if last := msgs[len(msgs)-1]; last.Content != fmt.Sprintf("done after %d", batchSteps-1) {
-			t.Fatalf("run %s ended with %+v; want the batch's last answer", id, last)
-		}
-		if v.Usage.InputTokens != 10*batchSteps || v.Usage.OutputTokens != 5*batchSteps {
-			t.Fatalf("run %s used %+v; want each step's answer counted once", id, v.Usage)
-		}
+		assertAnsweredOnce(t, base, id)
 		if parked := eventsOf(runEvents(t, stack, id), pipeline.EventStepAwaitingInference); len(parked) != batchSteps {
 			t.Fatalf("run %s parked %d times; want once a step: %v", id, len(parked), parked)
 		}
+	}
+}
+
+// assertAnsweredOnce waits for run id to end and checks it ended as
+// batchAnswer leads it, each step's answer taken once: the last answer,
+// and the usage of one answer a step.
+func assertAnsweredOnce(t *testing.T, base, id string) {
+	t.Helper()
+	v := waitDone(t, base, id, 60*time.Second)
+	assertNaturalEnd(t, v, batchSteps-1)
+	msgs := getMessages(t, base, id)
+	if last := msgs[len(msgs)-1]; last.Content != fmt.Sprintf("done after %d", batchSteps-1) {
+		t.Fatalf("run %s ended with %+v; want the batch's last answer", id, last)
+	}
+	if v.Usage.InputTokens != 10*batchSteps || v.Usage.OutputTokens != 5*batchSteps {
+		t.Fatalf("run %s used %+v; want each step's answer counted once", id, v.Usage)
 	}
 }
 
@@ -171,11 +179,7 @@ func TestBatchInference_a_batcher_that_dies_with_a_job_in_flight_is_taken_over(t
 	second := connect(t, in, cfg)
 	start(t, second.RunStepWorker)
 	for i := range runs {
-		id := fmt.Sprintf("r-takeover-%d", i)
-		assertNaturalEnd(t, waitDone(t, base, id, 60*time.Second), batchSteps-1)
-		if got := getMessages(t, base, id); got[len(got)-1].Content != fmt.Sprintf("done after %d", batchSteps-1) {
-			t.Fatalf("run %s ended with %+v", id, got[len(got)-1])
-		}
+		assertAnsweredOnce(t, base, fmt.Sprintf("r-takeover-%d", i))
 	}
 	if rep := fake.Repeated(); len(rep) != 0 {
 		t.Fatalf("custom_ids sent twice: %v", rep)
