@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/model/openai"
@@ -169,21 +170,48 @@ type outputLine struct {
 	} `json:"error"`
 }
 
+// answerHandOffs is how many answers of a file the batcher hands to their
+// steps at once: each is a script and a reconcile, a few round trips, and
+// a file holds up to 50,000 of them.
+const answerHandOffs = 32
+
 // handAnswers hands each answer line of content to its step and reconciles
 // the runs whose step took one, so it is requested at once (the sweeper
-// does, if this worker dies first). A line's error of a batch that did not
-// complete (expired, cancelled) is no answer: its request is requeued. It
-// records in answered the custom_ids answered.
+// does, if this worker dies first), answerHandOffs at a time. A line's
+// error of a batch that did not complete (expired, cancelled) is no
+// answer: its request is requeued. It records in answered the custom_ids
+// answered. After a hand-off fails it starts no more and returns the
+// first failure: the next pass hands the file again (a step takes an
+// answer once).
 func (w *Worker) handAnswers(ctx context.Context, content []byte, completed bool, answered map[string]bool) error {
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed error
+	)
+	slots := make(chan struct{}, answerHandOffs)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed == nil {
+			failed = err
+		}
+	}
+	stopped := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return failed != nil
+	}
 	sc := bufio.NewScanner(bytes.NewReader(content))
 	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
+	for sc.Scan() && !stopped() {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
 		var l outputLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return fmt.Errorf("read an answer line: %w", err)
+			fail(fmt.Errorf("read an answer line: %w", err))
+			break
 		}
 		a, ok := answerOfLine(l, completed)
 		if !ok {
@@ -197,15 +225,25 @@ func (w *Worker) handAnswers(ctx context.Context, content []byte, completed bool
 		}
 		kept, err := json.Marshal(a)
 		if err != nil {
-			return err
+			fail(err)
+			break
 		}
-		took, err := w.store.AnswerInference(ctx, runID, step, l.CustomID, kept, w.now())
-		if err != nil {
-			return err
-		}
-		if took {
-			w.logErr(w.log.With("run_id", runID, "step", step), "reconcile an answered step; the sweeper will", w.reconcile(ctx, runID))
-		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			took, err := w.store.AnswerInference(ctx, runID, step, l.CustomID, kept, w.now())
+			if err != nil {
+				fail(err)
+				return
+			}
+			if took {
+				w.logErr(w.log.With("run_id", runID, "step", step), "reconcile an answered step; the sweeper will", w.reconcile(ctx, runID))
+			}
+		})
+	}
+	wg.Wait()
+	if failed != nil {
+		return failed
 	}
 	return sc.Err()
 }
