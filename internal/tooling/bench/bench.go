@@ -227,19 +227,20 @@ type Machine struct {
 // latencies are this machine's. -1: not measured (the Redis does not say,
 // or the scenario does not park calls).
 type Result struct {
-	Scenario    string  `json:"scenario"`
-	Runs        int     `json:"runs"`
-	Steps       int     `json:"steps"`
-	Calls       int     `json:"calls"`
-	Seconds     float64 `json:"seconds"`
-	StepsPerS   float64 `json:"steps_per_s"`
-	CallsPerS   float64 `json:"calls_per_s"`
-	P50ms       float64 `json:"p50_ms"` // of a step: a run's time from request to result over its steps (decisions: from the decision's publish to the result; one-run: each step's own)
-	P99ms       float64 `json:"p99_ms"`
-	Samples     int     `json:"samples"`       // how many latencies p50 and p99 are of
-	RunsDone    int     `json:"runs_done"`     // runs that ended, all of them
-	RunsPerHour float64 `json:"runs_per_hour"` // runs_done at the scenario's pace, an hour long
-	BatchJobs   int     `json:"batch_jobs"`    // the provider batch jobs the scenario's steps took (batch-inference; -1 otherwise)
+	Scenario         string  `json:"scenario"`
+	Runs             int     `json:"runs"`
+	Steps            int     `json:"steps"`
+	Calls            int     `json:"calls"`
+	Seconds          float64 `json:"seconds"`
+	StepsPerS        float64 `json:"steps_per_s"`
+	CallsPerS        float64 `json:"calls_per_s"`
+	P50ms            float64 `json:"p50_ms"` // of a step: a run's time from request to result over its steps (decisions: from the decision's publish to the result; one-run: each step's own)
+	P99ms            float64 `json:"p99_ms"`
+	Samples          int     `json:"samples"`                      // how many latencies p50 and p99 are of
+	RunsDone         int     `json:"runs_done"`                    // runs that ended, all of them
+	RunsPerHour      float64 `json:"runs_per_hour"`                // runs_done at the scenario's pace, an hour long
+	BatchJobs        int     `json:"batch_jobs"`                   // the provider batch jobs the scenario's steps took (batch-inference; -1 otherwise)
+	BatchJobRequests []int   `json:"batch_job_requests,omitempty"` // the requests of each of those jobs, in the order they were created: how the waves of steps split
 	// CostPer1000Runs is what a thousand of the scenario's runs cost, in
 	// USD, from each run's usage as its result on run-results reports it
 	// (the batch-inference scenarios, whose model has a price; -1
@@ -492,7 +493,7 @@ func (r Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "  resumed p50 %.1f ms p99 %.1f ms, all in %.0f ms", s.ResumedP50ms, s.ResumedP99ms, s.AllResumedMs)
 		}
 		if s.BatchJobs >= 0 {
-			fmt.Fprintf(w, "  %d runs done through %d provider batch jobs", s.RunsDone, s.BatchJobs)
+			fmt.Fprintf(w, "  %d runs done through %d provider batch jobs %v", s.RunsDone, s.BatchJobs, s.BatchJobRequests)
 		}
 		if s.CostPer1000Runs >= 0 {
 			fmt.Fprintf(w, "  %.0f runs an hour, USD %.4f per 1,000 runs", s.RunsPerHour, s.CostPer1000Runs)

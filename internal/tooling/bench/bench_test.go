@@ -107,16 +107,29 @@ func TestBench_one_run_reports_the_time_of_each_step(t *testing.T) {
 
 // batch-inference steps its runs through the fake Batch API it serves:
 // each of a run's three steps waits for a batch job, so a wave of steps
-// takes one job at least, and every run ends.
-func TestBench_batch_inference_runs_through_provider_batch_jobs(t *testing.T) {
+// takes one job at least, every run ends, and its cost is read from the
+// runs' results; batch-inference-live runs the same agent live, at a
+// cost the batch's does not exceed.
+func TestBench_batch_inference_runs_through_provider_batch_jobs_beside_a_live_counterpart(t *testing.T) {
 	rep, err := bench.Run(context.Background(), bench.Options{
-		Scenarios: []string{"batch-inference"}, Runs: 20, Kafka: testinfra.Kafka(t)[0], Redis: testinfra.RedisServer(t),
+		Scenarios: []string{"batch-inference", "batch-inference-live"}, Runs: 20, Kafka: testinfra.Kafka(t)[0], Redis: testinfra.RedisServer(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := rep.Scenarios[0]; b.RunsDone != 20 || b.Steps != 60 || b.BatchJobs < 3 {
-		t.Errorf("batch-inference: %+v", b)
+	batch, live := rep.Scenarios[0], rep.Scenarios[1]
+	requests := 0
+	for _, n := range batch.BatchJobRequests {
+		requests += n
+	}
+	if batch.RunsDone != 20 || batch.Steps != 60 || batch.BatchJobs < 3 || requests != 60 || batch.RunsPerHour <= 0 {
+		t.Errorf("batch-inference: %+v", batch)
+	}
+	if live.RunsDone != 20 || live.Steps != 60 || live.BatchJobs != -1 || live.CostPer1000Runs <= 0 {
+		t.Errorf("batch-inference-live: %+v", live)
+	}
+	if batch.CostPer1000Runs <= 0 || batch.CostPer1000Runs > live.CostPer1000Runs {
+		t.Errorf("cost per 1,000 runs: batch %g, live %g", batch.CostPer1000Runs, live.CostPer1000Runs)
 	}
 }
 

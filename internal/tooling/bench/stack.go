@@ -372,7 +372,11 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		res.CostPer1000Runs = cost / float64(n) * 1000
 	}
 	if sc.batched {
-		res.BatchJobs = len(s.batchAPI.Batches()) - jobs0
+		jobs := s.batchAPI.Batches()[jobs0:]
+		res.BatchJobs = len(jobs)
+		for _, j := range jobs {
+			res.BatchJobRequests = append(res.BatchJobRequests, j.RequestCounts.Total)
+		}
 		if twice := s.batchAPI.Repeated(); len(twice) > 0 {
 			return Result{}, fmt.Errorf("the Batch API was sent %d custom_ids twice, %s first", len(twice), twice[0])
 		}
