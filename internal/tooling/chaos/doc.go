@@ -23,6 +23,9 @@
 //     themselves to another agent; the runs of two scripts are forked
 //     once done; two schedules (every 1 s allow_all, every 2 s skip) fire
 //     during the churn (composeScript, forkRuns, tickSchedule);
+//   - in the kill churn, a fifth of the runs are in batch mode on a fake
+//     OpenAI Batch API the harness serves (batchAPI), and the step worker
+//     holding the batcher is killed while a batch is in flight;
 //   - waits up to the settle time (default 120 s) for every run to end:
 //     those submitted, the forks, the runs of the schedules, the children.
 //
