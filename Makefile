@@ -99,8 +99,10 @@ demo:
 
 ## chaos: the chaos harness (docs/reliability.md): separate worker processes
 ## killed -9, Redis killed -9, records duplicated, with child runs, handoffs,
-## forks and schedule ticks; fails on a stuck, wrong, double-committed or
-## double-started run, or a tick doubled or missed. Defaults 1000 runs and
+## forks, schedule ticks and runs in batch mode (the batcher's holder killed
+## with a batch in flight); fails on a stuck, wrong, double-committed or
+## double-started run, a tick doubled or missed, or a batch request or
+## answer twice. Defaults 1000 runs and
 ## 60s of churn; bounded: `make chaos CHAOS_RUNS=200 CHAOS_CHURN=30s`.
 ## CHAOS_KAFKA=real runs it on a 3-node Apache Kafka cluster (scripts/kafka)
 ## and kills brokers too.
