@@ -17,9 +17,10 @@ const (
 
 // inferenceJobTransitions is the job's table: each step forward is one
 // call to the provider whose result the record keeps; a submitted batch
-// ends done or, failed, expired or cancelled at the provider, requeued.
+// ends done or, failed, expired or cancelled at the provider, requeued; a
+// closed job all of whose runs ended before its upload ends done, unsent.
 var inferenceJobTransitions = map[InferenceJobState][]InferenceJobState{
-	InferenceJobClosed:    {InferenceJobUploaded},
+	InferenceJobClosed:    {InferenceJobUploaded, InferenceJobDone},
 	InferenceJobUploaded:  {InferenceJobSubmitted},
 	InferenceJobSubmitted: {InferenceJobDone, InferenceJobRequeued},
 }

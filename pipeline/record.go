@@ -35,6 +35,9 @@ type Run struct {
 	StartAt     time.Time       `json:"start_at,omitzero"`     // its first step is not requested before then (zero: at once)
 	ScheduleID  string          `json:"schedule_id,omitempty"` // the schedule that started it, if one did
 	TickAt      time.Time       `json:"tick_at,omitzero"`      // the tick of ScheduleID it was started for
+	// Inference is the inference mode the run asked for, or a chat turn or
+	// a person's decision gave it ("": its model's batch.default).
+	Inference InferenceMode `json:"inference,omitempty"`
 	// A child run (a call of a tool whose executor is an agent started
 	// it): the run and the call that wait for its answer, and how deep it
 	// is (a run nobody started: 0; its child: 1; ...).

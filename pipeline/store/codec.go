@@ -51,6 +51,7 @@ func runFields(r pipeline.Run) []any {
 		"created_at", toMillis(r.CreatedAt),
 		"updated_at", toMillis(r.UpdatedAt),
 		"rerun_of", r.RerunOf,
+		"inference", string(r.Inference),
 	}, originFields(r.ForkedFrom)...), "start_at", "tick")
 }
 
@@ -100,6 +101,7 @@ func decodeRun(runID string, h fields) (pipeline.Run, error) {
 		UpdatedAt:    d.time("updated_at"),
 	}
 	r.RerunOf = h.get("rerun_of")
+	r.Inference = pipeline.InferenceMode(h.get("inference"))
 	if fork := h.get("fork_of"); fork != "" {
 		r.ForkedFrom = &pipeline.ForkPoint{RunID: fork, Step: int(d.int("fork_step"))}
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
@@ -22,13 +24,15 @@ import (
 
 // AwaitInference parks step `step`, claimed by owner, until the answer of
 // customID comes (AnswerInference): the step awaits its inference, nobody
-// holds it, and the claim's attempt is not counted. The caller has put the
+// holds it, and the claim's attempt is not counted unless counted is true
+// (a step that retries an error answer: its new request is the next
+// attempt, customID names it). The caller has put the
 // request in its model's open batch first (QueueInference), so that no
 // awaiting step lacks a request; a request whose step never parked (its
 // worker died between the two writes) gets an answer nobody takes. Event
 // step.awaiting_inference with data {"custom_id", "model"}. ErrLeaseLost
 // when owner no longer holds the step.
-func (s *Store) AwaitInference(ctx context.Context, runID string, step int, owner, customID, model string, now time.Time) error {
+func (s *Store) AwaitInference(ctx context.Context, runID string, step int, owner, customID, model string, counted bool, now time.Time) error {
 	ev, err := newEntry(step, "", pipeline.EventStepAwaitingInference, now, struct {
 		CustomID string `json:"custom_id"`
 		Model    string `json:"model"`
@@ -41,9 +45,10 @@ func (s *Store) AwaitInference(ctx context.Context, runID string, step int, owne
 		held
 		State    pipeline.StepState `json:"state"`
 		CustomID string             `json:"custom_id"`
+		Counted  bool               `json:"counted"`
 		Now      int64              `json:"now"`
 		Event    entry              `json:"event"`
-	}{heldBy(step, owner), moved(pipeline.StepInferring, pipeline.StepAwaitingInference), customID, toMillis(now), ev})
+	}{heldBy(step, owner), moved(pipeline.StepInferring, pipeline.StepAwaitingInference), customID, counted, toMillis(now), ev})
 	return err
 }
 
@@ -86,4 +91,52 @@ func (s *Store) InferenceAnswer(ctx context.Context, runID string, step int) (bo
 		return nil, false, nil
 	}
 	return []byte(text), true, nil
+}
+
+// InferenceStep names the step a request of a batch was made for.
+type InferenceStep struct {
+	RunID string
+	Step  int
+}
+
+// InferenceWanted reports, for each step of steps, whether its run still
+// wants its request answered: the run exists, has not ended, and is still
+// at that step. A batcher drops the others' requests from the file it
+// uploads (a cancelled run's, say). One round trip.
+func (s *Store) InferenceWanted(ctx context.Context, steps []InferenceStep) ([]bool, error) {
+	cmds := make([]*redis.SliceCmd, len(steps))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, st := range steps {
+			cmds[i] = p.HMGet(ctx, s.runKey(st.RunID), "status", "step")
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read the runs of %d batch requests: %w", len(steps), err)
+	}
+	wanted := make([]bool, len(steps))
+	for i, st := range steps {
+		v := cmds[i].Val()
+		status, _ := v[0].(string)
+		step, _ := v[1].(string)
+		wanted[i] = status != "" && !pipeline.RunStatus(status).Final() && step == strconv.Itoa(st.Step)
+	}
+	return wanted, nil
+}
+
+// MarkLive makes the run's later steps infer live (inference "live") if
+// the agent holding it is one of agents (those whose model has a batch
+// mode) and it has not ended: a person decided one of its calls and may
+// be waiting for what comes next. It reports whether it marked it; a run
+// that is not there, has ended, or is held by another agent is left
+// alone.
+func (s *Store) MarkLive(ctx context.Context, runID string, agents []string) (bool, error) {
+	v, err := s.call(ctx, s.scripts.inference.markLive, "mark run "+runID+" live", []string{s.runKey(runID)}, struct {
+		Agents []string               `json:"agents"`
+		Done   pipeline.RunStatus     `json:"done"`
+		Mode   pipeline.InferenceMode `json:"mode"`
+	}{agents, pipeline.RunDone, pipeline.InferenceLive})
+	if err != nil {
+		return false, err
+	}
+	return v == int64(1), nil
 }

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -12,9 +13,9 @@ var inferenceCases = []contractCase{
 	{"a_parked_step_takes_the_answer_it_awaits_once_and_no_other", func(t *testing.T, f *fixture) {
 		f.claimed(t, "r1")
 		f.noEventsFrom(t, "r1", func() {
-			wantErr(t, f.st.AwaitInference(f.ctx, "r1", 0, "w2", "r1.0.1", "openai:m", at(2)), store.ErrLeaseLost)
+			wantErr(t, f.st.AwaitInference(f.ctx, "r1", 0, "w2", "r1.0.1", "openai:m", false, at(2)), store.ErrLeaseLost)
 		})
-		if err := f.st.AwaitInference(f.ctx, "r1", 0, "w1", "r1.0.1", "openai:m", at(2)); err != nil {
+		if err := f.st.AwaitInference(f.ctx, "r1", 0, "w1", "r1.0.1", "openai:m", false, at(2)); err != nil {
 			t.Fatalf("AwaitInference: %v", err)
 		}
 		run, err := f.st.GetRun(f.ctx, "r1")
@@ -60,7 +61,7 @@ var inferenceCases = []contractCase{
 	}},
 	{"a_cancelled_runs_answer_is_dropped", func(t *testing.T, f *fixture) {
 		f.claimed(t, "r1")
-		if err := f.st.AwaitInference(f.ctx, "r1", 0, "w1", "r1.0.1", "openai:m", at(2)); err != nil {
+		if err := f.st.AwaitInference(f.ctx, "r1", 0, "w1", "r1.0.1", "openai:m", false, at(2)); err != nil {
 			t.Fatalf("AwaitInference: %v", err)
 		}
 		if _, err := f.st.CancelRun(f.ctx, "r1", "d1", "test", "stop", at(3)); err != nil {
@@ -73,7 +74,7 @@ var inferenceCases = []contractCase{
 	{"an_ended_runs_answer_goes_with_the_run", func(t *testing.T, f *fixture) {
 		f = f.retaining(retention)
 		f.claimed(t, "r1")
-		if err := f.st.AwaitInference(f.ctx, "r1", 0, "w1", "r1.0.1", "openai:m", at(2)); err != nil {
+		if err := f.st.AwaitInference(f.ctx, "r1", 0, "w1", "r1.0.1", "openai:m", false, at(2)); err != nil {
 			t.Fatalf("AwaitInference: %v", err)
 		}
 		if took, err := f.st.AnswerInference(f.ctx, "r1", 0, "r1.0.1", []byte(`{}`), at(3)); err != nil || !took {
@@ -134,10 +135,10 @@ var inferenceCases = []contractCase{
 			requeue = append(requeue, id)
 		}
 		requeue = requeue[:1] // the other was answered
-		if ok, err := f.st.FinishInferenceJob(f.ctx, m, "j1", pipeline.InferenceJobRequeued, requeue, at(12)); err != nil || !ok {
+		if ok, err := f.st.FinishInferenceJob(f.ctx, m, "j1", pipeline.InferenceJobSubmitted, pipeline.InferenceJobRequeued, requeue, at(12)); err != nil || !ok {
 			t.Fatalf("requeue j1: %v, %v", ok, err)
 		}
-		if ok, err := f.st.FinishInferenceJob(f.ctx, m, "j1", pipeline.InferenceJobDone, nil, at(12)); err != nil || ok {
+		if ok, err := f.st.FinishInferenceJob(f.ctx, m, "j1", pipeline.InferenceJobSubmitted, pipeline.InferenceJobDone, nil, at(12)); err != nil || ok {
 			t.Fatalf("finished j1 twice: %v, %v", ok, err)
 		}
 		closeAt("j3", 21, 0) // the requeued request, whose wait starts again
@@ -158,6 +159,63 @@ var inferenceCases = []contractCase{
 			if held, err := f.st.TakeBatcherLease(f.ctx, "openai:m", c.owner, time.Minute); err != nil || held != c.want {
 				t.Fatalf("%s takes the lease: %v, %v; want %v", c.owner, held, err, c.want)
 			}
+		}
+	}},
+	{"a_retrying_step_keeps_its_attempt_counted_and_parks_under_the_next", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		if err := f.st.AwaitInference(f.ctx, "r1", 0, "w1", "r1.0.2", "openai:m", true, at(2)); err != nil {
+			t.Fatalf("AwaitInference: %v", err)
+		}
+		if run := f.run(t, "r1"); run.Attempts != 1 || run.StepState != pipeline.StepAwaitingInference {
+			t.Fatalf("after a counted park: %+v", run)
+		}
+		if took, err := f.st.AnswerInference(f.ctx, "r1", 0, "r1.0.2", []byte(`{}`), at(3)); err != nil || !took {
+			t.Fatalf("the retry's answer was not taken: %v, %v", took, err)
+		}
+		run, err := f.st.ClaimStep(f.ctx, "r1", 0, lease("w2", at(40)), at(4))
+		if err != nil || run.Attempts != 2 {
+			t.Fatalf("the claim of the retry's answer: %+v, %v; want attempt 2, as its custom_id says", run, err)
+		}
+	}},
+	{"a_request_is_wanted_while_its_run_is_at_its_step", func(t *testing.T, f *fixture) {
+		f.claimed(t, "r1")
+		f.claimed(t, "r2")
+		if _, err := f.st.CancelRun(f.ctx, "r2", "d1", "test", "stop", at(3)); err != nil {
+			t.Fatalf("CancelRun: %v", err)
+		}
+		wanted, err := f.st.InferenceWanted(f.ctx, []store.InferenceStep{{RunID: "r1", Step: 0}, {RunID: "r1", Step: 1}, {RunID: "r2", Step: 0}, {RunID: "gone", Step: 0}})
+		if err != nil || !slices.Equal(wanted, []bool{true, false, false, false}) {
+			t.Fatalf("InferenceWanted = %v, %v; want only r1's step 0", wanted, err)
+		}
+	}},
+	{"a_run_held_by_a_batch_mode_agent_is_marked_live_and_no_other", func(t *testing.T, f *fixture) {
+		f.created(t, "r1")
+		f.claimed(t, "r2")
+		if _, err := f.st.CancelRun(f.ctx, "r2", "d1", "test", "stop", at(3)); err != nil {
+			t.Fatalf("CancelRun: %v", err)
+		}
+		for _, c := range []struct {
+			run    string
+			agents []string
+			want   bool
+		}{{"r1", []string{"other"}, false}, {"r2", []string{"assistant"}, false}, {"gone", []string{"assistant"}, false}, {"r1", []string{"other", "assistant"}, true}} {
+			if marked, err := f.st.MarkLive(f.ctx, c.run, c.agents); err != nil || marked != c.want {
+				t.Fatalf("MarkLive(%s, %v) = %v, %v; want %v", c.run, c.agents, marked, err, c.want)
+			}
+		}
+		if run := f.run(t, "r1"); run.Inference != pipeline.InferenceLive {
+			t.Fatalf("marked run's inference %q", run.Inference)
+		}
+		if n := f.rdb.Exists(f.ctx, f.prefix+":{gone}:run").Val(); n != 0 {
+			t.Fatal("marking a missing run wrote a run hash")
+		}
+	}},
+	{"a_runs_inference_mode_is_kept", func(t *testing.T, f *fixture) {
+		run := newRun("r1")
+		run.Inference = pipeline.InferenceBatch
+		f.create(t, run, t0)
+		if got := f.run(t, "r1"); got.Inference != pipeline.InferenceBatch {
+			t.Fatalf("stored inference %q", got.Inference)
 		}
 	}},
 }

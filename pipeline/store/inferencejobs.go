@@ -142,11 +142,12 @@ func (s *Store) AdvanceInferenceJob(ctx context.Context, model, job string, from
 	return v == int64(1), nil
 }
 
-// FinishInferenceJob ends model's submitted job in `to` (done, or
-// requeued), if it is still submitted: the requests named by requeue go
+// FinishInferenceJob ends model's job in `to` (done, or requeued), if it
+// is still in `from` (submitted; or closed, when every request of it was
+// dropped before its upload): the requests named by requeue go
 // back to the open batch, the others are dropped; the record stays a day.
 // It reports whether it ended it.
-func (s *Store) FinishInferenceJob(ctx context.Context, model, job string, to pipeline.InferenceJobState, requeue []string, now time.Time) (bool, error) {
+func (s *Store) FinishInferenceJob(ctx context.Context, model, job string, from, to pipeline.InferenceJobState, requeue []string, now time.Time) (bool, error) {
 	if requeue == nil {
 		requeue = []string{} // a JSON array, not null
 	}
@@ -159,7 +160,7 @@ func (s *Store) FinishInferenceJob(ctx context.Context, model, job string, to pi
 		Requeue []string                   `json:"requeue"`
 		Keep    int64                      `json:"keep"`
 		Now     int64                      `json:"now"`
-	}{job, pipeline.InferenceJobSubmitted, moved(pipeline.InferenceJobSubmitted, to), requeue, inferenceJobKeep.Milliseconds(), toMillis(now)})
+	}{job, from, moved(from, to), requeue, inferenceJobKeep.Milliseconds(), toMillis(now)})
 	if err != nil {
 		return false, err
 	}
@@ -182,7 +183,7 @@ func (s *Store) TakeBatcherLease(ctx context.Context, model, owner string, ttl t
 
 // inferenceScripts are the scripts of batch inference.
 type inferenceScripts struct {
-	await, answer, closeBatch, advance, finish, lease *redis.Script
+	await, answer, closeBatch, advance, finish, lease, markLive *redis.Script
 }
 
 func loadInferenceScripts(load func(name string) *redis.Script) inferenceScripts {
@@ -193,5 +194,6 @@ func loadInferenceScripts(load func(name string) *redis.Script) inferenceScripts
 		advance:    load("advance_inference_job"),
 		finish:     load("finish_inference_job"),
 		lease:      load("take_batcher_lease"),
+		markLive:   load("mark_live"),
 	}
 }

@@ -19,8 +19,8 @@ import (
 // forked_from or rerun_of when set), and indexes it for ListRuns. The
 // caller's Status, Step, Termination, Usage, Attempts, lease and times are
 // ignored; ID, Agent, AgentVersion, Model, Metadata, RequestHash, tenant, batch, trace, a child run's
-// parent and depth, ForkedFrom, RerunOf, StartAt, ScheduleID and TickAt are
-// kept.
+// parent and depth, ForkedFrom, RerunOf, StartAt, ScheduleID, TickAt and Inference
+// are kept.
 //
 // When the run already exists: with the same RequestHash it returns the
 // stored run and false (an idempotent replay, nothing written); with another
@@ -60,7 +60,7 @@ func (s *Store) create(ctx context.Context, run pipeline.Run, input []pipeline.M
 		ID: run.ID, Agent: run.Agent, AgentVersion: run.AgentVersion, Tenant: run.Tenant, Model: run.Model, Metadata: run.Metadata, RequestHash: run.RequestHash, Trace: run.Trace, Batch: run.Batch, BatchBudget: run.BatchBudget,
 		ParentRunID: run.ParentRunID, ParentCallID: run.ParentCallID, Depth: run.Depth,
 		ForkedFrom: run.ForkedFrom, RerunOf: run.RerunOf,
-		StartAt: run.StartAt, ScheduleID: run.ScheduleID, TickAt: run.TickAt,
+		StartAt: run.StartAt, ScheduleID: run.ScheduleID, TickAt: run.TickAt, Inference: run.Inference,
 		Status: pipeline.RunCreated, Step: run.FirstStep(), StepState: pipeline.StepPending, CreatedAt: now, UpdatedAt: now,
 	}
 	ev, err := newEntry(fresh.Step, "", pipeline.EventRunCreated, now, struct {

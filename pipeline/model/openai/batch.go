@@ -16,6 +16,8 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/config"
 	"github.com/stepwise-run/stepwise/pipeline/model"
 )
 
@@ -23,13 +25,35 @@ import (
 // 0071): its steps' requests go through the provider's Batch API, in jobs
 // of at most MaxRequests requests and MaxBytes of input file, each closed
 // once its oldest request has waited MaxWait, to be answered within
-// Window.
+// Window. Its fallbacks (ADR 0072): Default is the mode of a run that
+// names none; a run whose deadline (its agent's stop.timeout) is nearer
+// than LiveWithin infers live; OnError says what an error answer does to
+// its step, OnFailure what a failed or expired batch does to its steps.
 type BatchSettings struct {
-	Window      time.Duration // default 24h, the one window OpenAI offers
-	MaxWait     time.Duration // default 5m
-	MaxRequests int           // default 50,000, OpenAI's limit per file
-	MaxBytes    int           // default 200 MB, OpenAI's limit per file
+	Window      time.Duration          // default 24h, the one window OpenAI offers
+	MaxWait     time.Duration          // default 5m
+	MaxRequests int                    // default 50,000, OpenAI's limit per file
+	MaxBytes    int                    // default 200 MB, OpenAI's limit per file
+	Default     pipeline.InferenceMode // default batch
+	LiveWithin  time.Duration          // default Window
+	OnError     string                 // BatchOnErrorFail (default) or BatchOnErrorRetry
+	OnFailure   string                 // BatchOnFailureRetry (default) or BatchOnFailureLive
 }
+
+// What an error answer does to its step (batch.on_error): fail it, or send
+// its request again in the next batch, up to stepworker.max_attempts.
+const (
+	BatchOnErrorFail  = "fail"
+	BatchOnErrorRetry = "retry"
+)
+
+// What a batch that failed, expired or was cancelled at the provider does
+// to its unanswered steps (batch.on_failure): send their requests again in
+// the next batch, or infer them live.
+const (
+	BatchOnFailureRetry = "retry"
+	BatchOnFailureLive  = "live"
+)
 
 // Defaults of the batch settings.
 const (
@@ -40,11 +64,12 @@ const (
 )
 
 // batchFields are the settings of batch.
-var batchFields = []string{"window", "max_wait", "max_requests", "max_bytes"}
+var batchFields = []string{"window", "max_wait", "max_requests", "max_bytes", "default", "live_within", "on_error", "on_failure"}
 
 // readBatch reads the setting batch, v, reporting each problem to bad.
 func readBatch(v json.RawMessage, bad func(field, format string, args ...any)) *BatchSettings {
-	b := &BatchSettings{Window: DefaultBatchWindow, MaxWait: DefaultBatchMaxWait, MaxRequests: DefaultBatchMaxRequests, MaxBytes: DefaultBatchMaxBytes}
+	b := &BatchSettings{Window: DefaultBatchWindow, MaxWait: DefaultBatchMaxWait, MaxRequests: DefaultBatchMaxRequests, MaxBytes: DefaultBatchMaxBytes,
+		Default: pipeline.InferenceBatch, OnError: BatchOnErrorFail, OnFailure: BatchOnFailureRetry}
 	fields, err := objectFields(v)
 	if err != nil {
 		bad("batch", "%v", err)
@@ -55,9 +80,26 @@ func readBatch(v json.RawMessage, bad func(field, format string, args ...any)) *
 			bad("batch."+k, "want a positive whole number, got %s", describe(raw))
 		}
 	}
+	oneOf := func(k string, raw json.RawMessage, into *string, names ...string) {
+		if json.Unmarshal(raw, into) != nil || !slices.Contains(names, *into) {
+			bad("batch."+k, "want one of %s, got %s", strings.Join(names, ", "), describe(raw))
+		}
+	}
+	liveWithin := false
 	for _, k := range slices.Sorted(maps.Keys(fields)) { // problems in a stable order
 		raw := fields[k]
 		switch k {
+		case "default":
+			var mode string
+			oneOf(k, raw, &mode, string(pipeline.InferenceBatch), string(pipeline.InferenceLive))
+			b.Default = pipeline.InferenceMode(mode)
+		case "live_within":
+			positiveDuration("batch."+k, raw, &b.LiveWithin, bad)
+			liveWithin = true
+		case "on_error":
+			oneOf(k, raw, &b.OnError, BatchOnErrorFail, BatchOnErrorRetry)
+		case "on_failure":
+			oneOf(k, raw, &b.OnFailure, BatchOnFailureRetry, BatchOnFailureLive)
 		case "window":
 			positiveDuration("batch."+k, raw, &b.Window, bad)
 			if b.Window%time.Hour != 0 {
@@ -73,7 +115,24 @@ func readBatch(v json.RawMessage, bad func(field, format string, args ...any)) *
 			bad("batch."+k, "unknown setting; known: %s", strings.Join(batchFields, ", "))
 		}
 	}
+	if !liveWithin {
+		b.LiveWithin = b.Window // a batch may take its whole window to answer
+	}
 	return b
+}
+
+// BatchOf returns the batch mode cfg configures, false when it has none
+// or cfg is not a valid openai model (New reports why): for those that
+// only need to know, the gateway among them, without building the model.
+func BatchOf(cfg config.Model) (BatchSettings, bool) {
+	if cfg.Provider != config.ProviderOpenAI {
+		return BatchSettings{}, false
+	}
+	s, err := readSettings(cfg)
+	if err != nil || s.batch == nil {
+		return BatchSettings{}, false
+	}
+	return *s.batch, true
 }
 
 // Batch returns the model's batch settings, and false when it has no

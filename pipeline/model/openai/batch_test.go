@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/model/openai"
 )
 
@@ -18,9 +19,13 @@ func TestBatch_settings_default_to_openais_limits_and_each_problem_is_reported(t
 		on          bool
 	}{
 		{"no batch", ``, openai.BatchSettings{}, false},
-		{"empty batch", `"batch":{}`, openai.BatchSettings{Window: 24 * time.Hour, MaxWait: 5 * time.Minute, MaxRequests: 50_000, MaxBytes: 200 << 20}, true},
-		{"every setting", `"batch":{"window":"48h","max_wait":"30s","max_requests":10,"max_bytes":1000}`,
-			openai.BatchSettings{Window: 48 * time.Hour, MaxWait: 30 * time.Second, MaxRequests: 10, MaxBytes: 1000}, true},
+		{"empty batch", `"batch":{}`, openai.BatchSettings{Window: 24 * time.Hour, MaxWait: 5 * time.Minute, MaxRequests: 50_000, MaxBytes: 200 << 20,
+			Default: pipeline.InferenceBatch, LiveWithin: 24 * time.Hour, OnError: openai.BatchOnErrorFail, OnFailure: openai.BatchOnFailureRetry}, true},
+		{"a window is how near a deadline runs infer live", `"batch":{"window":"48h"}`, openai.BatchSettings{Window: 48 * time.Hour, MaxWait: 5 * time.Minute,
+			MaxRequests: 50_000, MaxBytes: 200 << 20, Default: pipeline.InferenceBatch, LiveWithin: 48 * time.Hour, OnError: openai.BatchOnErrorFail, OnFailure: openai.BatchOnFailureRetry}, true},
+		{"every setting", `"batch":{"window":"48h","max_wait":"30s","max_requests":10,"max_bytes":1000,"default":"live","live_within":"10m","on_error":"retry","on_failure":"live"}`,
+			openai.BatchSettings{Window: 48 * time.Hour, MaxWait: 30 * time.Second, MaxRequests: 10, MaxBytes: 1000,
+				Default: pipeline.InferenceLive, LiveWithin: 10 * time.Minute, OnError: openai.BatchOnErrorRetry, OnFailure: openai.BatchOnFailureLive}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := openai.New(modelConfig(t, "", c.extra))
@@ -32,11 +37,14 @@ func TestBatch_settings_default_to_openais_limits_and_each_problem_is_reported(t
 			}
 		})
 	}
-	_, err := openai.New(modelConfig(t, "", `"batch":{"window":"90m","max_wait":"-1s","max_requests":0,"max_bytes":"big","size":1}`))
+	_, err := openai.New(modelConfig(t, "", `"batch":{"window":"90m","max_wait":"-1s","max_requests":0,"max_bytes":"big","size":1,`+
+		`"default":"sometimes","live_within":"0s","on_error":"ignore","on_failure":3}`))
 	if !errors.Is(err, openai.ErrInvalidConfig) {
 		t.Fatalf("err = %v; want ErrInvalidConfig", err)
 	}
-	for _, want := range []string{"model.batch.window", "model.batch.max_wait", "model.batch.max_requests", "model.batch.max_bytes", "model.batch.size: unknown setting"} {
+	for _, want := range []string{"model.batch.window", "model.batch.max_wait", "model.batch.max_requests", "model.batch.max_bytes", "model.batch.size: unknown setting",
+		"model.batch.default: want one of batch, live", "model.batch.live_within", "model.batch.on_error: want one of fail, retry",
+		"model.batch.on_failure: want one of retry, live"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("err lacks %q:\n%v", want, err)
 		}
