@@ -1,6 +1,7 @@
 package stepworker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,27 +53,49 @@ func parked(err error, log *slog.Logger) bool {
 	return errors.Is(err, errAwaiting) || errors.Is(err, errNotParked)
 }
 
-// inferOrAwait infers req live; for a model in batch mode, it returns the
-// answer the step's batch gave it (AnswerInference kept it with the run)
-// or, when there is none yet, puts the request in the model's open batch
-// and parks the step awaiting it (errAwaiting). A model without a batch
-// mode costs a type assertion, no round trip.
-func (w *Worker) inferOrAwait(ctx context.Context, run pipeline.Run, mdl model.Model, req model.Request) (model.Response, error) {
+// inferOrAwait infers req live, or, for a model in batch mode, through
+// its batch (ADR 0071): it returns the answer the step's batch gave it
+// (AnswerInference kept it with the run) or, when there is none yet, puts
+// the request in the model's open batch and parks the step awaiting it
+// (errAwaiting). A model without a batch mode costs a type assertion, no
+// round trip. The fallbacks of ADR 0072 send a step live: a run whose mode
+// is live (it asked, a chat turn made it, a person decided one of its
+// calls), a run whose deadline is near, a step whose failed batch fell
+// back to live; an error answer fails the step or, by batch.on_error,
+// sends its request again under the next attempt.
+func (w *Worker) inferOrAwait(ctx context.Context, run pipeline.Run, agent config.Agent, mdl model.Model, req model.Request) (model.Response, error) {
 	b, ok := mdl.(batchModel)
 	if !ok {
 		return w.inferSpan(ctx, run, mdl, req)
 	}
-	if _, on := b.Batch(); !on {
+	s, on := b.Batch()
+	if !on || cmp.Or(run.Inference, s.Default) == pipeline.InferenceLive {
 		return w.inferSpan(ctx, run, mdl, req)
 	}
-	body, found, err := w.store.InferenceAnswer(ctx, run.ID, run.Step)
+	kept, found, err := w.store.InferenceAnswer(ctx, run.ID, run.Step)
 	if err != nil {
 		return model.Response{}, fmt.Errorf("%w: %w", errNotParked, err)
 	}
+	attempt, retry := run.Attempts, false
 	if found {
-		return answerOf(b, body)
+		var a inferenceAnswer
+		if err := json.Unmarshal(kept, &a); err != nil {
+			return model.Response{}, fmt.Errorf("read the step's batch answer: %w", err)
+		}
+		switch {
+		case a.Live:
+			return w.inferSpan(ctx, run, mdl, req)
+		case a.Error == "":
+			return b.BatchAnswer(a.Body)
+		case s.OnError != openai.BatchOnErrorRetry || run.Attempts >= w.settings.MaxAttempts:
+			return model.Response{}, fmt.Errorf("the batch answered with an error (attempt %d): %s", run.Attempts, a.Error)
+		}
+		attempt, retry = run.Attempts+1, true // the retry is the next attempt: this claim stays counted
 	}
-	id := customID(run)
+	if timeout := agent.Stop.Timeout.Duration; timeout > 0 && run.CreatedAt.Add(timeout).Sub(w.now()) <= s.LiveWithin {
+		return w.inferSpan(ctx, run, mdl, req) // a batch could answer after the run's deadline
+	}
+	id := customID(run, attempt)
 	line, name, err := b.BatchLine(id, req)
 	if err != nil {
 		return model.Response{}, err
@@ -87,35 +110,26 @@ func (w *Worker) inferOrAwait(ctx context.Context, run pipeline.Run, mdl model.M
 	if err := w.store.QueueInference(ctx, key, id, line, now); err != nil {
 		return model.Response{}, fmt.Errorf("%w: %w", errNotParked, err)
 	}
-	if err := w.store.AwaitInference(ctx, run.ID, run.Step, run.LeaseOwner, id, key, now); err != nil {
+	if err := w.store.AwaitInference(ctx, run.ID, run.Step, run.LeaseOwner, id, key, retry, now); err != nil {
 		return model.Response{}, fmt.Errorf("%w: %w", errNotParked, err)
 	}
 	return model.Response{}, errAwaiting
 }
 
 // inferenceAnswer is what the batcher keeps with a step for its claim: the
-// body of the answer line, or the error the line holds instead.
+// body of the answer line, the error the line holds instead, or, for a
+// step whose batch failed under batch.on_failure live, that it infers
+// live.
 type inferenceAnswer struct {
 	Body  json.RawMessage `json:"body,omitempty"`
 	Error string          `json:"error,omitempty"`
-}
-
-// answerOf reads the answer kept with a step as the model reads a live one.
-func answerOf(b batchModel, kept []byte) (model.Response, error) {
-	var a inferenceAnswer
-	if err := json.Unmarshal(kept, &a); err != nil {
-		return model.Response{}, fmt.Errorf("read the step's batch answer: %w", err)
-	}
-	if a.Error != "" {
-		return model.Response{}, fmt.Errorf("the batch answered with an error: %s", a.Error)
-	}
-	return b.BatchAnswer(a.Body)
+	Live  bool            `json:"live,omitempty"`
 }
 
 // customID names a step's request in a batch: "<run>.<step>.<attempt>",
-// the attempt of the claim that parked it.
-func customID(run pipeline.Run) string {
-	return run.ID + "." + strconv.Itoa(run.Step) + "." + strconv.Itoa(run.Attempts)
+// the attempt of the claim that parked it (the next one for a retry).
+func customID(run pipeline.Run, attempt int) string {
+	return run.ID + "." + strconv.Itoa(run.Step) + "." + strconv.Itoa(attempt)
 }
 
 // stepOf reads a custom_id back: the run and step it names, ok false when

@@ -14,7 +14,7 @@ import (
 // (which holds a dot) too; anything else names no step.
 func TestCustomID_is_read_back_to_its_run_and_step(t *testing.T) {
 	for _, run := range []pipeline.Run{{ID: "r1", Step: 0, Attempts: 1}, {ID: "parent.call_0_1", Step: 12, Attempts: 3}} {
-		id := customID(run)
+		id := customID(run, run.Attempts)
 		if runID, step, ok := stepOf(id); !ok || runID != run.ID || step != run.Step {
 			t.Errorf("stepOf(%q) = %q, %d, %v; want %q, %d", id, runID, step, ok, run.ID, run.Step)
 		}

@@ -75,8 +75,12 @@ func (w *Worker) holdBatcher(ctx context.Context, b batched) (bool, error) {
 func (w *Worker) advanceJob(ctx context.Context, b batched, j store.InferenceJob) error {
 	switch j.State {
 	case pipeline.InferenceJobClosed:
-		lines, err := w.store.InferenceJobLines(ctx, b.key, j.ID)
+		lines, err := w.wantedLines(ctx, b, j)
 		if err != nil {
+			return err
+		}
+		if len(lines) == 0 {
+			_, err := w.store.FinishInferenceJob(ctx, b.key, j.ID, j.State, pipeline.InferenceJobDone, nil, w.now())
 			return err
 		}
 		fileID, err := b.model.UploadBatch(ctx, "stepwise-"+j.ID+".jsonl", jsonLines(lines))
@@ -116,11 +120,43 @@ func (w *Worker) advanceJob(ctx context.Context, b batched, j store.InferenceJob
 	return fmt.Errorf("job %s of model %s is in state %q", j.ID, b.key, j.State)
 }
 
+// wantedLines are the request lines of job j whose runs still want them
+// (store.InferenceWanted): a request of a run that ended (cancelled) or
+// moved past its step since it was queued is left out of the file.
+func (w *Worker) wantedLines(ctx context.Context, b batched, j store.InferenceJob) (map[string]string, error) {
+	lines, err := w.store.InferenceJobLines(ctx, b.key, j.ID)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(lines))
+	steps := make([]store.InferenceStep, 0, len(lines))
+	for id := range lines {
+		runID, step, ok := stepOf(id)
+		if !ok {
+			continue // no step made it: kept, its answer is dropped as before
+		}
+		ids = append(ids, id)
+		steps = append(steps, store.InferenceStep{RunID: runID, Step: step})
+	}
+	wanted, err := w.store.InferenceWanted(ctx, steps)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range ids {
+		if !wanted[i] {
+			delete(lines, id)
+			w.log.Info("batch request of a run that ended or moved on; left out of the batch", "model", b.key, "job", j.ID, "custom_id", id)
+		}
+	}
+	return lines, nil
+}
+
 // endJob hands every answer of an ended batch to its step, then ends the
 // job: done, or, when the batch did not complete (failed, expired,
-// cancelled), requeued, its unanswered requests back in the open batch.
-// A batcher that dies in between hands the answers again: a step takes
-// an answer once (AnswerInference).
+// cancelled), by the model's batch.on_failure: requeued, its unanswered
+// requests back in the open batch, or done, each unanswered step told to
+// infer live. A batcher that dies in between hands the answers again: a
+// step takes an answer once (AnswerInference).
 func (w *Worker) endJob(ctx context.Context, b batched, j store.InferenceJob, st openai.BatchState) error {
 	completed := st.Status == "completed"
 	answered := map[string]bool{}
@@ -139,22 +175,39 @@ func (w *Worker) endJob(ctx context.Context, b batched, j store.InferenceJob, st
 	to := pipeline.InferenceJobDone
 	var requeue []string
 	if !completed {
-		to = pipeline.InferenceJobRequeued
 		lines, err := w.store.InferenceJobLines(ctx, b.key, j.ID)
 		if err != nil {
 			return err
 		}
+		var unanswered []string
 		for id := range lines {
 			if !answered[id] {
-				requeue = append(requeue, id)
+				unanswered = append(unanswered, id)
 			}
 		}
-		slices.Sort(requeue)
-		w.log.Warn("batch did not complete; its unanswered requests go to the next", "model", b.key, "job", j.ID,
-			"batch_id", j.BatchID, "status", st.Status, "requeued", len(requeue))
+		slices.Sort(unanswered)
+		live := b.settings.OnFailure == openai.BatchOnFailureLive
+		w.log.Warn("batch did not complete; its unanswered requests go to the next batch, or live (batch.on_failure)", "model", b.key, "job", j.ID,
+			"batch_id", j.BatchID, "status", st.Status, "unanswered", len(unanswered), "live", live)
+		if !live {
+			to, requeue = pipeline.InferenceJobRequeued, unanswered
+		} else if err := w.handLive(ctx, unanswered); err != nil {
+			return err
+		}
 	}
-	_, err := w.store.FinishInferenceJob(ctx, b.key, j.ID, to, requeue, w.now())
+	_, err := w.store.FinishInferenceJob(ctx, b.key, j.ID, j.State, to, requeue, w.now())
 	return err
+}
+
+// handLive tells each step of ids to infer live: their batch failed, and
+// the model's batch.on_failure is live.
+func (w *Worker) handLive(ctx context.Context, ids []string) error {
+	for _, id := range ids {
+		if err := w.hand(ctx, id, inferenceAnswer{Live: true}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // outputLine is a line of a batch's output or error file.
@@ -175,11 +228,9 @@ type outputLine struct {
 // a file holds up to 50,000 of them.
 const answerHandOffs = 32
 
-// handAnswers hands each answer line of content to its step and reconciles
-// the runs whose step took one, so it is requested at once (the sweeper
-// does, if this worker dies first), answerHandOffs at a time. A line's
-// error of a batch that did not complete (expired, cancelled) is no
-// answer: its request is requeued. It records in answered the custom_ids
+// handAnswers hands each answer line of content to its step (hand),
+// answerHandOffs at a time. A line's error of a batch that did not
+// complete (expired, cancelled) is no answer: its request is requeued. It records in answered the custom_ids
 // answered. After a hand-off fails it starts no more and returns the
 // first failure: the next pass hands the file again (a step takes an
 // answer once).
@@ -218,26 +269,11 @@ func (w *Worker) handAnswers(ctx context.Context, content []byte, completed bool
 			continue
 		}
 		answered[l.CustomID] = true
-		runID, step, ok := stepOf(l.CustomID)
-		if !ok {
-			w.log.Warn("batch answer for a custom_id no step made; dropped", "custom_id", l.CustomID)
-			continue
-		}
-		kept, err := json.Marshal(a)
-		if err != nil {
-			fail(err)
-			break
-		}
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			took, err := w.store.AnswerInference(ctx, runID, step, l.CustomID, kept, w.now())
-			if err != nil {
+			if err := w.hand(ctx, l.CustomID, a); err != nil {
 				fail(err)
-				return
-			}
-			if took {
-				w.logErr(w.log.With("run_id", runID, "step", step), "reconcile an answered step; the sweeper will", w.reconcile(ctx, runID))
 			}
 		})
 	}
@@ -246,6 +282,29 @@ func (w *Worker) handAnswers(ctx context.Context, content []byte, completed bool
 		return failed
 	}
 	return sc.Err()
+}
+
+// hand hands answer a to the step that awaits customID, and reconciles
+// its run if the step took it, so that it is requested at once (the
+// sweeper does, if this worker dies first).
+func (w *Worker) hand(ctx context.Context, customID string, a inferenceAnswer) error {
+	runID, step, ok := stepOf(customID)
+	if !ok {
+		w.log.Warn("batch answer for a custom_id no step made; dropped", "custom_id", customID)
+		return nil
+	}
+	kept, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	took, err := w.store.AnswerInference(ctx, runID, step, customID, kept, w.now())
+	if err != nil {
+		return err
+	}
+	if took {
+		w.logErr(w.log.With("run_id", runID, "step", step), "reconcile an answered step; the sweeper will", w.reconcile(ctx, runID))
+	}
+	return nil
 }
 
 // answerOfLine is what a line answers its step, ok false when it answers

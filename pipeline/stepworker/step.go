@@ -172,7 +172,7 @@ func (w *Worker) infer(ctx context.Context, ph *phases, run pipeline.Run, agent 
 		return nil, w.finish(ctx, run, pipeline.Termination{Reason: pipeline.ReasonBehaviorRequested, Detail: ph.pc.Skip})
 	}
 	deltas := w.streamText(ctx, run, log)
-	resp, err := w.inferOrAwait(ctx, run, mdl, model.Request{
+	resp, err := w.inferOrAwait(ctx, run, agent, mdl, model.Request{
 		RunID: run.ID, Step: run.Step, System: req.System, Messages: req.Messages, Tools: req.Tools,
 		Override: req.Override, OnText: deltas.add,
 	})
