@@ -7,7 +7,7 @@ import (
 )
 
 // RunRequested asks for a run, from Kafka instead of POST /v1/runs: the
-// route's body (agent, input, model, metadata, start_at) plus "v", with run_id
+// route's body (agent, input, model, metadata, start_at, inference) plus "v", with run_id
 // required (it is the idempotency key, and the record's key) and an
 // optional batch_id naming the batch the run joins (GET /v1/batches/{id}),
 // and an optional rerun_of naming the run it re-runs (POST /v1/runs/rerun
@@ -27,7 +27,8 @@ type RunRequested struct {
 	Metadata  json.RawMessage `json:"metadata,omitempty"`
 	BatchID   string          `json:"batch_id,omitempty"`
 	RerunOf   string          `json:"rerun_of,omitempty"`
-	StartAt   string          `json:"start_at,omitempty"` // RFC 3339: the run waits, created, until then
+	StartAt   string          `json:"start_at,omitempty"`  // RFC 3339: the run waits, created, until then
+	Inference string          `json:"inference,omitempty"` // batch or live (batch inference); "": the model's default
 	Producer  string          `json:"producer,omitempty"`
 	Signature string          `json:"signature,omitempty"`
 }

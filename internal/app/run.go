@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -18,6 +20,7 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/gateway"
 	"github.com/stepwise-run/stepwise/pipeline/limits"
 	"github.com/stepwise-run/stepwise/pipeline/metrics"
+	"github.com/stepwise-run/stepwise/pipeline/model/openai"
 	"github.com/stepwise-run/stepwise/pipeline/model/script"
 	"github.com/stepwise-run/stepwise/pipeline/stepworker"
 	"github.com/stepwise-run/stepwise/pipeline/store"
@@ -184,8 +187,9 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 	g := s.Config.Gateway
 	return gateway.New(gateway.Config{
 		Store: s.Store, Publisher: s.Publisher, Names: s.Names,
-		Agents:   func(name string) bool { _, ok := s.Config.Agent(name); return ok },
-		Versions: vers,
+		Agents:      func(name string) bool { _, ok := s.Config.Agent(name); return ok },
+		BatchAgents: batchAgents(s.Config),
+		Versions:    vers,
 		ClientTools: func(name string) bool {
 			t, ok := s.Config.Tool(name)
 			return ok && t.Executor.Frontend != nil
@@ -207,6 +211,17 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 		DeadLetters:        deadLetters(dlq),
 		RunRequests:        requests,
 	})
+}
+
+// batchAgents are the agents whose model has a batch mode, by name.
+func batchAgents(c *config.Config) []string {
+	var names []string
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+		if _, on := openai.BatchOf(c.Agents[name].Model); on {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // runRequests is how the gateway admits the runs requested on Kafka

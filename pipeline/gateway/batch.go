@@ -59,6 +59,11 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ae)
 		return
 	}
+	mode, err := pipeline.ParseInferenceMode(r.URL.Query().Get("inference"))
+	if err != nil {
+		writeError(w, invalid("inference: %v", err))
+		return
+	}
 
 	runs := make([]newRun, len(items))
 	var details []string
@@ -66,6 +71,9 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	seen := make(map[string]int, len(items))
 	for i, it := range items {
 		nr, problems := s.parseCreate(it.raw, true)
+		if len(problems) == 0 && nr.run.Inference == "" && mode != "" {
+			nr.run.Inference, problems = s.inferenceMode(nr.run.Agent, string(mode)) // the batch's mode, for an item naming none
+		}
 		nr = nr.ownedBy(principalOf(r).Tenant)
 		if id := nr.run.ID; id != "" {
 			if j, dup := seen[id]; dup {

@@ -269,6 +269,9 @@ func (s *Server) nextTurn(r *http.Request, ctx context.Context, t chatTurn) (new
 		}
 	}
 	fields := map[string]any{"agent": t.agent, "input": input}
+	if len(s.cfg.BatchAgents) > 0 {
+		fields["inference"] = pipeline.InferenceLive // someone waits for the answer (ADR 0072)
+	}
 	if !isNull(t.model) {
 		fields["model"] = t.model
 	}

@@ -99,6 +99,10 @@ func (s *Server) postDecision(w http.ResponseWriter, r *http.Request) {
 	if d.DecisionID == "" {
 		d.DecisionID = uuid.NewString()
 	}
+	if ae := s.markLive(r, runID); ae != nil {
+		writeError(w, ae)
+		return
+	}
 	if ae := s.publishDecision(r, d, trace); ae != nil {
 		writeError(w, ae)
 		return
@@ -106,6 +110,22 @@ func (s *Server) postDecision(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, DecisionResponse{
 		DecisionID: d.DecisionID, RunID: runID, CallID: d.CallID, Status: statusAccepted,
 	})
+}
+
+// markLive makes the run infer live from its next step if its agent's
+// model has a batch mode (ADR 0072): a decision through the API is a
+// person's, who may be waiting for what the run does next; one from the
+// decisions topic (another system) leaves the run's mode alone. Before the
+// publish, so the step the decision leads to reads it; a deployment
+// without batch agents makes no round trip.
+func (s *Server) markLive(r *http.Request, runID string) *apiError {
+	if len(s.cfg.BatchAgents) == 0 {
+		return nil
+	}
+	if _, err := s.cfg.Store.MarkLive(r.Context(), runID, s.cfg.BatchAgents); err != nil {
+		return s.classify(r, "run "+runID, err)
+	}
+	return nil
 }
 
 // cancelRun serves POST /v1/runs/{id}/cancel: it publishes a cancel_run

@@ -15,13 +15,14 @@ import (
 const hashVersion = "stepwise/create-run/v1\n"
 
 // requestHash is the sha256 of a canonical encoding of what a create request
-// asks for: agent, input messages, model, metadata, its start_at when it
-// has one (so hashes from before start_at still match), and the tenant it is
+// asks for: agent, input messages, model, metadata, its start_at and its
+// inference mode when it has them (so hashes from before them still
+// match), and the tenant it is
 // made for unless the default one (so hashes from before tenants still
 // match); not the run_id, which is the key it is compared under. Object keys are sorted and whitespace
 // dropped, so the same request sent twice, however formatted, hashes the
 // same; text input hashes like the one user message it becomes.
-func requestHash(tenant, agent string, input []pipeline.Message, model, metadata json.RawMessage, startAt time.Time) string {
+func requestHash(tenant, agent string, input []pipeline.Message, model, metadata json.RawMessage, startAt time.Time, inference pipeline.InferenceMode) string {
 	type call struct {
 		ID        string `json:"id"`
 		Name      string `json:"name"`
@@ -37,13 +38,14 @@ func requestHash(tenant, agent string, input []pipeline.Message, model, metadata
 		tenant = ""
 	}
 	canon := struct {
-		Tenant   string    `json:"tenant,omitempty"`
-		Agent    string    `json:"agent"`
-		Input    []msg     `json:"input"`
-		Model    any       `json:"model"`
-		Metadata any       `json:"metadata"`
-		StartAt  time.Time `json:"start_at,omitzero"`
-	}{Tenant: tenant, Agent: agent, Model: canonical(model), Metadata: canonical(metadata), StartAt: startAt}
+		Tenant    string                 `json:"tenant,omitempty"`
+		Agent     string                 `json:"agent"`
+		Input     []msg                  `json:"input"`
+		Model     any                    `json:"model"`
+		Metadata  any                    `json:"metadata"`
+		StartAt   time.Time              `json:"start_at,omitzero"`
+		Inference pipeline.InferenceMode `json:"inference,omitempty"`
+	}{Tenant: tenant, Agent: agent, Model: canonical(model), Metadata: canonical(metadata), StartAt: startAt, Inference: inference}
 	for _, m := range input {
 		cm := msg{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
 		for _, tc := range m.ToolCalls {

@@ -45,6 +45,9 @@ type RunSummary struct {
 	// StepState is where the current step of a run not done stands
 	// (awaiting_inference: its request waits in its model's batch).
 	StepState pipeline.StepState `json:"step_state,omitempty"`
+	// Inference is the inference mode the run asked for or was given (a
+	// chat turn, a person's decision: live); absent: its model's default.
+	Inference pipeline.InferenceMode `json:"inference,omitempty"`
 }
 
 // RunView is the answer of GET /v1/runs/{id}: the summary and every tool
@@ -135,7 +138,7 @@ func summaryOf(r pipeline.Run) RunSummary {
 		Termination: r.Termination, Usage: r.Usage, Metadata: r.Metadata, BatchID: r.Batch, ParentRunID: r.ParentRunID,
 		StartAt: r.StartAt, ScheduleID: r.ScheduleID, TickAt: r.TickAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ForkedFrom: r.ForkedFrom, RerunOf: r.RerunOf, CurrentAgent: r.CurrentAgent,
-		AgentVersion: r.AgentVersion,
+		AgentVersion: r.AgentVersion, Inference: r.Inference,
 	}
 	if !r.Status.Final() {
 		v.StepState = r.StepState

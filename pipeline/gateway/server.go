@@ -51,6 +51,10 @@ type Config struct {
 	// configuration. Required: a gateway that accepts any agent would create
 	// runs no worker can drive.
 	Agents func(name string) bool
+	// BatchAgents are the agents whose model has a batch mode (ADR 0071):
+	// only their runs may ask for batch inference, and a chat turn or a
+	// person's decision makes theirs infer live (ADR 0072). Nil: none.
+	BatchAgents []string
 	// ClientTools reports whether the client executes a tool (a frontend
 	// executor): the AI SDK stream leaves its parked calls to the client's
 	// addToolOutput instead of asking to approve them, marks the other

@@ -48,7 +48,7 @@ type CreateRunRequest struct {
 	StartAt  string          `json:"start_at,omitempty"`
 }
 
-var createFields = []string{"run_id", "agent", "input", "model", "metadata", "start_at"}
+var createFields = []string{"run_id", "agent", "input", "model", "metadata", "start_at", "inference"}
 
 // newRun is a validated create request: the run to write and its input.
 type newRun struct {
@@ -147,17 +147,39 @@ func (s *Server) parseCreate(body []byte, item bool) (newRun, []string) {
 		nr.run.StartAt = at.UTC()
 	}
 
+	mode, p := stringField(fields, "inference")
+	problems = append(problems, p...)
+	nr.run.Inference, p = s.inferenceMode(agent, mode)
+	problems = append(problems, p...)
+
 	if len(problems) > 0 {
 		return newRun{}, problems
 	}
 	return nr.ownedBy(pipeline.DefaultTenant), nil
 }
 
+// inferenceMode is the inference mode named (ADR 0072), or the problem
+// with it: an unknown mode, or batch for an agent whose model has no batch
+// mode.
+func (s *Server) inferenceMode(agent, named string) (pipeline.InferenceMode, []string) {
+	mode, err := pipeline.ParseInferenceMode(named)
+	switch {
+	case err != nil:
+		return "", []string{"inference: " + err.Error()}
+	case mode == pipeline.InferenceBatch && agent != "" && !s.batchAgent(agent):
+		return "", []string{fmt.Sprintf("inference %q: agent %q's model has no batch mode (configure model.batch to run it through the Batch API)", mode, agent)}
+	}
+	return mode, nil
+}
+
+// batchAgent reports whether agent's model has a batch mode.
+func (s *Server) batchAgent(agent string) bool { return slices.Contains(s.cfg.BatchAgents, agent) }
+
 // ownedBy returns nr made for tenant: the run's tenant, and its request
 // hash, so the same request from another tenant is another request.
 func (nr newRun) ownedBy(tenant string) newRun {
 	nr.run.Tenant = tenant
-	nr.run.RequestHash = requestHash(tenant, nr.run.Agent, nr.input, nr.run.Model, nr.run.Metadata, nr.run.StartAt)
+	nr.run.RequestHash = requestHash(tenant, nr.run.Agent, nr.input, nr.run.Model, nr.run.Metadata, nr.run.StartAt, nr.run.Inference)
 	return nr
 }
 
