@@ -9,6 +9,8 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/app"
+	"github.com/stepwise-run/stepwise/internal/cli"
 	"github.com/stepwise-run/stepwise/internal/tooling/fakebatch"
 	"github.com/stepwise-run/stepwise/internal/tooling/testinfra"
 	"github.com/stepwise-run/stepwise/pipeline"
@@ -319,5 +322,28 @@ func TestBatchInference_a_failed_batch_falls_back_to_live_by_policy(t *testing.T
 	live := int(fake.live.Load())
 	if live == 0 || live+fake.batched() != runs*batchSteps {
 		t.Fatalf("%d live requests and %d through completed batches; want the failed batch's live, %d in all", live, fake.batched(), runs*batchSteps)
+	}
+}
+
+// `stepwise submit --inference batch` creates the file's runs in batch
+// mode on a model whose default is live; a mode that does not exist is
+// refused with the gateway's message.
+func TestBatchInference_stepwise_submit_asks_for_an_inference_mode(t *testing.T) {
+	fake := newBatchAndLive(batchAnswer)
+	_, base := batchStack(t, fake, func(url string) string { return batchConfigWith(url, ", default: live", nil) })
+	t.Setenv(cli.EnvGateway, base)
+	in := filepath.Join(t.TempDir(), "runs.jsonl")
+	if err := os.WriteFile(in, []byte(`{"run_id": "r-cli", "agent": "bulk", "input": "go"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := stepwiseCLI(t, "submit", in, "--inference", "soon"); code == cli.ExitOK || !strings.Contains(errs, `inference mode "soon"`) {
+		t.Fatalf("submit --inference soon: exit %d: %s", code, errs)
+	}
+	if code, _, errs := stepwiseCLI(t, "submit", in, "--inference", "batch", "--follow"); code != cli.ExitOK {
+		t.Fatalf("submit: exit %d: %s", code, errs)
+	}
+	waitBatchedEnd(t, base, "r-cli")
+	if got := fake.batched(); got != batchSteps || fake.live.Load() != 0 {
+		t.Fatalf("%d requests through batches, %d live; want the run's %d steps batched", got, fake.live.Load(), batchSteps)
 	}
 }

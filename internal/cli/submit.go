@@ -20,12 +20,14 @@ import (
 const submitChunk = 500
 
 // submit creates the runs of a JSON Lines file through POST
-// /v1/runs/batch, a chunk at a time, and with --follow waits for each to
+// /v1/runs/batch, a chunk at a time (with --inference, in that inference
+// mode unless a line names its own), and with --follow waits for each to
 // end and writes its final view as one JSON line (to --out, or stdout).
 func submit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, gw := flags("submit", stderr)
 	follow := fs.Bool("follow", false, "wait for the runs to end and write each as a JSON line")
 	outPath := fs.String("out", "", "with --follow, write the results to this `file` instead of stdout")
+	inference := fs.String("inference", "", "the inference `mode` (batch or live) of the runs whose line names none; default: their model's")
 	pos, err := parse(fs, args, 1, "FILE.jsonl")
 	if err != nil {
 		return err
@@ -33,6 +35,10 @@ func submit(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	lines, err := readLines(pos[0])
 	if err != nil {
 		return err
+	}
+	path := "/v1/runs/batch"
+	if *inference != "" {
+		path += "?inference=" + url.QueryEscape(*inference)
 	}
 	c := newClient(*gw)
 	var ids []string
@@ -42,7 +48,7 @@ func submit(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			RunIDs []string `json:"run_ids"`
 		}
 		body := bytes.Join(chunk, []byte("\n"))
-		if err := c.request(ctx, "POST", "/v1/runs/batch", "application/x-ndjson", body, &out); err != nil {
+		if err := c.request(ctx, "POST", path, "application/x-ndjson", body, &out); err != nil {
 			return fmt.Errorf("lines %d-%d: %w (%d runs before them were created)", start+1, start+len(chunk), err, len(ids))
 		}
 		ids = append(ids, out.RunIDs...)

@@ -61,7 +61,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	mode, err := pipeline.ParseInferenceMode(r.URL.Query().Get("inference"))
 	if err != nil {
-		writeError(w, invalid("inference: %v", err))
+		writeError(w, invalid("%v", err))
 		return
 	}
 

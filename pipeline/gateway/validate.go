@@ -165,7 +165,7 @@ func (s *Server) inferenceMode(agent, named string) (pipeline.InferenceMode, []s
 	mode, err := pipeline.ParseInferenceMode(named)
 	switch {
 	case err != nil:
-		return "", []string{"inference: " + err.Error()}
+		return "", []string{err.Error()}
 	case mode == pipeline.InferenceBatch && agent != "" && !s.batchAgent(agent):
 		return "", []string{fmt.Sprintf("inference %q: agent %q's model has no batch mode (configure model.batch to run it through the Batch API)", mode, agent)}
 	}
