@@ -95,3 +95,13 @@ def test_the_client_reads_its_url_and_key_from_the_environment(dev: Dev, run_id:
 
     with Client() as c:
         assert c.runs.create(agent="quick", input="Say hello", run_id=run_id).status == "created"
+
+
+def test_a_run_asks_for_an_inference_mode_and_batch_needs_a_batch_mode_model(client: Client, run_id: str):
+    client.runs.create(agent="quick", input="Say hello", run_id=run_id, inference="live")
+    assert client.runs.get(run_id).inference == "live"
+
+    with pytest.raises(InvalidRequestError) as e:
+        client.runs.create(agent="quick", input="Say hello", inference="batch")
+
+    assert "has no batch mode" in str(e.value)

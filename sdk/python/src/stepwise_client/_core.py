@@ -133,16 +133,19 @@ _SCHEDULES = TypeAdapter(list[Schedule])
 
 
 def create_run(
-    agent: str, input: Any, run_id: str | None, model: Any, metadata: Any
+    agent: str, input: Any, run_id: str | None, model: Any, metadata: Any, inference: str | None = None,
 ) -> Call:
-    return Call("POST", "/v1/runs", CreatedRun.model_validate, json=run_body(agent, input, run_id, model, metadata))
+    return Call("POST", "/v1/runs", CreatedRun.model_validate,
+                json=run_body(agent, input, run_id, model, metadata, inference))
 
 
-def run_body(agent: str, input: Any, run_id: str | None, model: Any, metadata: Any) -> dict[str, Any]:
+def run_body(
+    agent: str, input: Any, run_id: str | None, model: Any, metadata: Any, inference: str | None = None,
+) -> dict[str, Any]:
     """run_body is the body of POST /v1/runs (and of a RunRequested) with
     the fields given."""
     body: dict[str, Any] = {"agent": agent, "input": input}
-    for k, v in (("run_id", run_id), ("model", model), ("metadata", metadata)):
+    for k, v in (("run_id", run_id), ("model", model), ("metadata", metadata), ("inference", inference)):
         if v is not None:
             body[k] = v
     return body
@@ -246,6 +249,7 @@ def submit_batch(
     runs: Iterable[Mapping[str, Any]] | str | bytes,
     token_budget: int | None,
     cost_budget: float | None,
+    inference: str | None = None,
 ) -> Call:
     if isinstance(runs, str):
         body = runs.encode()
@@ -255,7 +259,7 @@ def submit_batch(
         body = b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in runs)
     return Call(
         "POST", "/v1/runs/batch", CreatedBatch.model_validate,
-        params={"token_budget": token_budget, "cost_budget": cost_budget},
+        params={"token_budget": token_budget, "cost_budget": cost_budget, "inference": inference},
         content=body, headers={"Content-Type": JSONL},
     )
 

@@ -81,9 +81,10 @@ class AsyncRuns:
     async def create(
         self, agent: str, input: str | list[Mapping[str, Any]], *,
         run_id: str | None = None, model: Mapping[str, Any] | None = None, metadata: Any = None,
+        inference: str | None = None,
     ) -> CreatedRun:
         """create: see Runs.create."""
-        return await self._client._call(_core.create_run(agent, input, run_id, model, metadata))
+        return await self._client._call(_core.create_run(agent, input, run_id, model, metadata, inference))
 
     async def get(self, run_id: str) -> Run:
         """get: see Runs.get."""
@@ -188,10 +189,10 @@ class AsyncBatches:
 
     async def submit(
         self, runs: Iterable[Mapping[str, Any]] | str | bytes, *,
-        token_budget: int | None = None, cost_budget: float | None = None,
+        token_budget: int | None = None, cost_budget: float | None = None, inference: str | None = None,
     ) -> CreatedBatch:
         """submit: see Batches.submit."""
-        return await self._client._call(_core.submit_batch(runs, token_budget, cost_budget))
+        return await self._client._call(_core.submit_batch(runs, token_budget, cost_budget, inference))
 
     async def get(self, batch_id: str) -> Batch:
         """get: see Batches.get."""

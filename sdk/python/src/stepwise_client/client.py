@@ -96,14 +96,16 @@ class Runs:
     def create(
         self, agent: str, input: str | list[Mapping[str, Any]], *,
         run_id: str | None = None, model: Mapping[str, Any] | None = None, metadata: Any = None,
+        inference: str | None = None,
     ) -> CreatedRun:
         """create starts a run of agent on input (text or messages).
 
         With a run_id it is idempotent: the same request again answers the
         run's current status; another body under the same id raises
-        ConflictError.
+        ConflictError. inference ("batch" or "live") is how its steps infer
+        when its agent's model has a batch mode; None: the model's default.
         """
-        return self._client._call(_core.create_run(agent, input, run_id, model, metadata))
+        return self._client._call(_core.create_run(agent, input, run_id, model, metadata, inference))
 
     def get(self, run_id: str) -> Run:
         """get returns the run with its tool calls."""
@@ -233,16 +235,17 @@ class Batches:
 
     def submit(
         self, runs: Iterable[Mapping[str, Any]] | str | bytes, *,
-        token_budget: int | None = None, cost_budget: float | None = None,
+        token_budget: int | None = None, cost_budget: float | None = None, inference: str | None = None,
     ) -> CreatedBatch:
         """submit creates runs from objects like ``runs.create``'s body.
 
         They are sent as JSON Lines; a str or bytes is sent as it is (a
         JSONL file's content). One invalid item refuses the whole batch
         (InvalidRequestError, a detail per problem). token_budget and
-        cost_budget (USD) bound what the batch's runs use together.
+        cost_budget (USD) bound what the batch's runs use together;
+        inference ("batch" or "live") is the mode of the runs naming none.
         """
-        return self._client._call(_core.submit_batch(runs, token_budget, cost_budget))
+        return self._client._call(_core.submit_batch(runs, token_budget, cost_budget, inference))
 
     def get(self, batch_id: str) -> Batch:
         """get returns how far the batch's runs are."""

@@ -83,6 +83,8 @@ class RunSummary(Model):
     batch_id: str | None = None
     current_agent: str | None = None
     """The agent that holds the run now: ``agent`` until a handoff gave it to another."""
+    inference: str | None = None
+    """The inference mode the run asked for or was given (``batch``, ``live``); None: its model's default."""
 
 
 class Parking(Model):
