@@ -24,30 +24,14 @@ const batchSteps = 3
 var batchAnswer = fakebatch.CallsThenAnswers(batchSteps-1, "echo")
 
 // batchConfig is an agent whose model is in batch mode on the fake at url.
-func batchConfig(url string) string {
-	return fmt.Sprintf(`
-kafka: {partitions: 4}
-stepworker: {lease: 2s, sweep_interval: 100ms, dispatch_timeout: 3s}
-toolworker: {lease: 2s}
-agents:
-  bulk:
-    model: {provider: openai, name: test-model, base_url: %q, api_key_env: STEPWISE_TEST_OPENAI_KEY, max_retries: 0,
-            batch: {window: 24h, max_wait: 300ms, max_requests: 1000}}
-    tools: [echo]
-`, url+"/v1")
-}
+func batchConfig(url string) string { return batchConfigWith(url, "", nil) }
 
 // runBatched creates n runs of the bulk agent on a stack whose model's
 // Batch API is h, waits for each to end, checks each ended as
 // batchAnswer leads it and returns them.
 func runBatched(t *testing.T, h http.Handler, n int) {
 	t.Helper()
-	t.Setenv("STEPWISE_TEST_OPENAI_KEY", "test-key")
-	hs := httptest.NewServer(h)
-	t.Cleanup(hs.Close)
-	stack := connect(t, newInfra(t), parseConfig(t, batchConfig(hs.URL)))
-	workers(t, stack)
-	base := serve(t, stack)
+	stack, base := batchStack(t, h, batchConfig)
 	for i := range n {
 		id := fmt.Sprintf("r-batched-%d", i)
 		if code := httpDo(t, http.MethodPost, base+"/v1/runs", map[string]any{"run_id": id, "agent": "bulk", "input": "go"}, nil); code != http.StatusCreated {

@@ -179,10 +179,7 @@ var inferenceCases = []contractCase{
 	}},
 	{"a_request_is_wanted_while_its_run_is_at_its_step", func(t *testing.T, f *fixture) {
 		f.claimed(t, "r1")
-		f.claimed(t, "r2")
-		if _, err := f.st.CancelRun(f.ctx, "r2", "d1", "test", "stop", at(3)); err != nil {
-			t.Fatalf("CancelRun: %v", err)
-		}
+		f.cancelledAfterClaim(t, "r2")
 		wanted, err := f.st.InferenceWanted(f.ctx, []store.InferenceStep{{RunID: "r1", Step: 0}, {RunID: "r1", Step: 1}, {RunID: "r2", Step: 0}, {RunID: "gone", Step: 0}})
 		if err != nil || !slices.Equal(wanted, []bool{true, false, false, false}) {
 			t.Fatalf("InferenceWanted = %v, %v; want only r1's step 0", wanted, err)
@@ -190,10 +187,7 @@ var inferenceCases = []contractCase{
 	}},
 	{"a_run_held_by_a_batch_mode_agent_is_marked_live_and_no_other", func(t *testing.T, f *fixture) {
 		f.created(t, "r1")
-		f.claimed(t, "r2")
-		if _, err := f.st.CancelRun(f.ctx, "r2", "d1", "test", "stop", at(3)); err != nil {
-			t.Fatalf("CancelRun: %v", err)
-		}
+		f.cancelledAfterClaim(t, "r2")
 		for _, c := range []struct {
 			run    string
 			agents []string
@@ -218,4 +212,14 @@ var inferenceCases = []contractCase{
 			t.Fatalf("stored inference %q", got.Inference)
 		}
 	}},
+}
+
+// cancelledAfterClaim creates run id, has w1 claim its step 0 and cancels
+// it at 3s.
+func (f *fixture) cancelledAfterClaim(t *testing.T, id string) {
+	t.Helper()
+	f.claimed(t, id)
+	if _, err := f.st.CancelRun(f.ctx, id, "d1", "test", "stop", at(3)); err != nil {
+		t.Fatalf("CancelRun: %v", err)
+	}
 }
