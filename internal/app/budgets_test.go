@@ -131,19 +131,7 @@ func TestBudgets_a_batch_with_a_cost_budget_stops_at_its_cost(t *testing.T) {
 		t.Fatalf("the runs cost %d micro-USD, the batch says %g USD", sum, v.Usage.CostUSD)
 	}
 	// The same cost at /metrics, by model.
-	res, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	var metric float64
-	for line := range strings.Lines(string(text)) {
-		if v, ok := strings.CutPrefix(line, `stepwise_cost_usd_total{model="synthetic"} `); ok {
-			metric, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-	}
-	if pipeline.MicroUSD(metric) != sum {
+	if metric := metricValue(t, base, `stepwise_cost_usd_total{model="synthetic"}`); pipeline.MicroUSD(metric) != sum {
 		t.Fatalf("stepwise_cost_usd_total says %g USD, the runs cost %d micro-USD", metric, sum)
 	}
 }
@@ -220,4 +208,26 @@ func TestBudgets_the_hold_of_a_worker_that_died_mid_inference_is_given_back(t *t
 	if got := spent(); got.Tokens != used {
 		t.Fatalf("the tenant's budget counts %d tokens, the run used %d", got.Tokens, used)
 	}
+}
+
+// metricValue is the value of series (name and labels as /metrics writes
+// them) at the gateway's /metrics; 0 when it has none.
+func metricValue(t *testing.T, base, series string) float64 {
+	t.Helper()
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for line := range strings.Lines(string(text)) {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	return 0
 }

@@ -19,7 +19,9 @@ const DefaultReserveTokens = 2000
 // with what the inference used; a run whose budget cannot cover the
 // reservation ends stopped, code budget. Costs come from Prices, by model
 // key (Model.Key; "script" for a run's own script); a model without a price
-// costs nothing.
+// costs nothing. A step answered through the provider's Batch API (a model
+// in batch mode, ADR 0071) costs, and reserves, at the model's batch price
+// (Price.Batch).
 //
 //	budgets:
 //	  reserve_tokens: 2000
@@ -44,10 +46,31 @@ type Budget struct {
 // in.
 func (b Budget) MicroUSD() int64 { return pipeline.MicroUSD(b.CostUSD) }
 
-// Price is what a model's tokens cost, in USD per million.
+// Price is what a model's tokens cost, in USD per million: live, and
+// through the provider's Batch API (nil: half the live price, as OpenAI's
+// Batch API charges).
 type Price struct {
-	InputPerMTok  float64 `json:"input_per_mtok"`
-	OutputPerMTok float64 `json:"output_per_mtok"`
+	InputPerMTok       float64  `json:"input_per_mtok"`
+	OutputPerMTok      float64  `json:"output_per_mtok"`
+	BatchInputPerMTok  *float64 `json:"batch_input_per_mtok,omitempty"`
+	BatchOutputPerMTok *float64 `json:"batch_output_per_mtok,omitempty"`
+}
+
+// BatchDiscount is what a batch price is of the live one when the
+// configuration does not give it: OpenAI's Batch API charges half.
+const BatchDiscount = 0.5
+
+// Batch is the price of the model's tokens answered through the
+// provider's Batch API: batch_input_per_mtok and batch_output_per_mtok,
+// each half the live price when not set.
+func (p Price) Batch() Price {
+	batch := func(set *float64, live float64) float64 {
+		if set != nil {
+			return *set
+		}
+		return live * BatchDiscount
+	}
+	return Price{InputPerMTok: batch(p.BatchInputPerMTok, p.InputPerMTok), OutputPerMTok: batch(p.BatchOutputPerMTok, p.OutputPerMTok)}
 }
 
 // MicroUSD is the cost of the tokens at p, in millionths of a USD.
@@ -89,8 +112,9 @@ func (b Budgets) check(ps *problems, path string) {
 		}
 	}
 	for key, p := range b.Prices {
-		if p.InputPerMTok < 0 || p.OutputPerMTok < 0 {
-			ps.add(field(field(path, "prices"), key), fmt.Sprintf("input_per_mtok %g, output_per_mtok %g: a price is not negative", p.InputPerMTok, p.OutputPerMTok))
+		if batch := p.Batch(); min(p.InputPerMTok, p.OutputPerMTok, batch.InputPerMTok, batch.OutputPerMTok) < 0 {
+			ps.add(field(field(path, "prices"), key), fmt.Sprintf("input_per_mtok %g, output_per_mtok %g, batch_input_per_mtok %g, batch_output_per_mtok %g: a price is not negative",
+				p.InputPerMTok, p.OutputPerMTok, batch.InputPerMTok, batch.OutputPerMTok))
 		}
 	}
 }

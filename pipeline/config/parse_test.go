@@ -424,10 +424,38 @@ budgets:
     b: {tokens: -1}
   prices:
     m: {input_per_mtok: -1, output_per_mtok: 1}
+    n: {input_per_mtok: 1, output_per_mtok: 1, batch_output_per_mtok: -2}
 `))
-	for _, want := range []string{"budgets.reserve_tokens", "budgets.tenants.a: tokens 0, cost_usd 0", "budgets.tenants.b", "budgets.prices.m: input_per_mtok -1"} {
+	for _, want := range []string{"budgets.reserve_tokens", "budgets.tenants.a: tokens 0, cost_usd 0", "budgets.tenants.b", "budgets.prices.m: input_per_mtok -1",
+		"budgets.prices.n: input_per_mtok 1, output_per_mtok 1, batch_input_per_mtok 0.5, batch_output_per_mtok -2"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %q", err, want)
+		}
+	}
+}
+
+func TestParse_a_batch_price_is_half_the_live_one_unless_set(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+budgets:
+  prices:
+    halved: {input_per_mtok: 2.5, output_per_mtok: 10}
+    set: {input_per_mtok: 2.5, output_per_mtok: 10, batch_input_per_mtok: 2, batch_output_per_mtok: 0}
+    input_set: {input_per_mtok: 2.5, output_per_mtok: 10, batch_input_per_mtok: 1}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key           string
+		input, output float64
+	}{
+		{"halved", 1.25, 5},
+		{"set", 2, 0},
+		{"input_set", 1, 5},
+		{"unpriced", 0, 0},
+	} {
+		if got := cfg.Budgets.Price(c.key).Batch(); got.InputPerMTok != c.input || got.OutputPerMTok != c.output {
+			t.Errorf("%s: batch price %+v, want input %g, output %g per million", c.key, got, c.input, c.output)
 		}
 	}
 }

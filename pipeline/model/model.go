@@ -41,6 +41,9 @@ type Response struct {
 	Text      string
 	ToolCalls []pipeline.ToolCallRequest
 	Usage     pipeline.Usage
+	// Batched: the answer came through the provider's Batch API, so its
+	// usage costs the model's batch price (config.Price.Batch).
+	Batched bool
 }
 
 // Override changes the inference parameters of one step (a plugin's

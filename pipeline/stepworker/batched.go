@@ -64,12 +64,8 @@ func parked(err error, log *slog.Logger) bool {
 // back to live; an error answer fails the step or, by batch.on_error,
 // sends its request again under the next attempt.
 func (w *Worker) inferOrAwait(ctx context.Context, run pipeline.Run, agent config.Agent, mdl model.Model, req model.Request) (model.Response, error) {
-	b, ok := mdl.(batchModel)
+	b, s, ok := batchOf(run, mdl)
 	if !ok {
-		return w.inferSpan(ctx, run, mdl, req)
-	}
-	s, on := b.Batch()
-	if !on || cmp.Or(run.Inference, s.Default) == pipeline.InferenceLive {
 		return w.inferSpan(ctx, run, mdl, req)
 	}
 	kept, found, err := w.store.InferenceAnswer(ctx, run.ID, run.Step)
@@ -114,6 +110,26 @@ func (w *Worker) inferOrAwait(ctx context.Context, run pipeline.Run, agent confi
 		return model.Response{}, fmt.Errorf("%w: %w", errNotParked, err)
 	}
 	return model.Response{}, errAwaiting
+}
+
+// batchOf returns mdl as a batch model and its settings when the run's
+// steps infer through its batches (ADR 0071, 0072): the model has a batch
+// mode and the run's inference mode, or the model's default, is not live.
+// A type assertion, no round trip.
+func batchOf(run pipeline.Run, mdl model.Model) (batchModel, openai.BatchSettings, bool) {
+	b, ok := mdl.(batchModel)
+	if !ok {
+		return nil, openai.BatchSettings{}, false
+	}
+	s, on := b.Batch()
+	return b, s, on && cmp.Or(run.Inference, s.Default) != pipeline.InferenceLive
+}
+
+// inBatchMode reports whether the run's steps infer through its model's
+// batches (batchOf).
+func inBatchMode(run pipeline.Run, mdl model.Model) bool {
+	_, _, ok := batchOf(run, mdl)
+	return ok
 }
 
 // inferenceAnswer is what the batcher keeps with a step for its claim: the

@@ -6,14 +6,17 @@ import (
 	"log/slog"
 
 	"github.com/stepwise-run/stepwise/pipeline"
+	"github.com/stepwise-run/stepwise/pipeline/config"
+	"github.com/stepwise-run/stepwise/pipeline/model"
 	"github.com/stepwise-run/stepwise/pipeline/store"
 )
 
 // Budgets (config.Budgets, store.Reserve): before its inference a step
 // reserves budgets.reserve_tokens, and their cost at its model's higher
-// price, from its batch's budget (when the batch has one) and its
-// tenant's (when the configuration gives it one), and settles each with
-// what the inference used. A run whose budget cannot cover the reservation
+// price (its batch price for a run in batch mode, inBatchMode), from its
+// batch's budget (when the batch has one) and its tenant's (when the
+// configuration gives it one), and settles each with what the inference
+// used. A run whose budget cannot cover the reservation
 // ends stopped, code budget. Runs with neither budget pay nothing. The
 // reservation is held by the step's claim, and recorded with the run
 // (store.RecordHold) before it is made: a hold its claim did not settle
@@ -49,15 +52,15 @@ func (w *Worker) budgetsOf(run pipeline.Run) []budget {
 	return budgets
 }
 
-// reserve holds the step's reservation for its claim (run.LeaseOwner), or
-// ends the run stopped/budget and returns false.
-func (w *Worker) reserve(ctx context.Context, run pipeline.Run, log *slog.Logger) (reservation, bool) {
+// reserve holds the step's reservation for its claim (run.LeaseOwner), its
+// cost at price, or ends the run stopped/budget and returns false.
+func (w *Worker) reserve(ctx context.Context, run pipeline.Run, price config.Price, log *slog.Logger) (reservation, bool) {
 	budgets := w.budgetsOf(run)
 	if len(budgets) == 0 {
 		return reservation{}, true
 	}
 	tokens := w.cfg.Budgets.Reserve()
-	res := reservation{runID: run.ID, holder: run.LeaseOwner, amount: store.Amounts{Tokens: tokens, Cost: w.cfg.Budgets.Price(w.models.keyOf(run)).Most(tokens)}}
+	res := reservation{runID: run.ID, holder: run.LeaseOwner, amount: store.Amounts{Tokens: tokens, Cost: price.Most(tokens)}}
 	earlier, err := w.store.RecordHold(ctx, run.ID, res.holder)
 	if err != nil {
 		log.Error("record the step's budget hold; the sweeper will retry the step", "error", err)
@@ -108,9 +111,21 @@ func (w *Worker) settleHolds(ctx context.Context, run pipeline.Run, holds []stor
 	return nil
 }
 
-// cost prices usage at the run's model's price (budgets.prices).
-func (w *Worker) cost(run pipeline.Run, u pipeline.Usage) pipeline.Usage {
-	u.CostUSD = pipeline.USD(w.cfg.Budgets.Price(w.models.keyOf(run)).MicroUSD(u.InputTokens, u.OutputTokens))
+// price is the price of the run's model (budgets.prices): its batch price
+// when batched, for a step answered through the provider's Batch API.
+func (w *Worker) price(run pipeline.Run, batched bool) config.Price {
+	p := w.cfg.Budgets.Price(w.models.keyOf(run))
+	if batched {
+		return p.Batch()
+	}
+	return p
+}
+
+// cost prices resp's usage at the run's model's price, its batch price
+// when the Batch API answered.
+func (w *Worker) cost(run pipeline.Run, resp model.Response) pipeline.Usage {
+	u := resp.Usage
+	u.CostUSD = pipeline.USD(w.price(run, resp.Batched).MicroUSD(u.InputTokens, u.OutputTokens))
 	return u
 }
 

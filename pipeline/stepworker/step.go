@@ -255,7 +255,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 		return // deferred: the step waits for its model, holding no pool slot
 	}
 	defer w.releaseLimit(slot, log)
-	budget, ok := w.reserve(ctx, run, log)
+	budget, ok := w.reserve(ctx, run, w.price(run, inBatchMode(run, mdl)), log)
 	if !ok {
 		return // stopped: its budget is spent
 	}
@@ -296,7 +296,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 	if resp == nil {
 		return // the run ended behavior_requested
 	}
-	resp.Usage = w.cost(run, resp.Usage)
+	resp.Usage = w.cost(run, *resp)
 	used = store.Amounts{Tokens: resp.Usage.Total(), Cost: pipeline.MicroUSD(resp.Usage.CostUSD)}
 	// Settled before the commit: the tokens are spent whatever becomes of
 	// it, and a worker that dies after the commit keeps no hold (one that

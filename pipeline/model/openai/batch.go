@@ -170,12 +170,13 @@ func (m *Model) BatchLine(customID string, req model.Request) (line []byte, mode
 }
 
 // BatchAnswer reads the body of a batch's answer line as Infer reads a
-// completion.
+// completion, marked Batched.
 func (m *Model) BatchAnswer(body []byte) (model.Response, error) {
 	a, err := m.parse(body)
 	if err == nil {
 		var resp model.Response
 		if resp, err = a.response(); err == nil {
+			resp.Batched = true
 			return resp, nil
 		}
 	}
