@@ -151,6 +151,50 @@ var inferenceCases = []contractCase{
 			t.Fatalf("j3 does not hold the requeued %s: %v", requeue[0], lines)
 		}
 	}},
+	{"a_models_open_batch_and_its_jobs_of_the_last_day_are_listed", func(t *testing.T, f *fixture) {
+		const m = "openai:m"
+		if q, err := f.st.InferenceQueue(f.ctx, m); err != nil || q != (store.InferenceQueue{}) {
+			t.Fatalf("the queue of a model never used: %+v, %v", q, err)
+		}
+		for i, id := range []string{"a", "b", "c"} {
+			if err := f.st.QueueInference(f.ctx, m, id, []byte(`{}`), at(1+i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if q, err := f.st.InferenceQueue(f.ctx, m); err != nil || q.Waiting != 3 || !q.Since.Equal(at(1)) {
+			t.Fatalf("the open batch %+v, %v; want 3 waiting since %v", q, err, at(1))
+		}
+		bounds := store.InferenceBounds{MaxRequests: 2, MaxBytes: 1 << 20, MaxWait: time.Second}
+		for _, job := range []string{"j1", "j2"} {
+			if _, err := f.st.CloseInferenceBatch(f.ctx, m, job, bounds, at(5)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if q, _ := f.st.InferenceQueue(f.ctx, m); q != (store.InferenceQueue{}) {
+			t.Fatalf("the open batch once closed: %+v", q)
+		}
+		for _, job := range []string{"j1", "j2"} {
+			f.st.AdvanceInferenceJob(f.ctx, m, job, pipeline.InferenceJobClosed, pipeline.InferenceJobUploaded, map[string]string{"file_id": "f-" + job})
+			f.st.AdvanceInferenceJob(f.ctx, m, job, pipeline.InferenceJobUploaded, pipeline.InferenceJobSubmitted, map[string]string{"batch_id": "b-" + job})
+		}
+		if ok, err := f.st.FinishInferenceJob(f.ctx, m, "j1", pipeline.InferenceJobDone, nil, at(8)); err != nil || !ok {
+			t.Fatalf("finish j1: %v, %v", ok, err)
+		}
+		ended, err := f.st.EndedInferenceJobs(f.ctx, m, at(0))
+		if err != nil || len(ended) != 1 {
+			t.Fatalf("ended jobs %+v, %v", ended, err)
+		}
+		if e := ended[0]; e.ID != "j1" || e.State != pipeline.InferenceJobDone || e.Requests != 2 || e.FileID != "f-j1" || e.BatchID != "b-j1" ||
+			!e.ClosedAt.Equal(at(5)) || !e.EndedAt.Equal(at(8)) {
+			t.Fatalf("the ended job %+v", e)
+		}
+		if ended, _ := f.st.EndedInferenceJobs(f.ctx, m, at(9)); len(ended) != 0 {
+			t.Fatalf("jobs ended since after the last end: %+v", ended)
+		}
+		if jobs, _ := f.st.InferenceJobs(f.ctx, m); len(jobs) != 1 || jobs[0].ID != "j2" || !jobs[0].EndedAt.IsZero() {
+			t.Fatalf("unfinished jobs %+v", jobs)
+		}
+	}},
 	{"a_batchers_lease_is_one_holders_until_it_runs_out", func(t *testing.T, f *fixture) {
 		for _, c := range []struct {
 			owner string

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -17,6 +18,8 @@ import (
 //	<p>:inference:{<model>}:open          HASH   custom_id → request line (JSON)
 //	<p>:inference:{<model>}:since         STRING when the oldest open request came (ms)
 //	<p>:inference:{<model>}:jobs          ZSET   unfinished job ids by closing time (ms)
+//	<p>:inference:{<model>}:ended         ZSET   finished job ids by finishing time (ms),
+//	                                             those of the last day
 //	<p>:inference:{<model>}:job:<id>      HASH   the job: state, closed_at, requests,
 //	                                             file_id, batch_id, finished_at
 //	<p>:inference:{<model>}:job:<id>:lines HASH  custom_id → request line, until it ends
@@ -30,8 +33,9 @@ type InferenceJob struct {
 	State    pipeline.InferenceJobState
 	ClosedAt time.Time
 	Requests int
-	FileID   string // set from uploaded on
-	BatchID  string // set from submitted on
+	FileID   string    // set from uploaded on
+	BatchID  string    // set from submitted on
+	EndedAt  time.Time // set once finished (done, requeued)
 }
 
 // InferenceBounds are when CloseInferenceBatch closes a model's open
@@ -96,6 +100,22 @@ func (s *Store) InferenceJobs(ctx context.Context, model string) ([]InferenceJob
 	if err != nil {
 		return nil, fmt.Errorf("list the jobs of model %s: %w", model, err)
 	}
+	return s.inferenceJobs(ctx, model, ids)
+}
+
+// EndedInferenceJobs returns model's jobs finished since `since` (a day
+// at most: their records go then), the last ended first.
+func (s *Store) EndedInferenceJobs(ctx context.Context, model string, since time.Time) ([]InferenceJob, error) {
+	ids, err := s.rdb.ZRevRangeByScore(ctx, s.inferenceKey(model, "ended"), &redis.ZRangeBy{Min: strconv.FormatInt(toMillis(since), 10), Max: "+inf"}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list the ended jobs of model %s: %w", model, err)
+	}
+	return s.inferenceJobs(ctx, model, ids)
+}
+
+// inferenceJobs reads the records of model's jobs ids, in that order,
+// leaving out those gone.
+func (s *Store) inferenceJobs(ctx context.Context, model string, ids []string) ([]InferenceJob, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
@@ -108,12 +128,46 @@ func (s *Store) InferenceJobs(ctx context.Context, model string) ([]InferenceJob
 	jobs := make([]InferenceJob, 0, len(ids))
 	for i, id := range ids {
 		h := cmds[i].Val()
-		closed, _ := strconv.ParseInt(h["closed_at"], 10, 64)
+		if len(h) == 0 {
+			continue
+		}
+		ms := func(field string) time.Time {
+			v, err := strconv.ParseInt(h[field], 10, 64)
+			if err != nil {
+				return time.Time{}
+			}
+			return fromMillis(v)
+		}
 		n, _ := strconv.Atoi(h["requests"])
-		jobs = append(jobs, InferenceJob{ID: id, State: pipeline.InferenceJobState(h["state"]), ClosedAt: fromMillis(closed),
-			Requests: n, FileID: h["file_id"], BatchID: h["batch_id"]})
+		jobs = append(jobs, InferenceJob{ID: id, State: pipeline.InferenceJobState(h["state"]), ClosedAt: ms("closed_at"),
+			Requests: n, FileID: h["file_id"], BatchID: h["batch_id"], EndedAt: ms("finished_at")})
 	}
 	return jobs, nil
+}
+
+// InferenceQueue is a model's open batch: how many requests wait in it,
+// and since when the oldest does (zero when none does).
+type InferenceQueue struct {
+	Waiting int
+	Since   time.Time
+}
+
+// InferenceQueue reads model's open batch.
+func (s *Store) InferenceQueue(ctx context.Context, model string) (InferenceQueue, error) {
+	var n *redis.IntCmd
+	var since *redis.StringCmd
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		n = p.HLen(ctx, s.inferenceKey(model, "open"))
+		since = p.Get(ctx, s.inferenceKey(model, "since"))
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return InferenceQueue{}, fmt.Errorf("read the open batch of model %s: %w", model, err)
+	}
+	q := InferenceQueue{Waiting: int(n.Val())}
+	if ms, err := since.Int64(); err == nil && q.Waiting > 0 {
+		q.Since = fromMillis(ms)
+	}
+	return q, nil
 }
 
 // InferenceJobLines returns the request lines of model's job, custom_id →
@@ -144,8 +198,9 @@ func (s *Store) AdvanceInferenceJob(ctx context.Context, model, job string, from
 
 // FinishInferenceJob ends model's job in `to` (done, or requeued), if it
 // is still in `from` (submitted; or closed, when every request of it was
-// dropped before its upload): the requests named by requeue go
-// back to the open batch, the others are dropped; the record stays a day.
+// dropped before its upload): the requests named by requeue go back to
+// the open batch, the others are dropped; the record stays a day, listed
+// by EndedInferenceJobs.
 // It reports whether it ended it.
 func (s *Store) FinishInferenceJob(ctx context.Context, model, job string, from, to pipeline.InferenceJobState, requeue []string, now time.Time) (bool, error) {
 	if requeue == nil {
@@ -153,7 +208,7 @@ func (s *Store) FinishInferenceJob(ctx context.Context, model, job string, from,
 	}
 	what := fmt.Sprintf("end job %s of model %s %s", job, model, to)
 	v, err := s.call(ctx, s.scripts.inference.finish, what, []string{s.inferenceJobKey(model, job), s.inferenceJobKey(model, job) + ":lines",
-		s.inferenceKey(model, "jobs"), s.inferenceKey(model, "open"), s.inferenceKey(model, "since")}, struct {
+		s.inferenceKey(model, "jobs"), s.inferenceKey(model, "open"), s.inferenceKey(model, "since"), s.inferenceKey(model, "ended")}, struct {
 		Job     string                     `json:"job"`
 		Expect  pipeline.InferenceJobState `json:"expect"`
 		To      pipeline.InferenceJobState `json:"to"`
