@@ -180,7 +180,7 @@ var inferenceCases = []contractCase{
 		if ok, err := f.st.FinishInferenceJob(f.ctx, m, "j1", pipeline.InferenceJobDone, nil, at(8)); err != nil || !ok {
 			t.Fatalf("finish j1: %v, %v", ok, err)
 		}
-		ended, err := f.st.EndedInferenceJobs(f.ctx, m, at(0))
+		ended, err := f.st.EndedInferenceJobs(f.ctx, m)
 		if err != nil || len(ended) != 1 {
 			t.Fatalf("ended jobs %+v, %v", ended, err)
 		}
@@ -188,8 +188,9 @@ var inferenceCases = []contractCase{
 			!e.ClosedAt.Equal(at(5)) || !e.EndedAt.Equal(at(8)) {
 			t.Fatalf("the ended job %+v", e)
 		}
-		if ended, _ := f.st.EndedInferenceJobs(f.ctx, m, at(9)); len(ended) != 0 {
-			t.Fatalf("jobs ended since after the last end: %+v", ended)
+		f.rdb.Del(f.ctx, f.prefix+":inference:{"+m+"}:job:j1") // its day is over
+		if ended, _ := f.st.EndedInferenceJobs(f.ctx, m); len(ended) != 0 {
+			t.Fatalf("a job whose record is gone is listed: %+v", ended)
 		}
 		if jobs, _ := f.st.InferenceJobs(f.ctx, m); len(jobs) != 1 || jobs[0].ID != "j2" || !jobs[0].EndedAt.IsZero() {
 			t.Fatalf("unfinished jobs %+v", jobs)

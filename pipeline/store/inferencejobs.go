@@ -103,10 +103,10 @@ func (s *Store) InferenceJobs(ctx context.Context, model string) ([]InferenceJob
 	return s.inferenceJobs(ctx, model, ids)
 }
 
-// EndedInferenceJobs returns model's jobs finished since `since` (a day
-// at most: their records go then), the last ended first.
-func (s *Store) EndedInferenceJobs(ctx context.Context, model string, since time.Time) ([]InferenceJob, error) {
-	ids, err := s.rdb.ZRevRangeByScore(ctx, s.inferenceKey(model, "ended"), &redis.ZRangeBy{Min: strconv.FormatInt(toMillis(since), 10), Max: "+inf"}).Result()
+// EndedInferenceJobs returns model's jobs finished in the last day (their
+// records go then), the last ended first.
+func (s *Store) EndedInferenceJobs(ctx context.Context, model string) ([]InferenceJob, error) {
+	ids, err := s.rdb.ZRevRange(ctx, s.inferenceKey(model, "ended"), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("list the ended jobs of model %s: %w", model, err)
 	}
