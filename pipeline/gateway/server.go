@@ -133,6 +133,10 @@ type Config struct {
 	// RunRequests is how runs requested on Kafka are admitted and whose
 	// they are (HandleRunRequest); its zero value has the defaults.
 	RunRequests RunRequests
+	// InferenceModels are the keys (config.Model.Key) of the configuration's
+	// models in batch mode, sorted: GET /v1/inference-jobs lists their
+	// open batches and jobs. None: it lists none.
+	InferenceModels []string
 	// MaxStreamsPerKey caps the event streams one key (with no keys, one
 	// client IP) holds open on this gateway. Default
 	// DefaultMaxStreamsPerKey (64); one more is answered 429.
@@ -290,6 +294,7 @@ func (s *Server) table() []route {
 		{"GET /v1/dead-letters", need(ScopeAdmin, s.listDeadLetters)},
 		{"GET /v1/agents", need(ScopeAdmin, s.listAgents)},
 		{"POST /v1/agents/{name}/upgrade", need(ScopeAdmin, s.upgradeAgent)},
+		{"GET /v1/inference-jobs", need(ScopeAdmin, s.listInferenceJobs)},
 		{"GET /v1/openapi.json", http.HandlerFunc(s.serveOpenAPI)},
 		{"GET /{$}", console.Handler()},
 		{"GET /console/", console.Handler()},
