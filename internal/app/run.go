@@ -210,6 +210,7 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 		Metrics:            s.Metrics,
 		DeadLetters:        deadLetters(dlq),
 		RunRequests:        requests,
+		InferenceModels:    batchModels(s.Config),
 	})
 }
 

@@ -132,11 +132,13 @@ func open(ctx context.Context, o Options) (*Stack, error) {
 	redact := secrets.FromEnv(append(cfg.SecretEnvs(), EnvKafkaPassword, EnvRedisPassword))
 	log = slog.New(secrets.Handler(log.Handler(), redact))
 	waits := waitClient(rdb)
-	return &Stack{
+	s := &Stack{
 		Config: cfg, Names: cfg.Kafka.Names(), Redis: rdb,
 		Store:  store.New(rdb, storeOptions(cfg, waits)...),
 		Logger: log, wmLogger: kafka.Logger(log), Plugins: o.plugins(), Redact: redact, Metrics: metrics.New(), waits: waits,
-	}, nil
+	}
+	s.measureInference()
+	return s, nil
 }
 
 // Subscriber returns a subscriber that consumes as group (with Kafka, a

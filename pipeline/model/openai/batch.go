@@ -123,7 +123,8 @@ func readBatch(v json.RawMessage, bad func(field, format string, args ...any)) *
 
 // BatchOf returns the batch mode cfg configures, false when it has none
 // or cfg is not a valid openai model (New reports why): for those that
-// only need to know, the gateway among them, without building the model.
+// only need to know, the gateway and the metrics among them, without
+// building the model.
 func BatchOf(cfg config.Model) (BatchSettings, bool) {
 	if cfg.Provider != config.ProviderOpenAI {
 		return BatchSettings{}, false
