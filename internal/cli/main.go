@@ -36,13 +36,15 @@ or http://127.0.0.1:8080; $STEPWISE_API_KEY is sent as the bearer key):
                    [--catchup-window D] (--agent A --input TEXT | --run JSON)
   agents                                       the agents, their current versions and the runs on each version
   agents upgrade NAME                          move NAME's waiting runs to its current version
+  inference-jobs [--json]                      the provider batch jobs of each model in batch mode, and the
+                                               requests waiting for the next (batch inference; not batches of runs) (admin)
 `
 
 // errUsage marks a usage error: exit code 2.
 var errUsage = errors.New("usage")
 
 // Commands are the names Main serves.
-var Commands = []string{"submit", "runs", "pending", "decide", "rerun", "schedules", "agents"}
+var Commands = []string{"submit", "runs", "pending", "decide", "rerun", "schedules", "agents", "inference-jobs"}
 
 // Main runs one client command (args begin with its name) and returns the
 // exit code. Results go to stdout, progress and errors to stderr.
@@ -53,6 +55,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	run := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"submit": submit, "runs": runs, "pending": pending, "decide": decide, "rerun": rerun, "schedules": schedules, "agents": agents,
+		"inference-jobs": inferenceJobs,
 	}[args[0]]
 	if run == nil {
 		fmt.Fprintf(stderr, "stepwise: unknown command %q\n\n%s", args[0], Usage)
