@@ -449,3 +449,37 @@ func TestConsole_the_runs_page_searches_by_metadata(t *testing.T) {
 		t.Fatalf("search by an undeclared key: %v, flash %q", err, flash)
 	}
 }
+
+// A run whose model is in batch mode shows its step awaiting_inference on
+// its page, with a link to the Inference jobs page, which shows its
+// model's open batch: the requests waiting and the oldest's wait.
+func TestConsole_a_run_awaiting_its_batch_and_the_open_batch_it_waits_in(t *testing.T) {
+	ctx := browser(t)
+	base := startDev(t)
+	for _, id := range []string{"bulk-1", "bulk-2"} {
+		if code := keyDo(t, "POST", base+"/v1/runs", map[string]any{"run_id": id, "agent": "bulk", "input": "go"}, nil); code != 201 {
+			t.Fatalf("create %s: %d", id, code)
+		}
+	}
+	model := `#inference-models section[data-model="openai:bulk-model"]`
+	var waiting, oldest string
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(base+"/#/runs/bulk-1"),
+		chromedp.SendKeys(`#key-input`, consoleKey, chromedp.ByQuery),
+		chromedp.Click(`#key-form button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#run-step-state .status.awaiting_inference`, chromedp.ByQuery),
+		chromedp.Click(`#run-step-state a[href="#/inference-jobs"]`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('`+model+` .waiting')?.textContent === '2'`, nil, chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.Text(model+` .waiting`, &waiting, chromedp.ByQuery),
+		chromedp.Text(model+` .oldest`, &oldest, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatalf("the inference jobs page: %v (waiting %q, oldest %q)", err, waiting, oldest)
+	}
+	if !strings.HasSuffix(oldest, " s") && !strings.Contains(oldest, "min") {
+		t.Fatalf("the oldest wait shows %q", oldest)
+	}
+	if dir := os.Getenv("STEPWISE_SCREENSHOTS"); dir != "" {
+		screenshot(t, ctx, dir, "console-inference-jobs")
+	}
+}

@@ -112,6 +112,7 @@ const routes = [
   [/^#\/batches\/(.+)$/, (id) => batchPage(decodeURIComponent(id))],
   [/^#\/batches$/, () => batchesPage()],
   [/^#\/schedules$/, () => schedulesPage()],
+  [/^#\/inference-jobs$/, () => inferenceJobsPage()],
   [/^#\/dead-letters$/, () => deadLettersPage()],
   [/^/, () => runsPage()],
 ];
@@ -233,6 +234,8 @@ function runPage(id) {
       ...(run.current_agent && run.current_agent !== run.agent ? [h('span', { class: 'muted' }, 'held by'), h('span', { id: 'run-holder' }, run.current_agent)] : []),
       ...(run.agent_version ? [h('span', { class: 'muted' }, 'version'), h('span', { id: 'run-version', class: 'mono' }, run.agent_version)] : []),
       h('span', { class: 'muted' }, 'step'), h('span', {}, run.step),
+      ...(run.step_state ? [h('span', { class: 'muted' }, 'step state'), h('span', { id: 'run-step-state' }, status(run.step_state),
+        run.step_state === 'awaiting_inference' ? h('a', { href: '#/inference-jobs' }, ' its request waits for its model\'s batch') : '')] : []),
       h('span', { class: 'muted' }, 'termination'), h('span', {}, run.termination ? `${run.termination.reason}${run.termination.code ? ` (${run.termination.code})` : ''}${run.termination.detail ? `: ${run.termination.detail}` : ''}` : '—'),
       h('span', { class: 'muted' }, 'usage'), h('span', {}, usage(run.usage)),
       h('span', { class: 'muted' }, 'created'), h('span', {}, when(run.created_at)),
@@ -428,6 +431,33 @@ function schedulesPage() {
     if (!schedules.length) body.append(h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No schedule yet.')));
   };
   every(3000, load);
+}
+
+// inferenceJobsPage: each model in batch mode, live: the requests waiting
+// in its open batch, the oldest's wait, and its provider batch jobs (GET
+// /v1/inference-jobs), the unfinished first, then those of the last day.
+function inferenceJobsPage() {
+  const list = h('div', { id: 'inference-models' });
+  view.append(h('h1', {}, 'Inference jobs'),
+    h('p', { class: 'muted' }, 'The provider batch jobs that carry the steps of runs whose model is in batch mode (not batches of runs). `stepwise inference-jobs` lists the same.'),
+    list);
+  const wait = (s) => (s >= 3600 ? `${(s / 3600).toFixed(1)} h` : s >= 60 ? `${Math.floor(s / 60)} min ${Math.round(s % 60)} s` : `${Math.round(s)} s`);
+  every(3000, async (signal) => {
+    const { models } = await api('/v1/inference-jobs', { signal });
+    list.replaceChildren(...models.map((m) => h('section', { class: 'card', 'data-model': m.model },
+      h('h2', { class: 'mono' }, m.model),
+      h('div', { class: 'grid' },
+        h('span', { class: 'muted' }, 'requests waiting'), h('span', { class: 'waiting' }, m.waiting),
+        h('span', { class: 'muted' }, 'oldest wait'), h('span', { class: 'oldest' }, m.waiting ? wait(m.oldest_wait_seconds) : '—'),
+        h('span', { class: 'muted' }, 'open jobs'), h('span', { class: 'open-jobs' }, m.jobs.filter((j) => !j.ended_at).length)),
+      h('table', {}, h('thead', {}, h('tr', {}, ['job', 'state', 'requests', 'file', 'provider batch', 'closed', 'ended'].map((c) => h('th', {}, c)))),
+        h('tbody', {}, m.jobs.length ? m.jobs.map((j) => h('tr', { 'data-job': j.job_id },
+          h('td', { class: 'mono' }, j.job_id), h('td', {}, status(j.state)), h('td', {}, j.requests),
+          h('td', { class: 'mono' }, j.file_id || ''), h('td', { class: 'mono' }, j.batch_id || ''),
+          h('td', { class: 'muted' }, when(j.closed_at)), h('td', { class: 'muted' }, when(j.ended_at))))
+          : h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No job in the last day.')))))));
+    if (!models.length) list.append(h('p', { class: 'muted' }, 'No model is in batch mode (batch: on an openai model).'));
+  });
 }
 
 // deadLettersPage: the dead-letter topic, newest first.
