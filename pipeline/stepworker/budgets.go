@@ -13,12 +13,13 @@ import (
 
 // Budgets (config.Budgets, store.Reserve): before its inference a step
 // reserves budgets.reserve_tokens, and their cost at its model's higher
-// price (its batch price for a run in batch mode, inBatchMode), from its
-// batch's budget (when the batch has one) and its tenant's (when the
-// configuration gives it one), and settles each with what the inference
-// used. A run whose budget cannot cover the reservation
-// ends stopped, code budget. Runs with neither budget pay nothing. The
-// reservation is held by the step's claim, and recorded with the run
+// price (its batch price for a run in batch mode, inBatchMode: ADR 0073),
+// from its batch's budget (when the batch has one) and its tenant's (when
+// the configuration gives it one), and settles each with what the
+// inference used, at the batch price when the Batch API answered. A run
+// whose budget cannot cover the reservation ends stopped, code budget.
+// Runs with neither budget pay nothing. The reservation is held by the
+// step's claim, and recorded with the run
 // (store.RecordHold) before it is made: a hold its claim did not settle
 // (the settle failed, or its worker died) is settled from that record by
 // the run's next claim, or before the run's result (ADR 0053).
