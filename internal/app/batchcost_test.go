@@ -3,7 +3,6 @@ package app_test
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -27,23 +26,19 @@ budgets:
 // micro-USD.
 const batchRunCost = 90
 
-// batchStack serves the bulk agent, its model's Batch API a fake, with
-// extra appended to its configuration, and returns the gateway's URL.
-func batchStack(t *testing.T, extra string) string {
+// pricedStack is batchStack of the bulk agent on the fake Batch API, with
+// extra appended to its configuration; it returns the gateway's URL.
+func pricedStack(t *testing.T, extra string) string {
 	t.Helper()
-	t.Setenv("STEPWISE_TEST_OPENAI_KEY", "test-key")
-	hs := httptest.NewServer(&fakebatch.Server{Answer: batchAnswer})
-	t.Cleanup(hs.Close)
-	stack := connect(t, newInfra(t), parseConfig(t, batchConfig(hs.URL)+extra))
-	workers(t, stack)
-	return serve(t, stack)
+	_, base := batchStack(t, &fakebatch.Server{Answer: batchAnswer}, func(url string) string { return batchConfig(url) + extra })
+	return base
 }
 
 // Runs whose steps the Batch API answers cost the batch price, half the
 // live one unless set: each run's usage, their batch's (of runs) sum, and
 // the cost metric of the model.
 func TestBatchInference_runs_cost_the_batch_price(t *testing.T) {
-	base := batchStack(t, batchPrices)
+	base := pricedStack(t, batchPrices)
 	items := make([]map[string]any, 4)
 	for i := range items {
 		items[i] = map[string]any{"run_id": fmt.Sprintf("r-priced-%d", i), "agent": "bulk", "input": "go"}
@@ -68,7 +63,7 @@ func TestBatchInference_runs_cost_the_batch_price(t *testing.T) {
 // at 4 USD a million, 60; at the live price, 120, the run would stop at
 // its second step), and stops the next once it cannot cover a step.
 func TestBatchInference_a_tenant_budget_stops_runs_at_the_batch_price(t *testing.T) {
-	base := batchStack(t, batchPrices+"  tenants: {default: {cost_usd: 0.00015}}\n")
+	base := pricedStack(t, batchPrices+"  tenants: {default: {cost_usd: 0.00015}}\n")
 	for i, want := range []pipeline.TerminationReason{pipeline.ReasonNaturalEnd, pipeline.ReasonStopped} {
 		id := fmt.Sprintf("r-budgeted-%d", i)
 		if code := httpDo(t, http.MethodPost, base+"/v1/runs", map[string]any{"run_id": id, "agent": "bulk", "input": "go"}, nil); code != http.StatusCreated {

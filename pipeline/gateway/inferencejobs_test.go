@@ -42,7 +42,7 @@ func TestInferenceJobs_list_each_models_open_batch_and_its_jobs(t *testing.T) {
 		st.AdvanceInferenceJob(ctx, m, job.id, pipeline.InferenceJobClosed, pipeline.InferenceJobUploaded, map[string]string{"file_id": "file-" + job.id})
 		st.AdvanceInferenceJob(ctx, m, job.id, pipeline.InferenceJobUploaded, pipeline.InferenceJobSubmitted, map[string]string{"batch_id": "batch-" + job.id})
 	}
-	if ok, err := st.FinishInferenceJob(ctx, m, "j-done", pipeline.InferenceJobDone, nil, now.Add(-10*time.Minute)); !ok || err != nil {
+	if ok, err := st.FinishInferenceJob(ctx, m, "j-done", pipeline.InferenceJobSubmitted, pipeline.InferenceJobDone, nil, now.Add(-10*time.Minute)); !ok || err != nil {
 		t.Fatalf("finish: %v, %v", ok, err)
 	}
 

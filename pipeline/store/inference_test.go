@@ -177,7 +177,7 @@ var inferenceCases = []contractCase{
 			f.st.AdvanceInferenceJob(f.ctx, m, job, pipeline.InferenceJobClosed, pipeline.InferenceJobUploaded, map[string]string{"file_id": "f-" + job})
 			f.st.AdvanceInferenceJob(f.ctx, m, job, pipeline.InferenceJobUploaded, pipeline.InferenceJobSubmitted, map[string]string{"batch_id": "b-" + job})
 		}
-		if ok, err := f.st.FinishInferenceJob(f.ctx, m, "j1", pipeline.InferenceJobDone, nil, at(8)); err != nil || !ok {
+		if ok, err := f.st.FinishInferenceJob(f.ctx, m, "j1", pipeline.InferenceJobSubmitted, pipeline.InferenceJobDone, nil, at(8)); err != nil || !ok {
 			t.Fatalf("finish j1: %v, %v", ok, err)
 		}
 		ended, err := f.st.EndedInferenceJobs(f.ctx, m)

@@ -200,8 +200,7 @@ func (s *Store) AdvanceInferenceJob(ctx context.Context, model, job string, from
 // is still in `from` (submitted; or closed, when every request of it was
 // dropped before its upload): the requests named by requeue go back to
 // the open batch, the others are dropped; the record stays a day, listed
-// by EndedInferenceJobs.
-// It reports whether it ended it.
+// by EndedInferenceJobs. It reports whether it ended it.
 func (s *Store) FinishInferenceJob(ctx context.Context, model, job string, from, to pipeline.InferenceJobState, requeue []string, now time.Time) (bool, error) {
 	if requeue == nil {
 		requeue = []string{} // a JSON array, not null
