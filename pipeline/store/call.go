@@ -98,7 +98,7 @@ func (s *Store) ClaimCallAndSiblings(ctx context.Context, runID, callID string, 
 	if sib.Max > 0 {
 		others = &siblings{Max: sib.Max, Fresh: pipeline.CallNew, Skip: append([]string{}, sib.SkipTools...)}
 	}
-	what := fmt.Sprintf("claim call %s of run %s", callID, runID)
+	what := "claim call " + callID + " of run " + runID
 	v, err := s.call(ctx, s.scripts.claimCall, what, []string{s.runKey(runID), s.eventsKey(runID), s.callKey(runID, callID)}, struct {
 		Owner     string                    `json:"owner"`
 		Until     int64                     `json:"untilms"`
@@ -227,7 +227,7 @@ func (s *Store) finishCall(ctx context.Context, runID, callID, owner string, fro
 	if err := checkOutcome(from, o); err != nil {
 		return Finished{}, err
 	}
-	what := fmt.Sprintf("finish call %s of run %s by %s", callID, runID, owner)
+	what := "finish call " + callID + " of run " + runID + " by " + owner
 	finished, err := finishedEntry(-1, callID, o.Status, o.Result, o.Error, now)
 	if err != nil {
 		return Finished{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -59,7 +60,6 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 	if err != nil {
 		return pipeline.Run{}, nil, nil, err
 	}
-	what := fmt.Sprintf("end step %d of run %s", step, runID)
 	var cached conversation
 	var read *redis.StringSliceCmd
 	v, err := s.evalAmong(ctx, cmd, func(p redis.Pipeliner, eval func()) {
@@ -69,7 +69,7 @@ func (s *Store) endStep(ctx context.Context, runID string, step int, end StepEnd
 		}
 	})
 	if err != nil {
-		run, err := s.currentRun(ctx, runID, scriptError(err, what))
+		run, err := s.currentRun(ctx, runID, scriptError(err, "end step "+strconv.Itoa(step)+" of run "+runID))
 		return run, nil, nil, err
 	}
 	run, held, err := s.decodeEnded(runID, v)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -146,7 +145,7 @@ func (s *Store) markCalls(ctx context.Context, sc *redis.Script, runID string, c
 	for i, c := range calls {
 		marks[i] = outboxMark{Part: "call:" + c.ID, Field: "sent", Value: value(c)}
 	}
-	return s.mark(ctx, sc, fmt.Sprintf("%d calls of run %s %s", len(calls), runID, done), runID, marks...)
+	return s.mark(ctx, sc, strconv.Itoa(len(calls))+" calls of run "+runID+" "+done, runID, marks...)
 }
 
 // mark runs sc (mark_sent or take_back_marks) on marks of the run.

@@ -31,7 +31,7 @@ func (s *Store) ClaimStep(ctx context.Context, runID string, step int, lease Lea
 	if err != nil {
 		return pipeline.Run{}, err
 	}
-	v, err := s.run(ctx, cmd, fmt.Sprintf("claim step %d of run %s", step, runID))
+	v, err := s.run(ctx, cmd, "claim step "+strconv.Itoa(step)+" of run "+runID)
 	if err != nil {
 		return s.currentRun(ctx, runID, err)
 	}
@@ -47,7 +47,6 @@ func (s *Store) ClaimStepWithMessages(ctx context.Context, runID string, step in
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
-	what := fmt.Sprintf("claim step %d of run %s", step, runID)
 	var cached conversation
 	var read *redis.StringSliceCmd
 	v, err := s.evalAmong(ctx, cmd, func(p redis.Pipeliner, eval func()) {
@@ -55,7 +54,7 @@ func (s *Store) ClaimStepWithMessages(ctx context.Context, runID string, step in
 		cached, read = s.readConversation(ctx, p, runID)
 	})
 	if err != nil {
-		run, err := s.currentRun(ctx, runID, scriptError(err, what))
+		run, err := s.currentRun(ctx, runID, scriptError(err, "claim step "+strconv.Itoa(step)+" of run "+runID))
 		return run, nil, err
 	}
 	run, err := s.decodeRunReply(runID, v)
@@ -215,8 +214,7 @@ func (s *Store) CommitStep(ctx context.Context, runID string, step int, owner st
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
-	what := fmt.Sprintf("commit step %d of run %s by %s", step, runID, owner)
-	v, err := s.run(ctx, cmd, what)
+	v, err := s.run(ctx, cmd, "commit step "+strconv.Itoa(step)+" of run "+runID+" by "+owner)
 	if err != nil {
 		return pipeline.Run{}, nil, err
 	}
@@ -244,7 +242,6 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 		return pipeline.Run{}, nil, err
 	}
 	defer endCmd.release()
-	what := fmt.Sprintf("commit step %d of run %s by %s", step, runID, owner)
 	var ended *redis.Cmd
 	v, err := s.evalAmong(ctx, cmd, func(p redis.Pipeliner, eval func()) {
 		eval()
@@ -252,7 +249,7 @@ func (s *Store) CommitAndEnd(ctx context.Context, runID string, step int, owner 
 		_ = p.Process(ctx, ended)
 	})
 	if err != nil {
-		return pipeline.Run{}, nil, scriptError(err, what)
+		return pipeline.Run{}, nil, scriptError(err, "commit step "+strconv.Itoa(step)+" of run "+runID+" by "+owner)
 	}
 	committed, _, err := s.decodeCommit(ctx, runID, nil, v)
 	switch {
