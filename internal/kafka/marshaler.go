@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/IBM/sarama"
 	wmkafka "github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
@@ -73,7 +74,7 @@ func (Marshaler) Unmarshal(rec *sarama.ConsumerMessage) (*message.Message, error
 		msg = message.NewMessage("", rec.Value)
 	}
 	if msg.UUID == "" {
-		msg.UUID = fmt.Sprintf("%s/%d/%d", rec.Topic, rec.Partition, rec.Offset)
+		msg.UUID = rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) + "/" + strconv.FormatInt(rec.Offset, 10)
 	}
 	if msg.Metadata.Get(topics.MetadataRunID) == "" && len(rec.Key) > 0 {
 		msg.Metadata.Set(topics.MetadataRunID, string(rec.Key))
