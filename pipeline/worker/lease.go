@@ -10,35 +10,70 @@ import (
 // period/3 until the returned stop is called or ctx ends. When renew reports
 // an error for which lost returns true, KeepLease calls
 // onLost once and stops renewing; other errors are retried at the next tick.
-// stop waits for a renewal under way to end; calling it again does nothing.
+// stop ends a renewal under way (its context) and waits for it; calling it
+// again does nothing.
 //
-// Nothing runs before the first tick: most work (a step, a no-op tool) is
-// over long before it, so a timer, not a goroutine and a ticker, waits for
-// it.
+// Nothing is made before the first tick but a timer: most work (a step, a
+// no-op tool) is over long before it, and a goroutine, a ticker and a
+// context of its own each cost it for nothing.
 func KeepLease(ctx context.Context, period time.Duration, renew func(context.Context) error, lost func(error) bool, onLost func()) (stop func()) {
+	k := &keeper{tick: max(period/3, time.Millisecond)}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.timer = time.AfterFunc(k.tick, func() { k.renew(ctx, renew, lost, onLost) })
+	return k.stop
+}
+
+// keeper is the state of one KeepLease.
+type keeper struct {
+	tick    time.Duration
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+	cancel  context.CancelFunc // of the renewal under way; nil: none
+	over    chan struct{}      // closed when the renewal under way ends
+}
+
+// renew makes one renewal, at a tick, and sets the timer for the next.
+func (k *keeper) renew(ctx context.Context, renew func(context.Context) error, lost func(error) bool, onLost func()) {
+	k.mu.Lock()
+	if k.stopped || ctx.Err() != nil {
+		k.mu.Unlock()
+		return
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	tick := max(period/3, time.Millisecond)
-	var mu sync.Mutex // held by a renewal, so that stop waits for it
-	var t *time.Timer
-	mu.Lock()
-	t = time.AfterFunc(tick, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if ctx.Err() != nil {
-			return
-		}
-		if err := renew(ctx); err != nil && lost(err) {
-			onLost()
-			return
-		}
-		t.Reset(tick)
-	})
-	mu.Unlock()
-	return func() {
-		cancel()
-		mu.Lock()
-		t.Stop()
-		mu.Unlock()
+	over := make(chan struct{})
+	k.cancel, k.over = cancel, over
+	k.mu.Unlock()
+	defer close(over)
+	err := renew(ctx)
+	cancel()
+	gone := err != nil && lost(err)
+	if gone {
+		onLost()
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.cancel = nil
+	if !gone && !k.stopped {
+		k.timer.Reset(k.tick)
+	}
+}
+
+// stop is KeepLease's stop.
+func (k *keeper) stop() {
+	k.mu.Lock()
+	k.stopped = true
+	k.timer.Stop()
+	over := k.over
+	if k.cancel != nil {
+		k.cancel()
+	} else {
+		over = nil // none under way
+	}
+	k.mu.Unlock()
+	if over != nil {
+		<-over
 	}
 }
 
