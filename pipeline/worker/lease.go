@@ -65,11 +65,10 @@ func (k *keeper) stop() {
 	k.mu.Lock()
 	k.stopped = true
 	k.timer.Stop()
-	over := k.over
+	var over chan struct{} // the renewal under way's, if one is
 	if k.cancel != nil {
 		k.cancel()
-	} else {
-		over = nil // none under way
+		over = k.over
 	}
 	k.mu.Unlock()
 	if over != nil {
