@@ -6,10 +6,13 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline"
 )
 
+// A job moves one provider call at a time and ends done or requeued; a
+// closed job whose every request was dropped before its upload (their
+// runs ended) ends done without a provider call (ADR 0072).
 func TestInferenceJobState_moves_one_provider_call_at_a_time_and_ends_done_or_requeued(t *testing.T) {
 	c, u, s := pipeline.InferenceJobClosed, pipeline.InferenceJobUploaded, pipeline.InferenceJobSubmitted
 	d, r := pipeline.InferenceJobDone, pipeline.InferenceJobRequeued
-	allowed := map[[2]pipeline.InferenceJobState]bool{{c, u}: true, {u, s}: true, {s, d}: true, {s, r}: true}
+	allowed := map[[2]pipeline.InferenceJobState]bool{{c, u}: true, {c, d}: true, {u, s}: true, {s, d}: true, {s, r}: true}
 	all := []pipeline.InferenceJobState{c, u, s, d, r}
 	for _, from := range all {
 		for _, to := range all {
