@@ -29,8 +29,18 @@ func benchCmd(ctx context.Context, args []string) error {
 	primaries := fs.Int("redis-primaries", 0, "run on a private Redis Cluster of `S` primaries (redis-server and redis-cli installed) instead of one redis-server")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole command to this `file` (go tool pprof reads it)")
 	allocProfile := fs.String("allocprofile", "", "write the allocations of the whole command to this `file` (go tool pprof -sample_index=alloc_space)")
+	tracePath := fs.String("trace", "", "write a runtime trace of the first scenario's measured part to this `file` (go tool trace reads it)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var traceOut io.Writer
+	if *tracePath != "" {
+		f, err := os.Create(*tracePath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		traceOut = f
 	}
 	stopProfile := func() {}
 	if *cpuProfile != "" {
@@ -42,7 +52,7 @@ func benchCmd(ctx context.Context, args []string) error {
 		defer stopProfile()
 	}
 	rep, err := bench.Run(ctx, bench.Options{Scenarios: strings.Split(*scenarios, ","), Runs: *runs, Kafka: *kafka, Redis: *redis, Progress: os.Stderr, PlotDir: *plotDir,
-		ToolWorkers: *toolWorkers, StepWorkers: *stepWorkers, RedisPrimaries: *primaries})
+		ToolWorkers: *toolWorkers, StepWorkers: *stepWorkers, RedisPrimaries: *primaries, Trace: traceOut})
 	if err != nil {
 		return err
 	}

@@ -198,6 +198,10 @@ type Options struct {
 	// Cluster of that many primaries (redis-server and redis-cli
 	// installed) instead of one redis-server; not with Redis.
 	RedisPrimaries int
+	// Trace, when set, gets a runtime trace (go tool trace reads it) of
+	// the first chosen scenario's measured part: for a decisions
+	// scenario, from the first decision's publish to the last result.
+	Trace io.Writer
 }
 
 // Report is what `stepwise bench --json` writes.
@@ -404,6 +408,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			}
 		}
 	}
+	s.trace = o.Trace
 	for _, sc := range chosen {
 		n := o.Runs
 		if n <= 0 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"runtime/trace"
 	"slices"
 	"sync"
 	"time"
@@ -32,6 +33,7 @@ type stack struct {
 	last     string                // the run requested last (KeyBytes measures its keys)
 	parts    []part                // the processes whose CPU is measured apart, this one first
 	batchAPI *fakebatch.Server     // the Batch API of the batch-inference scenario's model
+	trace    io.Writer             // the next measured part's runtime trace goes there; nil: none
 }
 
 // part is a process, or processes, whose CPU time so far cpu says (false:
@@ -303,13 +305,16 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	runtime.ReadMemStats(&m0)
 	cpu0 := s.cpu()
 	jobs0 := len(s.batchAPI.Batches())
+	stopTrace, err := s.startTrace()
+	if err != nil {
+		return Result{}, err
+	}
 	start := time.Now()
 	peak := s.sampleActive(ctx, sc)
 	var lat []time.Duration
 	var steps int
-	var busy time.Duration // the runs' times in flight, summed
-	var cost float64       // the runs' costs, summed
-	var err error
+	var busy time.Duration                 // the runs' times in flight, summed
+	var cost float64                       // the runs' costs, summed
 	sent := make([]time.Time, len(parked)) // when each parked run's decision was published
 	if sc.stepTimes {
 		s.pubs.Watch(s.stack.Names.ToolCalls(topics.DefaultQueue))
@@ -319,6 +324,7 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	} else {
 		lat, steps, busy, cost, err = s.batch(ctx, sc, n, progress)
 	}
+	stopTrace()
 	if err != nil {
 		return Result{}, err
 	}
@@ -407,6 +413,19 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 		}
 	}
 	return res, nil
+}
+
+// startTrace starts the runtime trace of a measured part, if one is
+// wanted and none was taken yet, and returns what stops it.
+func (s *stack) startTrace() (func(), error) {
+	if s.trace == nil {
+		return func() {}, nil
+	}
+	if err := trace.Start(s.trace); err != nil {
+		return nil, fmt.Errorf("runtime trace: %w", err)
+	}
+	s.trace = nil
+	return trace.Stop, nil
 }
 
 // resumed reads, from each decided run's event log, how long after its
