@@ -18,12 +18,16 @@ import (
 // every field, for each scenario run, and counts that add up. Rates are
 // not asserted: they are this machine's.
 func TestBench_reports_every_field_of_each_scenario(t *testing.T) {
+	var trace bytes.Buffer
 	rep, err := bench.Run(context.Background(), bench.Options{
 		Scenarios: []string{"latency", "fanout", "memory", "decisions", "llm-bound", "run-requests"}, Runs: 3,
-		Kafka: testinfra.Kafka(t)[0], Redis: testinfra.RedisServer(t),
+		Kafka: testinfra.Kafka(t)[0], Redis: testinfra.RedisServer(t), Trace: &trace,
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(trace.Bytes(), []byte("go 1.")) {
+		t.Errorf("no runtime trace of the first scenario: %d bytes, %.16q", trace.Len(), trace.Bytes())
 	}
 	if len(rep.Scenarios) != 6 || rep.Machine.Cores < 1 || rep.Machine.RedisVersion == "" {
 		t.Fatalf("report %+v", rep)
