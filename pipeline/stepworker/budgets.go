@@ -54,13 +54,15 @@ func (w *Worker) budgetsOf(run pipeline.Run) []budget {
 }
 
 // reserve holds the step's reservation for its claim (run.LeaseOwner), its
-// cost at price, or ends the run stopped/budget and returns false.
-func (w *Worker) reserve(ctx context.Context, run pipeline.Run, price config.Price, log *slog.Logger) (reservation, bool) {
+// cost at mdl's price for the run (its batch price in batch mode), or ends
+// the run stopped/budget and returns false.
+func (w *Worker) reserve(ctx context.Context, run pipeline.Run, mdl model.Model, log *slog.Logger) (reservation, bool) {
 	budgets := w.budgetsOf(run)
 	if len(budgets) == 0 {
 		return reservation{}, true
 	}
 	tokens := w.cfg.Budgets.Reserve()
+	price := w.price(run, inBatchMode(run, mdl))
 	res := reservation{runID: run.ID, holder: run.LeaseOwner, amount: store.Amounts{Tokens: tokens, Cost: price.Most(tokens)}}
 	earlier, err := w.store.RecordHold(ctx, run.ID, res.holder)
 	if err != nil {

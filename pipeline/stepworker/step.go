@@ -255,7 +255,7 @@ func (w *Worker) runStep(run pipeline.Run, msgs []pipeline.Message, log *slog.Lo
 		return // deferred: the step waits for its model, holding no pool slot
 	}
 	defer w.releaseLimit(slot, log)
-	budget, ok := w.reserve(ctx, run, w.price(run, inBatchMode(run, mdl)), log)
+	budget, ok := w.reserve(ctx, run, mdl, log)
 	if !ok {
 		return // stopped: its budget is spent
 	}
