@@ -75,6 +75,10 @@ type batchAndLive struct {
 
 	mu      sync.Mutex
 	uploads [][]byte
+	// corrupt, when set, names a run: the first output file holding an
+	// answer of it serves that answer's line as text that is not JSON,
+	// every time it is downloaded (corruptFile).
+	corrupt, corruptFile string
 }
 
 func newBatchAndLive(answer func(string, json.RawMessage) (json.RawMessage, *fakebatch.LineError)) *batchAndLive {
@@ -110,8 +114,38 @@ func (f *batchAndLive) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer f.downloads.Add(1)
+		if f.corrupt != "" {
+			f.serveCorrupted(w, r)
+			return
+		}
 	}
 	f.Server.ServeHTTP(w, r)
+}
+
+// serveCorrupted serves a file's content, its line answering f.corrupt
+// garbled in the first file that holds one, and in each download of it.
+func (f *batchAndLive) serveCorrupted(w http.ResponseWriter, r *http.Request) {
+	rec := httptest.NewRecorder()
+	f.Server.ServeHTTP(rec, r)
+	body, mark := rec.Body.Bytes(), []byte(`"custom_id":"`+f.corrupt+`.`)
+	f.mu.Lock()
+	if f.corruptFile == "" && bytes.Contains(body, mark) {
+		f.corruptFile = r.URL.Path
+	}
+	garble := f.corruptFile == r.URL.Path
+	f.mu.Unlock()
+	if garble {
+		lines := bytes.Split(body, []byte("\n"))
+		for i, l := range lines {
+			if bytes.Contains(l, mark) {
+				lines[i] = []byte("{not json")
+			}
+		}
+		body = bytes.Join(lines, []byte("\n"))
+	}
+	maps.Copy(w.Header(), rec.Header())
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(body)
 }
 
 // uploaded reports whether a file uploaded held a request of run.
@@ -322,6 +356,28 @@ func TestBatchInference_a_failed_batch_falls_back_to_live_by_policy(t *testing.T
 	live := int(fake.live.Load())
 	if live == 0 || live+fake.batched() != runs*batchSteps {
 		t.Fatalf("%d live requests and %d through completed batches; want the failed batch's live, %d in all", live, fake.batched(), runs*batchSteps)
+	}
+}
+
+// An answer line the provider garbled (not JSON) is no answer: the rest
+// of its file is handed to their steps, and its request goes to the next
+// batch, whose answer its step takes; the job does not stay stuck on the
+// file.
+func TestBatchInference_a_garbled_answer_line_is_sent_again_and_the_rest_handed(t *testing.T) {
+	fake := newBatchAndLive(batchAnswer)
+	fake.corrupt = "r-garbled-0"
+	_, base := batchStack(t, fake, func(url string) string { return batchConfigWith(url, "", nil) })
+	const runs = 3
+	for i := range runs {
+		postRun(t, base, map[string]any{"run_id": fmt.Sprintf("r-garbled-%d", i), "agent": "bulk", "input": "go"})
+	}
+	for i := range runs {
+		waitBatchedEnd(t, base, fmt.Sprintf("r-garbled-%d", i))
+	}
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	if fake.corruptFile == "" {
+		t.Fatal("no output file held an answer of r-garbled-0: nothing was garbled")
 	}
 }
 

@@ -152,10 +152,11 @@ func (w *Worker) wantedLines(ctx context.Context, b batched, j store.InferenceJo
 }
 
 // endJob hands every answer of an ended batch to its step, then ends the
-// job: done, or, when the batch did not complete (failed, expired,
-// cancelled), by the model's batch.on_failure: requeued, its unanswered
-// requests back in the open batch, or done, each unanswered step told to
-// infer live. A batcher that dies in between hands the answers again: a
+// job: done, or, when requests its runs still want got no answer (the
+// batch failed, expired or was cancelled, or an answer line was missing
+// or not JSON), by the model's batch.on_failure: requeued, those requests
+// back in the open batch, or done, each of their steps told to infer
+// live. A batcher that dies in between hands the answers again: a
 // step takes an answer once (AnswerInference).
 func (w *Worker) endJob(ctx context.Context, b batched, j store.InferenceJob, st openai.BatchState) error {
 	completed := st.Status == "completed"
@@ -172,22 +173,22 @@ func (w *Worker) endJob(ctx context.Context, b batched, j store.InferenceJob, st
 			return err
 		}
 	}
+	lines, err := w.wantedLines(ctx, b, j)
+	if err != nil {
+		return err
+	}
+	var unanswered []string
+	for id := range lines {
+		if !answered[id] {
+			unanswered = append(unanswered, id)
+		}
+	}
 	to := pipeline.InferenceJobDone
 	var requeue []string
-	if !completed {
-		lines, err := w.store.InferenceJobLines(ctx, b.key, j.ID)
-		if err != nil {
-			return err
-		}
-		var unanswered []string
-		for id := range lines {
-			if !answered[id] {
-				unanswered = append(unanswered, id)
-			}
-		}
+	if len(unanswered) > 0 {
 		slices.Sort(unanswered)
 		live := b.settings.OnFailure == openai.BatchOnFailureLive
-		w.log.Warn("batch did not complete; its unanswered requests go to the next batch, or live (batch.on_failure)", "model", b.key, "job", j.ID,
+		w.log.Warn("batch ended without answering some requests; they go to the next batch, or live (batch.on_failure)", "model", b.key, "job", j.ID,
 			"batch_id", j.BatchID, "status", st.Status, "unanswered", len(unanswered), "live", live)
 		if !live {
 			to, requeue = pipeline.InferenceJobRequeued, unanswered
@@ -195,7 +196,7 @@ func (w *Worker) endJob(ctx context.Context, b batched, j store.InferenceJob, st
 			return err
 		}
 	}
-	_, err := w.store.FinishInferenceJob(ctx, b.key, j.ID, j.State, to, requeue, w.now())
+	_, err = w.store.FinishInferenceJob(ctx, b.key, j.ID, j.State, to, requeue, w.now())
 	return err
 }
 
@@ -230,10 +231,11 @@ const answerHandOffs = 32
 
 // handAnswers hands each answer line of content to its step (hand),
 // answerHandOffs at a time. A line's error of a batch that did not
-// complete (expired, cancelled) is no answer: its request is requeued. It records in answered the custom_ids
-// answered. After a hand-off fails it starts no more and returns the
-// first failure: the next pass hands the file again (a step takes an
-// answer once).
+// complete (expired, cancelled) is no answer, nor is a line that is not
+// JSON: endJob sends their requests again. It records in answered the
+// custom_ids answered. After a hand-off fails it starts no more and
+// returns the first failure: the next pass hands the file again (a step
+// takes an answer once).
 func (w *Worker) handAnswers(ctx context.Context, content []byte, completed bool, answered map[string]bool) error {
 	var (
 		wg     sync.WaitGroup
@@ -261,8 +263,8 @@ func (w *Worker) handAnswers(ctx context.Context, content []byte, completed bool
 		}
 		var l outputLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			fail(fmt.Errorf("read an answer line: %w", err))
-			break
+			w.log.Warn("batch answer line that is not JSON; its request counts as unanswered", "error", err)
+			continue
 		}
 		a, ok := answerOfLine(l, completed)
 		if !ok {
