@@ -23,6 +23,7 @@ func benchCmd(ctx context.Context, args []string) error {
 	jsonPath := fs.String("json", "", "write the report as JSON to this `file`")
 	plotDir := fs.String("plot", "", "write PNG charts (throughput against concurrency, latency CDF) into this `directory`")
 	kafka := fs.String("kafka", "", "Kafka `brokers` to use instead of an embedded broker")
+	noBroker := fs.Bool("no-broker", false, "connect the workers by an in-process channel instead of Kafka, to measure what the broker costs (not with --kafka or worker processes)")
 	redis := fs.String("redis", "", "Redis `URL` to use instead of an embedded Redis (miniredis, which reports no server-side counts)")
 	toolWorkers := fs.Int("tool-workers", 0, "run the tool calls in `N` separate tool worker processes (this program's toolworker command) instead of in this one")
 	stepWorkers := fs.Int("step-workers", 0, "run the steps in `N` separate step worker processes (this program's stepworker command) instead of in this one")
@@ -51,7 +52,7 @@ func benchCmd(ctx context.Context, args []string) error {
 		stopProfile = sync.OnceFunc(stop)
 		defer stopProfile()
 	}
-	rep, err := bench.Run(ctx, bench.Options{Scenarios: strings.Split(*scenarios, ","), Runs: *runs, Kafka: *kafka, Redis: *redis, Progress: os.Stderr, PlotDir: *plotDir,
+	rep, err := bench.Run(ctx, bench.Options{Scenarios: strings.Split(*scenarios, ","), Runs: *runs, Kafka: *kafka, NoBroker: *noBroker, Redis: *redis, Progress: os.Stderr, PlotDir: *plotDir,
 		ToolWorkers: *toolWorkers, StepWorkers: *stepWorkers, RedisPrimaries: *primaries, Trace: traceOut})
 	if err != nil {
 		return err

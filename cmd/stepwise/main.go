@@ -5,7 +5,7 @@
 //	stepwise stepworker|toolworker [flags]                                                  one worker, as cmd/stepworker and cmd/toolworker
 //	stepwise demo  [--runs N]                                                               a sample batch on an embedded stack
 //	stepwise dlq list|redrive [--topic T] [--since D] [--dry-run] [--json]                  the dead-letter topic: show, re-publish
-//	stepwise bench [--scenario S,...] [--runs N] [--json FILE] [--kafka B] [--redis URL | --redis-primaries S] [--step-workers N] [--tool-workers N]   measured workloads
+//	stepwise bench [--scenario S,...] [--runs N] [--json FILE] [--kafka B | --no-broker] [--redis URL | --redis-primaries S] [--step-workers N] [--tool-workers N]   measured workloads
 //	stepwise submit|runs|pending|decide ...                                                 a client of a gateway (internal/cli)
 //
 // dev's --redis is the URL of a Redis to use instead of the embedded one;

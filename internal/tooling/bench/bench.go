@@ -198,10 +198,32 @@ type Options struct {
 	// Cluster of that many primaries (redis-server and redis-cli
 	// installed) instead of one redis-server; not with Redis.
 	RedisPrimaries int
+	// NoBroker connects the workers by an in-process Go channel
+	// (app.InProcess) instead of Kafka: the same handlers, store and
+	// Redis, and no broker, so that the difference from a run through the
+	// broker is what the broker and its clients cost. Not with Kafka,
+	// worker processes, or a scenario that reads a consumer group's lag.
+	NoBroker bool
 	// Trace, when set, gets a runtime trace (go tool trace reads it) of
 	// the first chosen scenario's measured part: for a decisions
 	// scenario, from the first decision's publish to the last result.
 	Trace io.Writer
+}
+
+// checkNoBroker refuses what cannot run without a broker.
+func (o Options) checkNoBroker(chosen []Scenario) error {
+	switch {
+	case !o.NoBroker:
+		return nil
+	case o.Kafka != "":
+		return errors.New("no broker, or Kafka's brokers: give one of the two")
+	case o.ToolWorkers > 0 || o.StepWorkers > 0:
+		return errors.New("worker processes reach the bench through Kafka: without a broker every worker runs in the bench's process")
+	}
+	if i := slices.IndexFunc(chosen, func(sc Scenario) bool { return sc.requested }); i >= 0 {
+		return fmt.Errorf("scenario %s reads its consumer group's lag in Kafka: it needs a broker", chosen[i].Name)
+	}
+	return nil
 }
 
 // Report is what `stepwise bench --json` writes.
@@ -216,7 +238,7 @@ type Machine struct {
 	GoVersion    string `json:"go_version"`
 	OS           string `json:"os"`
 	RedisVersion string `json:"redis_version"` // "" for the embedded miniredis
-	Kafka        string `json:"kafka"`         // "embedded" or the brokers
+	Kafka        string `json:"kafka"`         // "embedded", the brokers, or "none" (Options.NoBroker)
 	Redis        string `json:"redis"`         // "a private redis-server", "embedded" (miniredis) or the URL given
 	At           string `json:"at"`
 	// ToolWorkers is how many tool worker processes ran the calls; 0: the
@@ -320,6 +342,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.StepWorkers < 0 {
 		return Report{}, fmt.Errorf("%d step worker processes: give 0 (the steps run in the bench's process) or more", o.StepWorkers)
 	}
+	if err := o.checkNoBroker(chosen); err != nil {
+		return Report{}, err
+	}
 	batchAPI := &fakebatch.Server{Answer: fakebatch.CallsThenAnswers(2, "echo"), Delay: BatchDelay, LiveDelay: BatchDelay}
 	batchSrv := httptest.NewServer(batchAPI)
 	defer batchSrv.Close()
@@ -352,7 +377,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			rep.Machine.Redis = "a private redis-server"
 		}
 	}
-	if o.Kafka == "" || o.Redis == "" {
+	if (o.Kafka == "" && !o.NoBroker) || o.Redis == "" {
 		in, err := app.StartInfra("127.0.0.1:0", o.Redis, "")
 		if err != nil {
 			return Report{}, err
@@ -363,13 +388,17 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 		opts.Redis = in.RedisURL
 	}
-	if o.Kafka != "" {
+	connect := app.Connect
+	switch {
+	case o.NoBroker:
+		rep.Machine.Kafka, connect = "none", app.InProcess
+	case o.Kafka != "":
 		rep.Machine.Kafka = o.Kafka
 	}
 	if o.Redis != "" && rep.Machine.Redis == "embedded" {
 		rep.Machine.Redis = o.Redis
 	}
-	s, err := newStack(ctx, opts, o.StepWorkers == 0, o.ToolWorkers == 0, slices.ContainsFunc(chosen, func(sc Scenario) bool { return sc.requested }))
+	s, err := newStack(ctx, connect, opts, o.StepWorkers == 0, o.ToolWorkers == 0, slices.ContainsFunc(chosen, func(sc Scenario) bool { return sc.requested }))
 	if err != nil {
 		return Report{}, err
 	}

@@ -187,3 +187,31 @@ func TestBench_counts_every_primary_of_a_cluster(t *testing.T) {
 		t.Errorf("busiest primary %.3f ms of %.3f ms CPU a step", three.RedisBusiestCPUmsPerStep, three.RedisCPUmsPerStep)
 	}
 }
+
+// Without a broker the workers meet on an in-process channel: the bench
+// is given no Kafka and starts none, and its runs still end, the parked
+// ones by their decisions. What needs a broker is refused, saying why.
+func TestBench_runs_without_a_broker_on_an_in_process_channel(t *testing.T) {
+	redisURL := testinfra.RedisServer(t)
+	rep, err := bench.Run(context.Background(), bench.Options{Scenarios: []string{"ten-steps", "decisions"}, Runs: 4, NoBroker: true, Redis: redisURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Machine.Kafka != "none" {
+		t.Errorf("kafka %q, want none", rep.Machine.Kafka)
+	}
+	if ten, dec := rep.Scenarios[0], rep.Scenarios[1]; ten.Steps != 40 || ten.Calls != 36 || dec.Steps != 4 || dec.RunsDone != 4 {
+		t.Errorf("ten-steps %+v, decisions %+v", ten, dec)
+	}
+	for name, o := range map[string]bench.Options{
+		"Kafka's brokers":  {Scenarios: []string{"ten-steps"}, NoBroker: true, Kafka: "127.0.0.1:9", Redis: redisURL},
+		"tool workers":     {Scenarios: []string{"ten-steps"}, NoBroker: true, ToolWorkers: 1, Redis: redisURL},
+		"run-requests lag": {Scenarios: []string{"run-requests"}, NoBroker: true, Redis: redisURL},
+	} {
+		if _, err := bench.Run(context.Background(), o); err == nil {
+			t.Errorf("no broker with %s: no error", name)
+		} else {
+			t.Logf("no broker with %s: %v", name, err)
+		}
+	}
+}

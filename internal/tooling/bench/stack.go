@@ -52,11 +52,12 @@ type ended struct {
 	cost  float64 // USD, as the result's usage says
 }
 
-// newStack connects the stack under measurement and runs its step worker
+// newStack connects the stack under measurement with connect (app.Connect,
+// or app.InProcess for no broker) and runs its step worker
 // when steps is set, its tool worker when tools is set, and a gateway (on
 // a loopback port, for its run-requests consumer) when gateway is set.
-func newStack(ctx context.Context, o app.Options, steps, tools, gateway bool) (*stack, error) {
-	st, err := app.Connect(ctx, o)
+func newStack(ctx context.Context, connect func(context.Context, app.Options) (*app.Stack, error), o app.Options, steps, tools, gateway bool) (*stack, error) {
+	st, err := connect(ctx, o)
 	if err != nil {
 		return nil, err
 	}
