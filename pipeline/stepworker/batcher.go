@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stepwise-run/stepwise/pipeline"
 	"github.com/stepwise-run/stepwise/pipeline/model/openai"
@@ -234,30 +235,14 @@ const answerHandOffs = 32
 // complete (expired, cancelled) is no answer, nor is a line that is not
 // JSON: endJob sends their requests again. It records in answered the
 // custom_ids answered. After a hand-off fails it starts no more and
-// returns the first failure: the next pass hands the file again (a step
-// takes an answer once).
+// returns the first failure (errgroup): the next pass hands the file
+// again (a step takes an answer once).
 func (w *Worker) handAnswers(ctx context.Context, content []byte, completed bool, answered map[string]bool) error {
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		failed error
-	)
-	slots := make(chan struct{}, answerHandOffs)
-	fail := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if failed == nil {
-			failed = err
-		}
-	}
-	stopped := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return failed != nil
-	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(answerHandOffs)
 	sc := bufio.NewScanner(bytes.NewReader(content))
 	sc.Buffer(nil, 64<<20)
-	for sc.Scan() && !stopped() {
+	for sc.Scan() && gctx.Err() == nil {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
@@ -271,17 +256,10 @@ func (w *Worker) handAnswers(ctx context.Context, content []byte, completed bool
 			continue
 		}
 		answered[l.CustomID] = true
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			if err := w.hand(ctx, l.CustomID, a); err != nil {
-				fail(err)
-			}
-		})
+		g.Go(func() error { return w.hand(gctx, l.CustomID, a) })
 	}
-	wg.Wait()
-	if failed != nil {
-		return failed
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return sc.Err()
 }
