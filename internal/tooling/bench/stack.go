@@ -139,7 +139,7 @@ func (s *stack) run(ctx context.Context, sc Scenario, n int) error {
 	if err != nil {
 		return err
 	}
-	_, _, err = s.decide(ctx, sc, parked, make([]time.Time, len(parked)), nil)
+	_, _, err = s.decide(ctx, sc, parked, new(time.Time), nil)
 	return err
 }
 
@@ -167,11 +167,12 @@ func (s *stack) park(ctx context.Context, sc Scenario, n int) ([]inFlight, error
 // outside system deciding them together would (one produce of them all,
 // as DBOS's peer bench sends its signals together), and waits for their
 // results; each latency is from the burst's publish to its run's result,
-// and each run counts the one step the decision let it take. Published
+// and each run counts the one step the decision let it take; sent is set
+// to the publish's start. Published
 // one after the other, the 1,000 decisions took about 450 ms to send,
 // and the runs' times from their own decision measured how far the
 // handlers lagged behind that trickle, not the burst.
-func (s *stack) decide(ctx context.Context, sc Scenario, parked []inFlight, sent []time.Time, progress io.Writer) ([]time.Duration, int, error) {
+func (s *stack) decide(ctx context.Context, sc Scenario, parked []inFlight, sent *time.Time, progress io.Writer) ([]time.Duration, int, error) {
 	msgs := make([]*message.Message, len(parked))
 	for i, f := range parked {
 		msg, err := topics.NewMessage(topics.Decision{
@@ -182,18 +183,15 @@ func (s *stack) decide(ctx context.Context, sc Scenario, parked []inFlight, sent
 		}
 		msgs[i] = msg
 	}
-	start := time.Now()
-	for i := range sent {
-		sent[i] = start
-	}
+	*sent = time.Now()
 	if err := s.stack.Publisher.Publish(s.stack.Names.Decisions(), msgs...); err != nil {
 		return nil, 0, fmt.Errorf("publish the decisions: %w", err)
 	}
 	lat := make([]time.Duration, 0, len(parked))
-	for i, f := range parked {
+	for _, f := range parked {
 		select {
 		case e := <-f.done:
-			lat = append(lat, e.at.Sub(sent[i]))
+			lat = append(lat, e.at.Sub(*sent))
 			if progress != nil && (len(lat)%50 == 0 || len(lat) == len(parked)) {
 				fmt.Fprintf(progress, "\r%s: %d/%d decided runs done", sc.Name, len(lat), len(parked))
 			}
@@ -329,14 +327,14 @@ func (s *stack) measure(ctx context.Context, sc Scenario, n int, progress io.Wri
 	peak := s.sampleActive(ctx, sc)
 	var lat []time.Duration
 	var steps int
-	var busy time.Duration                 // the runs' times in flight, summed
-	var cost float64                       // the runs' costs, summed
-	sent := make([]time.Time, len(parked)) // when each parked run's decision was published
+	var busy time.Duration // the runs' times in flight, summed
+	var cost float64       // the runs' costs, summed
+	var sent time.Time     // when the parked runs' decisions were published
 	if sc.stepTimes {
 		s.pubs.Watch(s.stack.Names.ToolCalls(topics.DefaultQueue))
 	}
 	if sc.decides {
-		lat, steps, err = s.decide(ctx, sc, parked, sent, progress)
+		lat, steps, err = s.decide(ctx, sc, parked, &sent, progress)
 	} else {
 		lat, steps, busy, cost, err = s.batch(ctx, sc, n, progress)
 	}
@@ -445,11 +443,11 @@ func (s *stack) startTrace() (func(), error) {
 }
 
 // resumed reads, from each decided run's event log, how long after its
-// decision was published (sent) the run was running again: its
+// decisions were published (sent) the run was running again: its
 // run.resumed event.
-func (s *stack) resumed(ctx context.Context, parked []inFlight, sent []time.Time) ([]time.Duration, error) {
+func (s *stack) resumed(ctx context.Context, parked []inFlight, sent time.Time) ([]time.Duration, error) {
 	out := make([]time.Duration, 0, len(parked))
-	for i, f := range parked {
+	for _, f := range parked {
 		evs, err := s.stack.Store.Events(ctx, f.r.id, "", 1000)
 		if err != nil {
 			return nil, err
@@ -458,7 +456,7 @@ func (s *stack) resumed(ctx context.Context, parked []inFlight, sent []time.Time
 		if at < 0 {
 			return nil, fmt.Errorf("run %s has no run.resumed event after its decision", f.r.id)
 		}
-		out = append(out, evs[at].At.Sub(sent[i]))
+		out = append(out, evs[at].At.Sub(sent))
 	}
 	return out, nil
 }
