@@ -174,6 +174,18 @@ func postRun(t *testing.T, base string, body map[string]any) {
 	}
 }
 
+// runBulk creates n runs of agent bulk, <prefix>-0 to <prefix>-<n-1>,
+// and waits for each to end as batchAnswer leads it.
+func runBulk(t *testing.T, base, prefix string, n int) {
+	t.Helper()
+	for i := range n {
+		postRun(t, base, map[string]any{"run_id": fmt.Sprintf("%s-%d", prefix, i), "agent": "bulk", "input": "go"})
+	}
+	for i := range n {
+		waitBatchedEnd(t, base, fmt.Sprintf("%s-%d", prefix, i))
+	}
+}
+
 // waitBatchedEnd waits for run to end as batchAnswer leads it.
 func waitBatchedEnd(t *testing.T, base, run string) {
 	t.Helper()
@@ -347,12 +359,7 @@ func TestBatchInference_a_failed_batch_falls_back_to_live_by_policy(t *testing.T
 	fake.Faults.FailBatches(1)
 	_, base := batchStack(t, fake, func(url string) string { return batchConfigWith(url, ", on_failure: live", nil) })
 	const runs = 4
-	for i := range runs {
-		postRun(t, base, map[string]any{"run_id": fmt.Sprintf("r-fallback-%d", i), "agent": "bulk", "input": "go"})
-	}
-	for i := range runs {
-		waitBatchedEnd(t, base, fmt.Sprintf("r-fallback-%d", i))
-	}
+	runBulk(t, base, "r-fallback", runs)
 	live := int(fake.live.Load())
 	if live == 0 || live+fake.batched() != runs*batchSteps {
 		t.Fatalf("%d live requests and %d through completed batches; want the failed batch's live, %d in all", live, fake.batched(), runs*batchSteps)
@@ -368,12 +375,7 @@ func TestBatchInference_a_garbled_answer_line_is_sent_again_and_the_rest_handed(
 	fake.corrupt = "r-garbled-0"
 	_, base := batchStack(t, fake, func(url string) string { return batchConfigWith(url, "", nil) })
 	const runs = 3
-	for i := range runs {
-		postRun(t, base, map[string]any{"run_id": fmt.Sprintf("r-garbled-%d", i), "agent": "bulk", "input": "go"})
-	}
-	for i := range runs {
-		waitBatchedEnd(t, base, fmt.Sprintf("r-garbled-%d", i))
-	}
+	runBulk(t, base, "r-garbled", runs)
 	fake.mu.Lock()
 	defer fake.mu.Unlock()
 	if fake.corruptFile == "" {
