@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -10,14 +11,23 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/model/openai"
 )
 
-// batchModels are the keys of the configuration's models in batch mode
-// (ADR 0071), sorted, each once.
+// batchAgents are the agents whose model has a batch mode (ADR 0071), by
+// name.
+func batchAgents(c *config.Config) []string {
+	var names []string
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+		if _, on := openai.BatchOf(c.Agents[name].Model); on {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// batchModels are the keys of the batch agents' models, sorted, each once.
 func batchModels(c *config.Config) []string {
 	var keys []string
-	for _, a := range c.Agents {
-		if _, on := openai.BatchOf(a.Model); on {
-			keys = append(keys, a.Model.Key())
-		}
+	for _, name := range batchAgents(c) {
+		keys = append(keys, c.Agents[name].Model.Key())
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys)

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -20,7 +18,6 @@ import (
 	"github.com/stepwise-run/stepwise/pipeline/gateway"
 	"github.com/stepwise-run/stepwise/pipeline/limits"
 	"github.com/stepwise-run/stepwise/pipeline/metrics"
-	"github.com/stepwise-run/stepwise/pipeline/model/openai"
 	"github.com/stepwise-run/stepwise/pipeline/model/script"
 	"github.com/stepwise-run/stepwise/pipeline/stepworker"
 	"github.com/stepwise-run/stepwise/pipeline/store"
@@ -212,17 +209,6 @@ func (s *Stack) Gateway() (*gateway.Server, error) {
 		RunRequests:        requests,
 		InferenceModels:    batchModels(s.Config),
 	})
-}
-
-// batchAgents are the agents whose model has a batch mode, by name.
-func batchAgents(c *config.Config) []string {
-	var names []string
-	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
-		if _, on := openai.BatchOf(c.Agents[name].Model); on {
-			names = append(names, name)
-		}
-	}
-	return names
 }
 
 // runRequests is how the gateway admits the runs requested on Kafka
